@@ -1,0 +1,82 @@
+# Factory Floor — the two commands users type are `make demo` and `make test`.
+# Everything they need is installed from here, on a fresh Debian 12 machine, as root.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV        ?= .venv
+PY          := $(VENV)/bin/python
+BIN         := $(abspath $(VENV))/bin
+COLL_ROOT   := build/collections
+COLL_LINK   := $(COLL_ROOT)/ansible_collections/factory_floor/llm
+SANITY_ROOT := build/sanity/ansible_collections/factory_floor/llm
+export PATH := $(BIN):$(PATH)
+export CONTAINERS_CONF := $(abspath lab/containers.conf)
+export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLL_ROOT))
+export ANSIBLE_CONFIG := $(abspath ansible.cfg)
+export LAB_PIP := $(BIN)/pip
+
+APT_PACKAGES := podman runc debootstrap netavark aardvark-dns nftables curl git python3-venv rsync
+
+.PHONY: help deps apt venv collection lab-image lab-up lab-down demo test test-quick units lint sanity molecule build clean
+
+help:
+	@echo "make demo        build the lab, deploy the split topology, switch to replicas, print the report"
+	@echo "make test        units, ansible-lint, ansible-test sanity and the molecule scenarios"
+	@echo "make test-quick  units, lint and sanity only"
+	@echo "make lab-up / lab-down   start / remove the lab hosts (spark-a, spark-b, gateway)"
+
+apt: .cache/apt.done
+.cache/apt.done:
+	@mkdir -p .cache
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES)
+	@touch $@
+
+venv: $(VENV)/.done
+$(VENV)/.done: requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q -r requirements.txt
+	@touch $@
+
+collection: $(COLL_LINK)
+$(COLL_LINK):
+	mkdir -p $(dir $(COLL_LINK))
+	ln -sfn $(abspath .) $(COLL_LINK)
+
+deps: apt venv collection
+
+lab-image: deps
+	bash lab/build-image.sh
+
+lab-up: lab-image
+	cd extensions && molecule create -s default
+
+lab-down: deps
+	cd extensions && molecule destroy -s default
+
+demo: lab-up
+	ansible-playbook -i inventory/lab playbooks/demo.yml
+
+units: venv collection
+	cd $(COLL_LINK) && $(abspath $(PY)) -m pytest -q tests/unit
+
+lint: venv collection
+	ansible-lint --profile production
+
+sanity: venv
+	rm -rf build/sanity && mkdir -p $(SANITY_ROOT)
+	git ls-files -co --exclude-standard -z | rsync -a --from0 --files-from=- ./ $(SANITY_ROOT)/
+	cd $(SANITY_ROOT) && ansible-test sanity --venv --python 3.11 --color no
+
+molecule: lab-image
+	cd extensions && molecule test --all
+
+test-quick: units lint sanity
+
+test: test-quick molecule
+
+build: venv
+	mkdir -p build && ansible-galaxy collection build --force --output-path build .
+
+clean:
+	rm -rf build .cache
