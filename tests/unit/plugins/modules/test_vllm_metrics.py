@@ -1,0 +1,171 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Whole-module runs of factory_floor.llm.vllm_metrics against HTTP servers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.factory_floor.llm.plugins.modules import vllm_metrics
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "metrics")
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name + ".txt"), encoding="utf-8") as handle:
+        return handle.read()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Serves ``server.routes[path]`` (a list of (status, body), taken in order, last one repeated)."""
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        self.server.seen.append((self.path, self.headers.get("Authorization")))
+        queue = self.server.routes.get(self.path) or [(404, "not found\n")]
+        status, body = queue.pop(0) if len(queue) > 1 else queue[0]
+        payload = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format, *args):  # pylint: disable=redefined-builtin
+        pass
+
+
+@pytest.fixture
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd.daemon_threads = True
+    httpd.routes, httpd.seen = {}, []
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    httpd.base = "http://127.0.0.1:%d" % httpd.server_address[1]
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def closed_port():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    port = httpd.server_address[1]
+    httpd.server_close()
+    return port
+
+
+def run_module(args, capsys):
+    """Run main() with ``args``; return (exit code, parsed JSON result)."""
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as exited:
+            vllm_metrics.main()
+    return exited.value.code, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_two_replicas_one_down(server, closed_port, capsys, check_mode):
+    server.routes = {"/a/metrics": [(200, fixture("vllm_a_t1"))], "/b/metrics": [(200, fixture("vllm_b_t1"))]}
+    code, result = run_module({
+        "engines": [{"name": "spark-a", "url": server.base + "/a"},
+                    {"name": "spark-b", "url": server.base + "/b"},
+                    {"name": "spark-c", "url": "http://127.0.0.1:%d" % closed_port}],
+        "timeout": 2,
+        "_ansible_check_mode": check_mode,
+    }, capsys)
+    assert code == 0
+    assert result["changed"] is False
+    assert result["complete"] is False and result["unreachable"] == ["spark-c"]
+    assert result["engines"][2]["reachable"] is False and "cannot connect" in result["engines"][2]["error"]
+    assert result["total"]["num_requests_running"] == 21
+    assert result["total"]["kv_cache_usage_perc_weighted_mean"] == pytest.approx(0.391304, abs=1e-6)
+    assert result["total"]["ttft_seconds"]["p50"] == pytest.approx(0.375)
+    assert result["table"][-1].startswith("TOTAL")
+    assert "notes" not in result and "rates" not in result["total"]
+
+
+def test_window_gives_rates_and_reports_restart(server, capsys):
+    server.routes = {
+        "/a/metrics": [(200, fixture("vllm_a_t0")), (200, fixture("vllm_a_t1"))],
+        "/b/metrics": [(200, fixture("vllm_b_t0")), (200, fixture("vllm_b_restarted"))],
+    }
+    code, result = run_module({
+        "engines": [{"name": "spark-a", "url": server.base + "/a"},
+                    {"name": "spark-b", "url": server.base + "/b"}],
+        "window": 0.1,
+    }, capsys)
+    assert code == 0 and result["changed"] is False
+    assert result["window"] == 0.1
+    assert result["restarts"] == ["spark-b"]
+    b_rates = result["engines"][1]["rates"]
+    assert result["engines"][1]["restarted"] is True
+    assert b_rates["generation_tokens_per_s"] == pytest.approx(1980 / b_rates["elapsed_seconds"], rel=2e-2)
+    assert all(value > 0 for value in result["total"]["rates"].values())
+
+
+def test_split_with_two_engines_fails(server, capsys):
+    code, result = run_module({
+        "engines": [{"name": "spark-a", "url": server.base}, {"name": "spark-b", "url": server.base}],
+        "topology": "split",
+    }, capsys)
+    assert code == 1 and result["failed"] is True
+    assert "exactly one engine, the rank-0 head" in result["msg"]
+    assert server.seen == []
+
+
+def test_split_head(server, capsys):
+    server.routes = {"/metrics": [(200, fixture("vllm_split_head_t1"))]}
+    code, result = run_module({"engines": [{"name": "spark-a", "url": server.base}], "topology": "split"}, capsys)
+    assert code == 0
+    assert result["topology"] == "split"
+    assert result["total"]["kv_cache_capacity_tokens"] == 3040000
+
+
+def test_api_key_is_sent_and_not_logged(server, capsys):
+    server.routes = {"/metrics": [(200, fixture("vllm_a_t1"))]}
+    code, result = run_module({"engines": [{"name": "spark-a", "url": server.base}], "api_key": "s3cret-key"},
+                              capsys)
+    assert code == 0
+    assert server.seen == [("/metrics", "Bearer s3cret-key")]
+    assert "s3cret-key" not in json.dumps(result)
+
+
+def test_different_models_warn(server, capsys):
+    other = fixture("vllm_b_t1").replace('model_name="local-model"', 'model_name="other-model"')
+    server.routes = {"/a/metrics": [(200, fixture("vllm_a_t1"))], "/b/metrics": [(200, other)]}
+    code, result = run_module({"engines": [{"name": "spark-a", "url": server.base + "/a"},
+                                           {"name": "spark-b", "url": server.base + "/b"}]}, capsys)
+    assert code == 0
+    # ansible-core 2.19 returns warnings as structured events; match the text anywhere
+    assert "engines serve different models (local-model, other-model)" in json.dumps(result["warnings"])
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"engines": []}, "engines is empty"),
+    ({"engines": [{"name": "a", "url": "spark-a:8000"}]}, "not an http(s) base URL"),
+    ({"engines": [{"name": "a", "url": "http://a:8000"}], "window": -5}, "window must be 0"),
+    ({"engines": [{"name": "a", "url": "http://a:8000"}], "timeout": 0}, "timeout must be a positive"),
+])
+def test_bad_arguments_fail_before_reading(args, message, capsys):
+    code, result = run_module(args, capsys)
+    assert code == 1
+    assert message in result["msg"]
+
+
+@pytest.mark.parametrize("attribute, library", [
+    ("PROMETHEUS_CLIENT_IMPORT_ERROR", "prometheus-client"),
+    ("REQUESTS_IMPORT_ERROR", "requests"),
+])
+def test_missing_library(monkeypatch, capsys, attribute, library):
+    monkeypatch.setattr(vllm_metrics, attribute, "Traceback: ImportError: No module named %s" % library)
+    code, result = run_module({"engines": [{"name": "a", "url": "http://a:8000"}]}, capsys)
+    assert code == 1
+    assert "Failed to import the required Python library (%s)" % library in result["msg"]
