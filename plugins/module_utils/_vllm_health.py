@@ -1,0 +1,543 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Is a vLLM OpenAI-compatible server serving? Probe it once, or wait until it is.
+
+Private to the collection. It imports only the standard library and ``requests``
+(no Ansible), because besides ``factory_floor.llm.vllm_health`` it is installed next
+to small daemons on the hosts (the proxy membership checker, the watchdog) and
+imported there as the plain module ``_vllm_health``.
+
+Statuses, decided from what the endpoint does (this is the contract the daemons
+and the module share):
+
+``serving``
+    ``GET /health`` answered 200; for probe ``models`` and ``generate``
+    ``GET /v1/models`` answered a model list; if a model is expected, it is in
+    that list; for probe ``generate`` a 1-token completion finished in time.
+``loading``
+    The TCP connection was refused: nothing listens on the port. vLLM binds its
+    port only once the engine is ready, so this is what start-up looks like (it
+    is also what a stopped server looks like; the systemd unit tells them apart).
+``unreachable``
+    No TCP connection could be made for any other reason: the host name does not
+    resolve, no route to the host or network, or the connect timed out.
+``dead``
+    A TCP connection was made but the server does not serve: ``/health``
+    answered anything but 200 (vLLM answers 503 once its EngineCore died), no
+    HTTP answer came within the request timeout, the connection was dropped
+    mid-request, ``/v1/models`` or the completion answered an error, or (probe
+    ``generate``) the 1-token completion did not finish within
+    ``generate_timeout`` -- a hung engine (stopped EngineCore or Worker) still
+    answers ``/health`` and ``/v1/models`` with 200 in about 1 ms, so only a
+    generation shows it.
+``wrong_model``
+    ``/health`` answered 200 and ``/v1/models`` answered, but the expected model
+    is not among the served ids.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import traceback
+
+from urllib.parse import urlsplit, urlunsplit
+
+try:
+    import requests
+except ImportError:
+    HAS_REQUESTS = False
+    REQUESTS_IMPORT_ERROR = traceback.format_exc()
+    _NEW_CONNECTION_ERRORS = ()
+else:
+    HAS_REQUESTS = True
+    REQUESTS_IMPORT_ERROR = None
+    # urllib3 (requests' own transport, reached through requests so that only
+    # requests is imported) raises this for every failure to open the TCP connection.
+    _NEW_CONNECTION_ERRORS = (requests.packages.urllib3.exceptions.NewConnectionError,)
+
+
+SERVING = "serving"
+LOADING = "loading"
+UNREACHABLE = "unreachable"
+DEAD = "dead"
+WRONG_MODEL = "wrong_model"
+STATUSES = (SERVING, LOADING, UNREACHABLE, DEAD, WRONG_MODEL)
+
+PROBE_KINDS = ("health", "models", "generate")
+WAIT_FOR = ("serving", "dead")
+
+# Seconds allowed for the connect and for the answer of each plain GET
+# (/health, /v1/models, /version). vLLM answers these in about 1 ms, even when
+# its engine is hung.
+REQUEST_TIMEOUT = 5.0
+GENERATE_TIMEOUT = 30.0
+
+# HTTP answers that mean "your api_key is not accepted": waiting cannot fix them.
+REJECTED = (401, 403)
+
+# The prompt of the 1-token generation. Any text works; the model only has to
+# produce one token.
+GENERATE_PROMPT = "Hello"
+
+
+@dataclasses.dataclass
+class ProbeResult:
+    """What one probe saw.
+
+    ``status`` is one of :data:`STATUSES`. ``models`` are the ids ``GET /v1/models``
+    listed (empty when it was not asked or failed). ``version`` is vLLM's version from
+    ``GET /version`` (``None`` when it did not answer). ``latency`` is the wall-clock
+    time in seconds of the whole probe, every request it made included.
+    ``error`` says why the status is not ``serving`` (``None`` when serving).
+    ``http_status`` is the HTTP status of the answer that decided a ``dead``
+    status, if there was one.
+    """
+
+    status: str
+    models: list = dataclasses.field(default_factory=list)
+    version: str | None = None
+    latency: float = 0.0
+    error: str | None = None
+    http_status: int | None = None
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class UnitState:
+    """A systemd unit's state, as ``systemctl show`` reports it."""
+
+    name: str
+    load_state: str | None = None
+    active_state: str | None = None
+    sub_state: str | None = None
+    result: str | None = None
+    exec_main_status: int | None = None
+
+    @property
+    def down(self) -> bool:
+        """True when the unit is not running and systemd will not start it again by itself.
+
+        ``failed``; ``inactive`` (stopped, or vLLM's API server exited with status 0
+        after its engine died, so ``Restart=on-failure`` does not fire); ``active``
+        with SubState ``exited`` (no main process left); or the unit does not exist.
+        ``activating`` (including SubState ``auto-restart``) and ``deactivating``
+        are not down: systemd is still working on it.
+        """
+        if self.load_state in ("not-found", "masked", "error", "bad-setting"):
+            return True
+        if self.active_state in ("failed", "inactive"):
+            return True
+        return self.active_state == "active" and self.sub_state == "exited"
+
+    def describe(self) -> str:
+        return "ActiveState=%s, SubState=%s, Result=%s, ExecMainStatus=%s%s" % (
+            self.active_state,
+            self.sub_state,
+            self.result,
+            self.exec_main_status,
+            "" if self.load_state in (None, "loaded") else ", LoadState=%s" % self.load_state,
+        )
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+class UnitStateError(Exception):
+    """``systemctl show`` could not be run or did not answer."""
+
+
+@dataclasses.dataclass
+class WaitResult:
+    """How :func:`wait` ended.
+
+    ``ok`` is True when the wanted state was reached, or when ``timeout`` was 0 and
+    the single probe's state is simply reported. ``reason`` is one of ``reached``,
+    ``probed`` (timeout 0), ``timeout``, ``unit_down``, ``rejected`` (the server
+    refused the api_key). ``elapsed`` is in seconds, measured with the ``clock``
+    given to :func:`wait`. ``message`` explains a failure (``None`` when ok).
+    """
+
+    ok: bool
+    reason: str
+    last: ProbeResult
+    url: str
+    elapsed: float
+    attempts: int
+    message: str | None = None
+    unit: UnitState | None = None
+    journal: list = dataclasses.field(default_factory=list)
+
+
+def normalize_url(base_url: str) -> str:
+    """Return the server's base URL: scheme, host, port, without a trailing ``/`` or ``/v1``.
+
+    OpenAI clients are configured with ``http://host:8000/v1``; vLLM's ``/health``
+    and ``/version`` live at the root, so both forms are accepted.
+    Raises ``ValueError`` when the URL is not http(s) with a host.
+    """
+    if not isinstance(base_url, str) or not base_url.strip():
+        raise ValueError("url must be an http:// or https:// URL, got %r" % (base_url,))
+    parts = urlsplit(base_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("url must be an http:// or https:// URL with a host, got %r" % (base_url,))
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1"):
+        path = path[: -len("/v1")]
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def _causes(exc: BaseException):
+    """Yield exc and everything it wraps (requests -> urllib3 -> socket)."""
+    seen = set()
+    todo = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        # urllib3's MaxRetryError keeps the real error in .reason; requests
+        # passes exceptions on as the first argument of its own.
+        wrapped = [current.__cause__, current.__context__, getattr(current, "reason", None)]
+        wrapped.extend(getattr(current, "args", ()))
+        todo.extend(w for w in wrapped if isinstance(w, BaseException))
+
+
+def classify_connection_error(exc: BaseException) -> str:
+    """Map a failed request to ``loading``, ``unreachable`` or ``dead`` (see the module docstring)."""
+    causes = list(_causes(exc))
+    if any(isinstance(c, ConnectionRefusedError) for c in causes):
+        return LOADING
+    if HAS_REQUESTS and isinstance(exc, requests.exceptions.ConnectTimeout):
+        return UNREACHABLE
+    # urllib3 wraps every other failure to open the connection (name resolution,
+    # no route, network unreachable) in NewConnectionError.
+    if any(isinstance(c, _NEW_CONNECTION_ERRORS) for c in causes):
+        return UNREACHABLE
+    # Connected, then no answer in time, or the connection dropped mid-request.
+    return DEAD
+
+
+def _describe_error(method: str, url: str, exc: BaseException, timeout: float) -> str:
+    if HAS_REQUESTS and isinstance(exc, requests.exceptions.ConnectTimeout):
+        return "%s %s: TCP connect did not finish within %ss" % (method, url, _fmt(timeout))
+    if HAS_REQUESTS and isinstance(exc, requests.exceptions.ReadTimeout):
+        return "%s %s: connected, but no HTTP answer within %ss" % (method, url, _fmt(timeout))
+    status = classify_connection_error(exc)
+    if status == LOADING:
+        return "%s %s: connection refused (nothing listens on the port yet)" % (method, url)
+    # The socket-level error carries the useful words ("Name or service not known",
+    # "Remote end closed connection without response"); requests' own exceptions
+    # are OSErrors too, so leave them out.
+    lowest = [c for c in _causes(exc) if isinstance(c, OSError) and not isinstance(c, requests.exceptions.RequestException)]
+    shown = lowest[-1] if lowest else exc
+    return "%s %s: %s" % (method, url, str(shown) or type(shown).__name__)
+
+
+def _fmt(seconds: float) -> str:
+    return ("%.3f" % seconds).rstrip("0").rstrip(".")
+
+
+def _no_proxies() -> dict:
+    """Per-request ``proxies`` that switch off HTTP_PROXY, HTTPS_PROXY and ALL_PROXY.
+
+    A health probe has to reach the endpoint itself, not whatever a proxy answers
+    for it. requests adds environment proxies to the dict it is given, so every
+    request gets a fresh one.
+    """
+    return {"http": None, "https": None, "all": None}
+
+
+def _headers(api_key: str | None) -> dict:
+    headers = {"Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = "Bearer %s" % api_key
+    return headers
+
+
+class _Failed(Exception):
+    def __init__(self, status: str, error: str, http_status: int | None = None):
+        super().__init__(error)
+        self.status = status
+        self.error = error
+        self.http_status = http_status
+
+
+def _get(session, url, headers, timeout):
+    try:
+        return session.get(url, headers=headers, timeout=timeout, proxies=_no_proxies(), allow_redirects=False)
+    except requests.exceptions.RequestException as exc:
+        raise _Failed(classify_connection_error(exc), _describe_error("GET", url, exc, timeout)) from exc
+
+
+def _http_error(method: str, url: str, response) -> _Failed:
+    text = (response.text or "").strip().replace("\n", " ")
+    if len(text) > 200:
+        text = text[:200] + "..."
+    hint = " (the server rejected the api_key)" if response.status_code in REJECTED else ""
+    return _Failed(DEAD, "%s %s answered HTTP %s%s%s" % (method, url, response.status_code, hint, ": " + text if text else ""), response.status_code)
+
+
+def _model_ids(session, base: str, headers: dict, timeout: float) -> list:
+    url = base + "/v1/models"
+    response = _get(session, url, headers, timeout)
+    if response.status_code != 200:
+        raise _http_error("GET", url, response)
+    try:
+        data = response.json()["data"]
+        return [str(entry["id"]) for entry in data]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise _Failed(DEAD, "GET %s did not answer an OpenAI model list" % url, response.status_code) from exc
+
+
+def _version(session, base: str, headers: dict, timeout: float) -> str | None:
+    try:
+        response = session.get(base + "/version", headers=headers, timeout=timeout, proxies=_no_proxies(), allow_redirects=False)
+        if response.status_code == 200:
+            version = response.json().get("version")
+            return None if version is None else str(version)
+    except (requests.exceptions.RequestException, ValueError, AttributeError):
+        pass
+    return None
+
+
+def _generate(session, base: str, headers: dict, model: str, timeout: float, generate_timeout: float) -> None:
+    url = base + "/v1/completions"
+    body = {"model": model, "prompt": GENERATE_PROMPT, "max_tokens": 1, "temperature": 0}
+    started = time.monotonic()
+    try:
+        response = session.post(url, headers=headers, json=body, timeout=(timeout, generate_timeout), proxies=_no_proxies(), allow_redirects=False)
+    except requests.exceptions.ReadTimeout as exc:
+        raise _Failed(DEAD, "1-token generation did not finish within %ss (POST %s, model %s)" % (
+            _fmt(generate_timeout), url, model)) from exc
+    except requests.exceptions.RequestException as exc:
+        raise _Failed(classify_connection_error(exc), _describe_error("POST", url, exc, timeout)) from exc
+    took = time.monotonic() - started
+    if response.status_code != 200:
+        raise _http_error("POST", url, response)
+    # requests bounds each socket read, not the whole answer: check the total too.
+    if took > generate_timeout:
+        raise _Failed(DEAD, "1-token generation did not finish within %ss (took %ss; POST %s, model %s)" % (
+            _fmt(generate_timeout), _fmt(took), url, model))
+    try:
+        choices = response.json()["choices"]
+    except (ValueError, KeyError, TypeError):
+        choices = None
+    if not choices:
+        raise _Failed(DEAD, "POST %s answered 200 without choices" % url, response.status_code)
+
+
+def probe(
+    base_url: str,
+    api_key: str | None = None,
+    model: str | None = None,
+    kind: str = "health",
+    timeout: float = REQUEST_TIMEOUT,
+    session=None,
+    generate_timeout: float = GENERATE_TIMEOUT,
+) -> ProbeResult:
+    """Probe a vLLM server once and return what it saw.
+
+    ``kind`` is ``health`` (``GET /health``), ``models`` (also ``GET /v1/models``
+    must answer) or ``generate`` (also a 1-token ``POST /v1/completions`` with
+    ``max_tokens`` 1 and ``temperature`` 0 for ``model``, or for the first served
+    model when ``model`` is None, must finish within ``generate_timeout`` seconds).
+    With ``model`` set, every kind also checks that ``/v1/models`` lists it.
+    ``timeout`` (seconds) bounds the connect and the answer of each GET.
+    Once ``/health`` answered 200, ``/v1/models`` and ``/version`` are read for the
+    ``models`` and ``version`` fields in any case; with kind ``health`` and no
+    ``model`` their failure does not change the status.
+    ``session`` is a ``requests.Session`` to reuse; by default a fresh one is
+    used and closed, so no stale keep-alive connection survives a restart.
+    """
+    if not HAS_REQUESTS:
+        raise RuntimeError("the Python library requests is required: %s" % REQUESTS_IMPORT_ERROR)
+    if kind not in PROBE_KINDS:
+        raise ValueError("kind must be one of %s, got %r" % (", ".join(PROBE_KINDS), kind))
+    base = normalize_url(base_url)
+    headers = _headers(api_key)
+    own_session = session is None
+    if own_session:
+        session = requests.Session()
+    started = time.monotonic()
+    result = ProbeResult(status=SERVING)
+    try:
+        health_url = base + "/health"
+        response = _get(session, health_url, headers, timeout)
+        if response.status_code != 200:
+            failed = _http_error("GET", health_url, response)
+            if response.status_code == 503:
+                failed.error += " (vLLM answers 503 once its engine is dead)"
+            raise failed
+        result.version = _version(session, base, headers, timeout)
+        models_required = kind != "health" or model is not None
+        try:
+            result.models = _model_ids(session, base, headers, timeout)
+        except _Failed:
+            if models_required:
+                raise
+        if model is not None and model not in result.models:
+            raise _Failed(WRONG_MODEL, "model %r is not served; /v1/models lists %s" % (
+                model, ", ".join(result.models) if result.models else "nothing"))
+        if kind == "generate":
+            target = model if model is not None else (result.models[0] if result.models else None)
+            if target is None:
+                raise _Failed(DEAD, "no model to generate with: /v1/models lists nothing")
+            _generate(session, base, headers, target, timeout, generate_timeout)
+    except _Failed as failed:
+        result.status = failed.status
+        result.error = failed.error
+        result.http_status = failed.http_status
+    finally:
+        result.latency = time.monotonic() - started
+        if own_session:
+            session.close()
+    return result
+
+
+def wait(
+    base_url: str,
+    api_key: str | None = None,
+    model: str | None = None,
+    kind: str = "health",
+    wait_for: str = "serving",
+    timeout: float = 1200.0,
+    interval: float = 2.0,
+    generate_timeout: float = GENERATE_TIMEOUT,
+    request_timeout: float = REQUEST_TIMEOUT,
+    unit_state=None,
+    unit_journal=None,
+    clock=time.monotonic,
+    sleep=time.sleep,
+    session=None,
+) -> WaitResult:
+    """Probe every ``interval`` seconds until the endpoint is in ``wait_for`` or ``timeout`` seconds passed.
+
+    ``wait_for`` ``serving`` waits for status ``serving``; ``dead`` waits until the
+    endpoint is no longer serving (any other status: a killed engine reports
+    ``dead`` for a few seconds, then its API server exits and the port refuses,
+    ``loading``). ``timeout`` 0 probes once and reports the state (``ok`` True)
+    whatever it is. The deadline is checked between probes, so the wait can run
+    over by at most one probe (a few request timeouts plus ``generate_timeout``).
+
+    Fails fast, without waiting for the deadline, when:
+
+    * the server answers 401/403 (api_key rejected; waiting cannot fix that);
+    * waiting for ``serving``, ``unit_state()`` returns a :class:`UnitState` that is
+      :attr:`UnitState.down`. ``unit_journal()`` is then called once and its lines
+      land in ``WaitResult.journal``. ``unit_state`` is only read while the
+      endpoint is not serving, after each probe. It may raise
+      :class:`UnitStateError`; that propagates.
+
+    ``clock`` (seconds, monotonic) and ``sleep`` are injectable so tests control time.
+    """
+    if kind not in PROBE_KINDS:
+        raise ValueError("probe must be one of %s, got %r" % (", ".join(PROBE_KINDS), kind))
+    if wait_for not in WAIT_FOR:
+        raise ValueError("wait_for must be one of %s, got %r" % (", ".join(WAIT_FOR), wait_for))
+    if timeout < 0:
+        raise ValueError("timeout must be 0 or more seconds, got %s" % timeout)
+    if interval <= 0:
+        raise ValueError("interval must be more than 0 seconds, got %s" % interval)
+    if generate_timeout <= 0:
+        raise ValueError("generate_timeout must be more than 0 seconds, got %s" % generate_timeout)
+    base = normalize_url(base_url)
+
+    started = clock()
+    deadline = started + timeout
+    attempts = 0
+    while True:
+        attempts += 1
+        last = probe(base, api_key=api_key, model=model, kind=kind, timeout=request_timeout,
+                     session=session, generate_timeout=generate_timeout)
+        seen = "last status %s, last error: %s" % (last.status, last.error)
+
+        if last.http_status in REJECTED:
+            message = "vLLM at %s rejected the api_key (HTTP %s); waiting cannot fix that; %s" % (
+                base, last.http_status, seen)
+            return _ended(False, "rejected", last, base, clock() - started, attempts, message)
+
+        if wait_for == "serving":
+            reached = last.status == SERVING
+        else:
+            reached = last.status != SERVING
+        if reached:
+            return _ended(True, "reached", last, base, clock() - started, attempts)
+
+        if unit_state is not None and wait_for == "serving":
+            unit = unit_state()
+            if unit is not None and unit.down:
+                journal = list(unit_journal()) if unit_journal is not None else []
+                elapsed = clock() - started
+                message = "systemd unit %s is %s (%s) after %ss of waiting for vLLM at %s to be serving (%d attempts, probe %s); %s" % (
+                    unit.name, unit.active_state, unit.describe(), _fmt(elapsed), base, attempts, kind, seen)
+                if journal:
+                    message += "\nLast %d journal lines of %s:\n%s" % (len(journal), unit.name, "\n".join(journal))
+                return _ended(False, "unit_down", last, base, elapsed, attempts, message, unit, journal)
+
+        if timeout == 0:
+            return _ended(True, "probed", last, base, clock() - started, attempts)
+
+        now = clock()
+        if now >= deadline:
+            wanted = "serving" if wait_for == "serving" else "dead (no longer serving)"
+            message = "vLLM at %s was not %s after %ss (timeout %ss, %d attempts, probe %s); %s" % (
+                base, wanted, _fmt(now - started), _fmt(timeout), attempts, kind, seen)
+            return _ended(False, "timeout", last, base, now - started, attempts, message)
+        sleep(min(interval, deadline - now))
+
+
+def _ended(ok, reason, last, url, elapsed, attempts, message=None, unit=None, journal=None) -> WaitResult:
+    return WaitResult(ok=ok, reason=reason, last=last, url=url, elapsed=elapsed, attempts=attempts,
+                      message=message, unit=unit, journal=journal or [])
+
+
+def systemd_unit_state(unit: str, run_command, systemctl: str = "systemctl") -> UnitState:
+    """Read a unit's state with ``systemctl show -p LoadState,ActiveState,SubState,Result,ExecMainStatus UNIT``.
+
+    ``run_command(argv)`` returns ``(rc, stdout, stderr)`` like
+    ``AnsibleModule.run_command``. Raises :class:`UnitStateError` when it fails.
+    """
+    argv = [systemctl, "show", "-p", "LoadState,ActiveState,SubState,Result,ExecMainStatus", "--", unit]
+    rc, out, err = run_command(argv)
+    if rc != 0:
+        raise UnitStateError("%s failed (rc %s): %s" % (" ".join(argv), rc, (err or out or "").strip()))
+    values = {}
+    for line in (out or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip()
+    if "ActiveState" not in values:
+        raise UnitStateError("%s did not report ActiveState: %r" % (" ".join(argv), out))
+    try:
+        exec_main_status = int(values["ExecMainStatus"]) if values.get("ExecMainStatus") else None
+    except ValueError:
+        exec_main_status = None
+    return UnitState(
+        name=unit,
+        load_state=values.get("LoadState") or None,
+        active_state=values.get("ActiveState") or None,
+        sub_state=values.get("SubState") or None,
+        result=values.get("Result") or None,
+        exec_main_status=exec_main_status,
+    )
+
+
+def systemd_journal(unit: str, run_command, lines: int = 30, journalctl: str = "journalctl") -> list:
+    """Return the last ``lines`` journal lines of the unit (``journalctl -u UNIT -n LINES --no-pager``).
+
+    Never raises: when journalctl fails, the one line returned says why.
+    """
+    argv = [journalctl, "-u", unit, "-n", str(lines), "--no-pager"]
+    try:
+        rc, out, err = run_command(argv)
+    except Exception as exc:  # pylint: disable=broad-except
+        return ["(%s could not run: %s)" % (" ".join(argv), exc)]
+    if rc != 0:
+        return ["(%s failed, rc %s: %s)" % (" ".join(argv), rc, (err or out or "").strip())]
+    return (out or "").rstrip("\n").splitlines()

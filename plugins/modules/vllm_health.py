@@ -1,0 +1,334 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+DOCUMENTATION = r"""
+---
+module: vllm_health
+short_description: Wait until a vLLM server is serving (or is no longer serving)
+version_added: 0.1.0
+description:
+  - Polls one vLLM OpenAI-compatible server and reports whether it is serving.
+  - Each probe ends in one of five statuses, decided from what the endpoint does.
+  - "V(serving) - C(GET /health) answered 200 and whatever else O(probe) and O(model) ask for succeeded."
+  - "V(loading) - the TCP connection was refused. vLLM binds its port only once the engine is ready, so this is what
+    start-up looks like. A stopped server looks the same; give O(unit) to tell them apart."
+  - "V(unreachable) - no TCP connection could be made for another reason: the name does not resolve, there is no route
+    to the host, or the connect timed out."
+  - "V(dead) - a TCP connection was made but the server does not serve: C(/health) answered anything but 200
+    (vLLM answers 503 once its EngineCore died), no HTTP answer came within 5 seconds, the connection dropped,
+    C(/v1/models) or the completion answered an HTTP error, or the 1-token generation did not finish within
+    O(generate_timeout). A hung engine still answers C(/health) 200; only a generation shows it."
+  - "V(wrong_model) - C(/v1/models) answered but does not list O(model)."
+  - Waits, polling every O(interval) seconds, until the status is O(wait_for) or O(timeout) seconds passed,
+    and fails at once, without waiting for the timeout, when O(unit) stops or the server rejects O(api_key).
+  - Only reads. It never changes anything, so it always reports RV(ignore:changed=false) and runs in full in check mode.
+author:
+  - Factory Floor maintainers (@factory-floor)
+requirements:
+  - requests (Python library, on the host the module runs on)
+extends_documentation_fragment:
+  - factory_floor.llm.attributes
+  - factory_floor.llm.attributes.READ_ONLY
+options:
+  url:
+    description:
+      - Base URL of the vLLM server, for example V(http://127.0.0.1:8000), the address vLLM's C(--host) and C(--port) bind.
+      - An OpenAI client base URL ending in C(/v1) is accepted too; the module probes C(/health), C(/version),
+        C(/v1/models) and C(/v1/completions) under the server's root.
+      - Environment proxy variables (C(HTTP_PROXY) and friends) are not used; the module talks to this address itself.
+    type: str
+    required: true
+  api_key:
+    description:
+      - "The key vLLM was started with (C(--api-key) or E(VLLM_API_KEY)), sent as C(Authorization: Bearer KEY)."
+      - vLLM only checks it on C(/v1/...) paths. If the server answers 401 or 403, the module fails at once.
+      - Defaults to the environment variable E(VLLM_API_KEY) on the host the module runs on, if set
+        (for example through the task's C(environment)).
+    type: str
+  model:
+    description:
+      - The served model name expected, as vLLM's C(--served-model-name) sets it and C(GET /v1/models) lists it (the C(id) field).
+      - When set, every O(probe) also reads C(/v1/models); a server that does not list it is V(wrong_model).
+      - With O(probe=generate), the 1-token generation uses this model; when unset, it uses the first model
+        C(/v1/models) lists.
+    type: str
+  timeout:
+    description:
+      - How long to wait, in seconds, for the status O(wait_for) before failing.
+      - Start-up of a large model on a GB10 / DGX Spark takes 5 to 20 minutes (weights, compile warm-up, CUDA graphs).
+      - V(0) probes once and returns the state whatever it is, without failing on it.
+      - The deadline is checked between probes, so the wait can run over by at most one probe
+        (5 seconds per connect and per answer of C(/health), C(/version) and C(/v1/models), plus O(generate_timeout)).
+    type: float
+    default: 1200
+  interval:
+    description:
+      - Seconds to sleep between two probes. The last sleep is shortened so a probe runs at the deadline.
+    type: float
+    default: 2
+  probe:
+    description:
+      - What must succeed for the server to count as V(serving).
+      - V(health) - C(GET /health) answers 200 (plus C(/v1/models) listing O(model) when O(model) is set).
+        Cheapest; does not notice a hung engine.
+      - V(models) - also C(GET /v1/models) answers a model list (this checks O(api_key)).
+      - V(generate) - also a 1-token C(POST /v1/completions) (C(max_tokens) 1, C(temperature) 0) finishes within
+        O(generate_timeout). Only this probe notices a hung engine, which still answers C(/health) and C(/v1/models).
+    type: str
+    choices: [health, models, generate]
+    default: health
+  unit:
+    description:
+      - A systemd unit to watch while waiting for V(serving), for example V(vllm.service).
+      - After each probe that did not see V(serving), the module reads
+        C(systemctl show -p LoadState,ActiveState,SubState,Result,ExecMainStatus UNIT).
+        If the unit is C(failed), C(inactive), C(active) with SubState C(exited), or does not exist, the module fails
+        at once with that state and the unit's last 30 journal lines (C(journalctl -u UNIT -n 30 --no-pager)).
+        C(activating) (including SubState C(auto-restart)) and C(deactivating) keep the wait going.
+      - vLLM's API server exits with status 0 a few seconds after its engine died, so the unit is then
+        C(inactive) with Result C(success), and C(Restart=on-failure) does not restart it.
+      - Not read when O(wait_for=dead).
+    type: str
+  generate_timeout:
+    description:
+      - Seconds the 1-token generation of O(probe=generate) may take, from sending the request to the whole answer.
+      - A generation that takes longer makes the status V(dead), with the error
+        C(1-token generation did not finish within N s).
+      - On a loaded server this includes waiting in vLLM's queue behind running requests; leave headroom.
+    type: float
+    default: 30
+  wait_for:
+    description:
+      - The state to wait for.
+      - V(serving) - until the status is V(serving).
+      - V(dead) - until the server is no longer serving, that is any status other than V(serving). Useful in fault
+        tests. A killed EngineCore makes C(/health) answer 503 (V(dead)) within a second, then the API server exits and
+        the port refuses connections (V(loading)).
+    type: str
+    choices: [serving, dead]
+    default: serving
+notes:
+  - The server is considered from the host the module runs on; delegate the task to probe from elsewhere
+    (for example from the proxy host, to see what the proxy sees).
+seealso:
+  - name: vLLM OpenAI-compatible server
+    description: The endpoints C(/health), C(/version), C(/v1/models) and C(/v1/completions).
+    link: https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html
+"""
+
+EXAMPLES = r"""
+- name: Wait until vLLM serves the model and can generate
+  factory_floor.llm.vllm_health:
+    url: http://127.0.0.1:8000
+    model: smollm2-135m-instruct
+    probe: generate
+    unit: vllm.service
+    timeout: 1200
+
+- name: Report the state once, without waiting
+  factory_floor.llm.vllm_health:
+    url: http://127.0.0.1:8000
+    timeout: 0
+  register: vllm_state
+
+- name: Check a server that requires an API key, through its OpenAI base URL
+  factory_floor.llm.vllm_health:
+    url: http://spark-a:8000/v1
+    api_key: "{{ vllm_api_key }}"
+    probe: models
+    timeout: 60
+
+- name: After killing the EngineCore, wait until the server stops serving
+  factory_floor.llm.vllm_health:
+    url: http://127.0.0.1:8000
+    wait_for: dead
+    probe: generate
+    generate_timeout: 10
+    timeout: 60
+"""
+
+RETURN = r"""
+status:
+  description:
+    - The status the last probe saw, V(serving), V(loading), V(unreachable), V(dead) or V(wrong_model)
+      (see the description for what each means).
+  returned: always
+  type: str
+  sample: serving
+elapsed:
+  description: Seconds from the first probe to the end of the last one, measured with the host's monotonic clock.
+  returned: always
+  type: float
+  sample: 73.214
+models:
+  description:
+    - The model ids C(GET /v1/models) listed in the last probe (its C(data[].id)); empty when C(/health) did not answer 200
+      or C(/v1/models) did not answer.
+  returned: always
+  type: list
+  elements: str
+  sample: [smollm2-135m-instruct]
+version:
+  description:
+    - vLLM's version, the C(version) key of the JSON object C(GET /version) answered in the last probe;
+      null when it did not answer.
+  returned: always
+  type: str
+  sample: "0.32.0"
+probe_latency:
+  description:
+    - Seconds the last probe took, every request it made included
+      (C(/health), C(/version), C(/v1/models), and the 1-token generation with O(probe=generate)).
+  returned: always
+  type: float
+  sample: 0.412
+error:
+  description: Why the last probe did not see V(serving); null when it did.
+  returned: always
+  type: str
+  sample: "GET http://127.0.0.1:8000/health: connection refused (nothing listens on the port yet)"
+url:
+  description: The base URL probed, as normalised (no trailing C(/) or C(/v1)).
+  returned: always
+  type: str
+  sample: http://127.0.0.1:8000
+attempts:
+  description: Number of probes made.
+  returned: always
+  type: int
+  sample: 37
+unit_state:
+  description:
+    - The state of O(unit) from C(systemctl show), when the module failed because the unit stopped.
+  returned: on failure, when O(unit) stopped
+  type: dict
+  contains:
+    name:
+      description: The unit name, as given in O(unit).
+      type: str
+    load_state:
+      description: C(LoadState).
+      type: str
+    active_state:
+      description: C(ActiveState).
+      type: str
+    sub_state:
+      description: C(SubState).
+      type: str
+    result:
+      description: C(Result).
+      type: str
+    exec_main_status:
+      description: C(ExecMainStatus), the exit status of the main process.
+      type: int
+  sample:
+    name: vllm.service
+    load_state: loaded
+    active_state: failed
+    sub_state: failed
+    result: exit-code
+    exec_main_status: 1
+journal:
+  description: The unit's last 30 journal lines (C(journalctl -u UNIT -n 30 --no-pager)), when the module failed because O(unit) stopped.
+  returned: on failure, when O(unit) stopped
+  type: list
+  elements: str
+  sample: ["Jan 01 12:00:00 spark-a python[812]: ValueError: No available memory for the cache blocks."]
+"""
+
+import functools
+
+from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
+
+from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_health import (
+    HAS_REQUESTS,
+    REQUESTS_IMPORT_ERROR,
+    UnitStateError,
+    normalize_url,
+    systemd_journal,
+    systemd_unit_state,
+    wait,
+)
+
+
+def _result(outcome) -> dict:
+    last = outcome.last
+    return dict(
+        changed=False,
+        status=last.status,
+        elapsed=round(outcome.elapsed, 3),
+        models=last.models,
+        version=last.version,
+        probe_latency=round(last.latency, 3),
+        error=last.error,
+        url=outcome.url,
+        attempts=outcome.attempts,
+    )
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            url=dict(type="str", required=True),
+            api_key=dict(type="str", no_log=True, fallback=(env_fallback, ["VLLM_API_KEY"])),
+            model=dict(type="str"),
+            timeout=dict(type="float", default=1200),
+            interval=dict(type="float", default=2),
+            probe=dict(type="str", default="health", choices=["health", "models", "generate"]),
+            unit=dict(type="str"),
+            generate_timeout=dict(type="float", default=30),
+            wait_for=dict(type="str", default="serving", choices=["serving", "dead"]),
+        ),
+        supports_check_mode=True,
+    )
+    if not HAS_REQUESTS:
+        module.fail_json(msg=missing_required_lib("requests"), exception=REQUESTS_IMPORT_ERROR)
+
+    params = module.params
+    try:
+        url = normalize_url(params["url"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+
+    unit_state = unit_journal = None
+    if params["unit"]:
+        systemctl = module.get_bin_path("systemctl", required=True)
+        journalctl = module.get_bin_path("journalctl") or "journalctl"
+        unit_state = functools.partial(systemd_unit_state, params["unit"], module.run_command, systemctl=systemctl)
+        unit_journal = functools.partial(systemd_journal, params["unit"], module.run_command, journalctl=journalctl)
+
+    try:
+        outcome = wait(
+            url,
+            api_key=params["api_key"],
+            model=params["model"],
+            kind=params["probe"],
+            wait_for=params["wait_for"],
+            timeout=params["timeout"],
+            interval=params["interval"],
+            generate_timeout=params["generate_timeout"],
+            unit_state=unit_state,
+            unit_journal=unit_journal,
+        )
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    except UnitStateError as exc:
+        module.fail_json(msg="Could not read the state of systemd unit %s while waiting for vLLM at %s: %s" % (
+            params["unit"], url, exc))
+
+    result = _result(outcome)
+    if outcome.ok:
+        module.exit_json(**result)
+    if outcome.unit is not None:
+        result["unit_state"] = outcome.unit.as_dict()
+        result["journal"] = outcome.journal
+    module.fail_json(msg=outcome.message, **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,532 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Unit tests for plugins/module_utils/_vllm_health.py.
+
+Every probe goes to a real HTTP server (http.server in a thread on 127.0.0.1, an
+ephemeral port) that answers like vLLM's OpenAI-compatible server; nothing in
+requests is mocked. Time in wait() is a fake clock, so waits take no real time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as vh
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (connections to it are refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class FakeVLLM:
+    """A loopback HTTP server that answers like vLLM; change its attributes to change its state."""
+
+    def __init__(self):
+        self.health_status = 200
+        self.health_delay = 0.0
+        self.models = ["tiny-llama"]
+        self.models_status = 200
+        self.version = "0.32.0"
+        self.completion_status = 200
+        self.completion_delay = 0.0
+        self.api_key = None  # when set, /v1/* answers 401 without "Bearer <api_key>"
+        self.requests = []  # (method, path, headers, json body or None)
+        self.release = threading.Event()  # ends every delay at teardown
+        self.port = None
+        self._server = None
+        self._thread = None
+
+    @property
+    def url(self) -> str:
+        return "http://127.0.0.1:%d" % self.port
+
+    def start(self, port: int = 0) -> "FakeVLLM":
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep pytest output clean
+                pass
+
+            def _answer(self, status, payload):
+                body = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _handle(self, method):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else None
+                fake.requests.append((method, self.path, dict(self.headers), body))
+                if self.path.startswith("/v1/") and fake.api_key is not None:
+                    if self.headers.get("Authorization") != "Bearer %s" % fake.api_key:
+                        return self._answer(401, {"error": "Unauthorized"})
+                if self.path == "/health":
+                    fake.release.wait(fake.health_delay)
+                    return self._answer(fake.health_status, {})
+                if self.path == "/version":
+                    return self._answer(200, {"version": fake.version})
+                if self.path == "/v1/models":
+                    data = [{"id": m, "object": "model", "owned_by": "vllm"} for m in fake.models]
+                    return self._answer(fake.models_status, {"object": "list", "data": data})
+                if self.path == "/v1/completions" and method == "POST":
+                    fake.release.wait(fake.completion_delay)
+                    return self._answer(fake.completion_status, {
+                        "object": "text_completion", "model": body["model"],
+                        "choices": [{"index": 0, "text": " world", "finish_reason": "length"}]})
+                return self._answer(404, {"detail": "Not Found"})
+
+            def do_GET(self):  # noqa: N802 - http.server's naming
+                self._handle("GET")
+
+            def do_POST(self):  # noqa: N802
+                self._handle("POST")
+
+        ThreadingHTTPServer.allow_reuse_address = True
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self.release.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+@pytest.fixture
+def server():
+    fake = FakeVLLM().start()
+    yield fake
+    fake.stop()
+
+
+class FakeTime:
+    """clock()/sleep() for wait(): sleep advances the clock and may run a hook (the world changing)."""
+
+    def __init__(self, on_sleep=None):
+        self.now = 1000.0
+        self.sleeps = []
+        self.on_sleep = on_sleep
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+        if self.on_sleep is not None:
+            self.on_sleep(len(self.sleeps))
+
+
+# --- probe(): one probe, every status ---------------------------------------------------------
+
+
+def test_refused_is_loading():
+    result = vh.probe("http://127.0.0.1:%d" % free_port())
+    assert result.status == vh.LOADING
+    assert "connection refused" in result.error
+    assert result.models == [] and result.version is None and result.http_status is None
+
+
+@pytest.mark.parametrize("status", [503, 500, 404])
+def test_health_not_200_is_dead(server, status):
+    server.health_status = status
+    result = vh.probe(server.url, kind="generate", model="tiny-llama")
+    assert result.status == vh.DEAD
+    assert result.http_status == status
+    assert "GET %s/health answered HTTP %d" % (server.url, status) in result.error
+    assert ("engine is dead" in result.error) == (status == 503)
+    # Nothing past /health was asked.
+    assert [r[1] for r in server.requests] == ["/health"]
+
+
+@pytest.mark.parametrize("kind", ["health", "models", "generate"])
+def test_serving(server, kind):
+    result = vh.probe(server.url, model="tiny-llama", kind=kind)
+    assert result.status == vh.SERVING, result.error
+    assert result.error is None and result.http_status is None
+    assert result.models == ["tiny-llama"]
+    assert result.version == "0.32.0"
+    assert 0 < result.latency < 5
+    asked = [r[1] for r in server.requests]
+    assert ("/v1/completions" in asked) == (kind == "generate")
+
+
+@pytest.mark.parametrize("kind", ["health", "models", "generate"])
+def test_model_not_listed_is_wrong_model(server, kind):
+    server.models = ["other-model"]
+    result = vh.probe(server.url, model="tiny-llama", kind=kind)
+    assert result.status == vh.WRONG_MODEL
+    assert result.models == ["other-model"]
+    assert "'tiny-llama' is not served" in result.error and "other-model" in result.error
+    assert "/v1/completions" not in [r[1] for r in server.requests]
+
+
+@pytest.mark.parametrize("kind, status", [("health", vh.SERVING), ("models", vh.DEAD), ("generate", vh.DEAD)])
+def test_models_error_matters_only_when_asked_for(server, kind, status):
+    server.models_status = 500
+    result = vh.probe(server.url, kind=kind)
+    assert result.status == status
+    assert result.models == []
+    if status == vh.DEAD:
+        assert "/v1/models answered HTTP 500" in result.error
+
+
+def test_generate_request_is_one_token_greedy(server):
+    result = vh.probe(server.url, kind="generate", api_key="sk-test")
+    assert result.status == vh.SERVING, result.error
+    posts = [r for r in server.requests if r[0] == "POST"]
+    assert len(posts) == 1
+    _method, path, headers, body = posts[0]
+    assert path == "/v1/completions"
+    # No model given: the first one /v1/models lists.
+    assert body["model"] == "tiny-llama" and body["max_tokens"] == 1 and body["temperature"] == 0
+    assert headers["Authorization"] == "Bearer sk-test"
+
+
+def test_hung_generation_is_dead(server):
+    """A hung engine answers /health and /v1/models 200 but never finishes a generation."""
+    server.completion_delay = 30
+    started = time.monotonic()
+    result = vh.probe(server.url, kind="generate", model="tiny-llama", generate_timeout=0.3)
+    assert time.monotonic() - started < 5
+    assert result.status == vh.DEAD
+    assert result.error.startswith("1-token generation did not finish within 0.3s")
+    assert result.models == ["tiny-llama"]  # /health and /v1/models still answered
+
+
+def test_generation_error_is_dead(server):
+    server.completion_status = 500
+    result = vh.probe(server.url, kind="generate")
+    assert result.status == vh.DEAD and result.http_status == 500
+    assert "POST %s/v1/completions answered HTTP 500" % server.url in result.error
+
+
+def test_health_without_answer_is_dead(server):
+    server.health_delay = 30
+    result = vh.probe(server.url, timeout=0.3)
+    assert result.status == vh.DEAD
+    assert "connected, but no HTTP answer within 0.3s" in result.error
+
+
+@pytest.mark.parametrize("api_key, status, http_status", [(None, vh.DEAD, 401), ("wrong", vh.DEAD, 401), ("sk-right", vh.SERVING, None)])
+def test_api_key(server, api_key, status, http_status):
+    server.api_key = "sk-right"
+    result = vh.probe(server.url, kind="models", api_key=api_key)
+    assert (result.status, result.http_status) == (status, http_status)
+    if http_status:
+        assert "rejected the api_key" in result.error
+
+
+def test_connection_dropped_without_answer_is_dead():
+    """Something accepts the connection and closes it without an HTTP answer."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+
+    def drop():
+        while True:
+            try:
+                conn, _addr = listener.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            conn.close()
+
+    threading.Thread(target=drop, daemon=True).start()
+    try:
+        result = vh.probe("http://127.0.0.1:%d" % listener.getsockname()[1])
+    finally:
+        listener.close()
+    assert result.status == vh.DEAD
+    assert "Remote end closed connection without response" in result.error
+
+
+def test_name_that_does_not_resolve_is_unreachable(monkeypatch):
+    # The resolver is the only thing replaced: no DNS query leaves the machine.
+    def getaddrinfo(host, *args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    result = vh.probe("http://spark-nowhere:8000")
+    assert result.status == vh.UNREACHABLE
+    assert "Name or service not known" in result.error
+
+
+def test_connect_timeout_is_unreachable():
+    """A listener whose accept queue is full drops new SYNs: the connect times out, on loopback."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    try:
+        for dummy in range(3):
+            filler = socket.socket()
+            filler.settimeout(0.2)
+            try:
+                filler.connect(("127.0.0.1", port))
+            except OSError:
+                pass
+            fillers.append(filler)
+        result = vh.probe("http://127.0.0.1:%d" % port, timeout=0.3)
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()
+    assert result.status == vh.UNREACHABLE
+    assert "TCP connect did not finish within 0.3s" in result.error
+
+
+def test_environment_proxy_is_not_used(server, monkeypatch):
+    dead_proxy = "http://127.0.0.1:%d" % free_port()
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(name, dead_proxy)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert vh.probe(server.url).status == vh.SERVING
+
+
+@pytest.mark.parametrize("given, base", [
+    ("http://127.0.0.1:8000", "http://127.0.0.1:8000"),
+    ("http://127.0.0.1:8000/", "http://127.0.0.1:8000"),
+    ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000"),
+    ("https://gw.example:443/vllm/v1/", "https://gw.example:443/vllm"),
+])
+def test_normalize_url(given, base):
+    assert vh.normalize_url(given) == base
+
+
+@pytest.mark.parametrize("bad", ["", "127.0.0.1:8000", "ftp://host", "http://"])
+def test_normalize_url_rejects(bad):
+    with pytest.raises(ValueError):
+        vh.normalize_url(bad)
+
+
+def test_probe_at_openai_base_url(server):
+    assert vh.probe(server.url + "/v1").status == vh.SERVING
+
+
+# --- wait(): transitions over time ------------------------------------------------------------
+
+
+def test_loading_then_serving():
+    """The port refuses while vLLM loads, then the server comes up on it."""
+    port = free_port()
+    fake = FakeVLLM()
+
+    def world(sleeps):
+        if sleeps == 3:
+            fake.start(port)
+
+    clock = FakeTime(on_sleep=world)
+    try:
+        outcome = vh.wait("http://127.0.0.1:%d" % port, model="tiny-llama", kind="generate",
+                          timeout=60, interval=2, clock=clock.clock, sleep=clock.sleep)
+    finally:
+        fake.stop()
+    assert outcome.ok and outcome.reason == "reached"
+    assert outcome.last.status == vh.SERVING and outcome.last.error is None
+    assert outcome.attempts == 4
+    assert outcome.elapsed == pytest.approx(6.0)
+    assert clock.sleeps == [2, 2, 2]
+
+
+def test_timeout_names_endpoint_elapsed_and_last_state():
+    url = "http://127.0.0.1:%d" % free_port()
+    clock = FakeTime()
+    outcome = vh.wait(url, timeout=5, interval=2, clock=clock.clock, sleep=clock.sleep)
+    assert not outcome.ok and outcome.reason == "timeout"
+    # Sleeps are shortened so the last probe runs at the deadline.
+    assert clock.sleeps == [2, 2, 1]
+    assert outcome.attempts == 4
+    assert outcome.elapsed == pytest.approx(5.0)
+    assert outcome.message == (
+        "vLLM at %s was not serving after 5s (timeout 5s, 4 attempts, probe health); "
+        "last status loading, last error: GET %s/health: connection refused (nothing listens on the port yet)" % (url, url))
+
+
+def test_timeout_zero_probes_once_and_reports():
+    clock = FakeTime()
+    outcome = vh.wait("http://127.0.0.1:%d" % free_port(), timeout=0, clock=clock.clock, sleep=clock.sleep)
+    assert outcome.ok and outcome.reason == "probed"
+    assert outcome.last.status == vh.LOADING
+    assert outcome.attempts == 1 and clock.sleeps == []
+
+
+def unit(active_state, sub_state, result="success", status=0, load_state="loaded"):
+    return vh.UnitState("vllm.service", load_state, active_state, sub_state, result, status)
+
+
+@pytest.mark.parametrize("state", [
+    unit("failed", "failed", "exit-code", 1),
+    unit("inactive", "dead"),  # vLLM's API server exits 0 after its engine died
+    unit("active", "exited"),
+    unit("inactive", "dead", load_state="not-found"),
+])
+def test_unit_down_fails_at_once_with_journal(state):
+    clock = FakeTime()
+    journal_calls = []
+
+    def journal():
+        journal_calls.append(1)
+        return ["vllm[812]: RuntimeError: Engine core initialization failed.", "systemd[1]: vllm.service: Failed."]
+
+    outcome = vh.wait("http://127.0.0.1:%d" % free_port(), timeout=1200, interval=2,
+                      unit_state=lambda: state, unit_journal=journal, clock=clock.clock, sleep=clock.sleep)
+    assert not outcome.ok and outcome.reason == "unit_down"
+    assert outcome.attempts == 1 and clock.sleeps == []  # not after the timeout
+    assert journal_calls == [1]
+    assert outcome.unit == state
+    assert outcome.journal[0].endswith("Engine core initialization failed.")
+    assert outcome.message.startswith("systemd unit vllm.service is %s (ActiveState=%s, SubState=%s, Result=%s" % (
+        state.active_state, state.active_state, state.sub_state, state.result))
+    assert "last status loading" in outcome.message
+    assert "Last 2 journal lines of vllm.service:\nvllm[812]: RuntimeError" in outcome.message
+
+
+@pytest.mark.parametrize("state", [unit("activating", "start"), unit("activating", "auto-restart"),
+                                   unit("active", "running"), unit("deactivating", "stop-sigterm")])
+def test_unit_still_working_keeps_waiting(state):
+    clock = FakeTime()
+    outcome = vh.wait("http://127.0.0.1:%d" % free_port(), timeout=4, interval=2,
+                      unit_state=lambda: state, unit_journal=lambda: pytest.fail("journal read"),
+                      clock=clock.clock, sleep=clock.sleep)
+    assert outcome.reason == "timeout" and outcome.attempts == 3
+
+
+def test_unit_goes_down_while_waiting():
+    states = iter([unit("activating", "start"), unit("active", "running"), unit("failed", "failed", "exit-code", 1)])
+    clock = FakeTime()
+    outcome = vh.wait("http://127.0.0.1:%d" % free_port(), timeout=1200, interval=2,
+                      unit_state=lambda: next(states), unit_journal=lambda: [], clock=clock.clock, sleep=clock.sleep)
+    assert outcome.reason == "unit_down" and outcome.attempts == 3
+    assert outcome.elapsed == pytest.approx(4.0)
+
+
+def test_unit_not_read_when_serving(server):
+    outcome = vh.wait(server.url, unit_state=lambda: pytest.fail("unit read"), clock=FakeTime().clock)
+    assert outcome.ok and outcome.attempts == 1
+
+
+def test_wait_for_dead_serving_then_engine_dies(server):
+    """wait_for dead: /health 200 until the EngineCore is killed, then 503."""
+
+    def world(sleeps):
+        if sleeps == 2:
+            server.health_status = 503
+
+    clock = FakeTime(on_sleep=world)
+    # A down unit does not matter when waiting for dead.
+    outcome = vh.wait(server.url, wait_for="dead", timeout=60, interval=1,
+                      unit_state=lambda: unit("failed", "failed"), clock=clock.clock, sleep=clock.sleep)
+    assert outcome.ok and outcome.reason == "reached"
+    assert outcome.last.status == vh.DEAD and outcome.attempts == 3
+
+
+def test_wait_for_dead_hung_engine(server):
+    server.completion_delay = 30
+    outcome = vh.wait(server.url, wait_for="dead", kind="generate", generate_timeout=0.3, timeout=0,
+                      clock=FakeTime().clock)
+    assert outcome.ok and outcome.last.status == vh.DEAD
+    assert "1-token generation did not finish within 0.3s" in outcome.last.error
+
+
+def test_wait_for_dead_times_out_while_serving(server):
+    clock = FakeTime()
+    outcome = vh.wait(server.url, wait_for="dead", timeout=3, interval=1, clock=clock.clock, sleep=clock.sleep)
+    assert outcome.reason == "timeout"
+    assert outcome.message.startswith("vLLM at %s was not dead (no longer serving) after 3s" % server.url)
+    assert "last status serving, last error: None" in outcome.message
+
+
+@pytest.mark.parametrize("wait_for", ["serving", "dead"])
+def test_rejected_api_key_fails_at_once(server, wait_for):
+    server.api_key = "sk-right"
+    clock = FakeTime()
+    outcome = vh.wait(server.url, api_key="sk-wrong", kind="models", wait_for=wait_for,
+                      clock=clock.clock, sleep=clock.sleep)
+    assert not outcome.ok and outcome.reason == "rejected" and clock.sleeps == []
+    assert "rejected the api_key (HTTP 401)" in outcome.message
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"kind": "metrics"}, {"wait_for": "loading"}, {"timeout": -1}, {"interval": 0}, {"generate_timeout": 0},
+    {"base_url": "localhost:8000"},
+])
+def test_wait_rejects_bad_arguments(kwargs):
+    args = {"base_url": "http://127.0.0.1:8000"}
+    args.update(kwargs)
+    with pytest.raises(ValueError):
+        vh.wait(**args)
+
+
+# --- systemd helpers --------------------------------------------------------------------------
+
+
+SHOW_FAILED = "LoadState=loaded\nActiveState=failed\nSubState=failed\nResult=exit-code\nExecMainStatus=1\n"
+
+
+def test_systemd_unit_state_parses_systemctl_show():
+    calls = []
+
+    def run_command(argv):
+        calls.append(argv)
+        return 0, SHOW_FAILED, ""
+
+    state = vh.systemd_unit_state("vllm.service", run_command, systemctl="/usr/bin/systemctl")
+    assert calls == [["/usr/bin/systemctl", "show", "-p", "LoadState,ActiveState,SubState,Result,ExecMainStatus",
+                      "--", "vllm.service"]]
+    assert state == vh.UnitState("vllm.service", "loaded", "failed", "failed", "exit-code", 1)
+    assert state.down
+
+
+@pytest.mark.parametrize("answer", [(1, "", "Failed to connect to bus"), (0, "garbage\n", "")])
+def test_systemd_unit_state_errors(answer):
+    with pytest.raises(vh.UnitStateError):
+        vh.systemd_unit_state("vllm.service", lambda argv: answer)
+
+
+def test_systemd_journal():
+    calls = []
+
+    def run_command(argv):
+        calls.append(argv)
+        return 0, "line one\nline two\n", ""
+
+    assert vh.systemd_journal("vllm.service", run_command) == ["line one", "line two"]
+    assert calls == [["journalctl", "-u", "vllm.service", "-n", "30", "--no-pager"]]
+    assert vh.systemd_journal("vllm.service", lambda argv: (1, "", "No journal files were found.")) == [
+        "(journalctl -u vllm.service -n 30 --no-pager failed, rc 1: No journal files were found.)"]
+
+
+def test_importable_as_plain_module_without_ansible():
+    """The daemons on the hosts import the file as ``_vllm_health``, with no Ansible around."""
+    code = (
+        "import sys; sys.path.insert(0, %r); import _vllm_health; "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('ansible', 'ansible_collections')); "
+        "assert not bad, bad; print(_vllm_health.HAS_REQUESTS)" % os.path.dirname(vh.__file__)
+    )
+    done = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
