@@ -1,0 +1,401 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: kv_cache_plan
+short_description: Size a model's vLLM KV cache and advise replicas or split
+version_added: 0.1.0
+description:
+  - Computes how many tokens of KV cache vLLM will have for a model on one host
+    (O(tensor_parallel_size) 1, one copy per host) and split over hosts with tensor parallelism,
+    how many full-context requests that is, and advises a topology by the rule from the operations
+    report - run one copy per machine if the model and the cache you need fit on one; split only
+    when they do not.
+  - "Bytes per token follow vLLM's own arithmetic (v1 engine): K and V x KV heads per rank x head_dim x
+    dtype bytes per attention layer; KV heads per rank = max(1, C(num_key_value_heads) // tensor parallel
+    size); for MLA models (C(kv_lora_rank) in C(config.json)) (C(kv_lora_rank) + C(qk_rope_head_dim)) x dtype
+    bytes, without the factor 2 and not sharded. vLLM allocates whole blocks: num_blocks = KV bytes //
+    (O(block_size) x bytes per token per layer) // layers, tokens = num_blocks x O(block_size)."
+  - "Layer types supported: C(layer_types) (full, sliding, chunked, linear attention, Mamba),
+    C(layers_block_type), C(hybrid_override_pattern) (Nemotron-H), C(full_attention_interval)
+    (Qwen3-Next), C(attn_layer_period)/C(attn_layer_offset) (Jamba), C(sliding_window_pattern) (Gemma 3).
+    Sliding-window and chunked layers are counted like full ones, grouped as vLLM's hybrid KV cache
+    allocator groups them, which is what vLLM's C(KV cache size) log line reports. Linear-attention and
+    Mamba layers keep a fixed state per request, not per token, and are not counted; for such models the
+    result is the full-attention layers' capacity, an upper bound (their per-request state is not modelled)."
+  - The KV pool per rank is O(kv_cache_space_gib) when given (vLLM on CPU, C(VLLM_CPU_KVCACHE_SPACE)),
+    otherwise O(device_total_gib) x O(gpu_memory_utilization) - O(weights_gib) / tensor parallel size -
+    O(activation_gib), as vLLM computes it on a GPU.
+  - The module only reads (C(config.json), the checkpoint's file sizes); it never changes anything.
+author:
+  - Factory Floor maintainers (@factory-floor)
+extends_documentation_fragment:
+  - factory_floor.llm.attributes
+  - factory_floor.llm.attributes.READ_ONLY
+options:
+  model_dir:
+    description:
+      - Directory of the model on the target, as passed to vLLM. C(config.json) is read from it, and
+        O(weights_gib) is measured from the checkpoint's file sizes when not given (the C(*.safetensors)
+        files, only those named by C(model.safetensors.index.json) when present; else C(*.bin)/C(*.pt)).
+      - Mutually exclusive with O(model_config).
+    type: path
+  model_config:
+    description:
+      - The model's C(config.json) as a dictionary, instead of reading O(model_dir).
+    type: dict
+  kv_cache_dtype:
+    description:
+      - vLLM's C(--kv-cache-dtype). V(auto) is the model's dtype (C(torch_dtype) in C(config.json);
+        float32 checkpoints are served in 16 bit). V(fp8), V(fp8_e4m3) and V(fp8_e5m2) take 1 byte per
+        element, V(bfloat16) and V(float16) 2.
+      - Checkpoints whose quantisation config asks for an FP8 KV cache are not detected; pass V(fp8).
+    type: str
+    choices: [auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2]
+    default: auto
+  gpu_memory_utilization:
+    description:
+      - vLLM's C(--gpu-memory-utilization), a fraction 0-1 of O(device_total_gib), for example from
+        M(factory_floor.llm.gpu_memory_utilization).
+      - Required unless O(kv_cache_space_gib) or the token overrides are given.
+    type: float
+  device_total_gib:
+    description:
+      - Total device memory as CUDA reports it, in GiB. The default is what an NVIDIA GB10 reports.
+    type: float
+    default: 121.7
+  weights_gib:
+    description:
+      - Memory of the model's weights (whole model, not per rank), in GiB.
+      - Default - the summed size of the checkpoint files in O(model_dir).
+    type: float
+  activation_gib:
+    description:
+      - Memory vLLM holds per rank besides weights and KV cache, in GiB - peak activations, CUDA graphs,
+        non-torch allocations, speculative-decoding (MTP) buffers.
+    type: float
+    default: 2.0
+  max_model_len:
+    description:
+      - vLLM's C(--max-model-len), in tokens; one full-context request is this many tokens.
+      - Default - the smallest of C(max_position_embeddings) and the other length fields of C(config.json),
+        as vLLM derives it.
+    type: int
+  tensor_parallel_size:
+    description:
+      - Tensor parallel size of the split topology (one rank per host, so also the number of hosts).
+        One copy per host always uses 1.
+    type: int
+    default: 2
+  need_tokens:
+    description:
+      - The KV cache you need, in tokens (all concurrent requests together).
+      - Mutually exclusive with O(need_full_context_requests). Without either, one full-context request.
+    type: int
+  need_full_context_requests:
+    description:
+      - The KV cache you need, as a number of concurrent full-context requests (x O(max_model_len) tokens).
+    type: float
+  kv_cache_space_gib:
+    description:
+      - The KV pool per rank stated directly, in GiB, instead of computing it from
+        O(gpu_memory_utilization). vLLM on CPU takes it from C(VLLM_CPU_KVCACHE_SPACE) (the lab does this).
+    type: float
+  block_size:
+    description:
+      - vLLM's C(--block-size), in tokens per block. vLLM allocates KV cache in whole blocks.
+    type: int
+    default: 16
+  per_host_kv_tokens:
+    description:
+      - What-if - the KV tokens each host holds with one copy per host (for example read from vLLM's
+        C(KV cache size) log lines), instead of computing them. The smallest decides.
+    type: list
+    elements: int
+  split_kv_tokens:
+    description:
+      - What-if - the KV tokens of the split topology, instead of computing them.
+    type: int
+notes:
+  - "vLLM's own start-up log prints the figure this module predicts, for example
+    C(KV cache size: 1,048,576 tokens); compare them after a start."
+  - For models with linear-attention or Mamba layers, vLLM enlarges the block size to fit the recurrent
+    state and its log line divides blocks between layer groups, so the logged figure can be lower than
+    this module's.
+seealso:
+  - module: factory_floor.llm.gpu_memory_utilization
+"""
+
+EXAMPLES = r"""
+- name: Does one GB10 hold the model and two full-context requests?
+  factory_floor.llm.kv_cache_plan:
+    model_dir: /srv/models/current
+    kv_cache_dtype: fp8
+    gpu_memory_utilization: "{{ __vllm_memory.gpu_memory_utilization }}"
+    activation_gib: 12.5
+    max_model_len: 262144
+    need_full_context_requests: 2
+  register: __kv_plan
+
+- name: Stop when neither topology holds the cache
+  ansible.builtin.assert:
+    that: __kv_plan.topology != 'none'
+    fail_msg: "{{ __kv_plan.reasoning | join('\n') }}"
+
+- name: The lab on vLLM-CPU, 1 GiB of KV space
+  factory_floor.llm.kv_cache_plan:
+    model_dir: /opt/models/SmolLM2-135M-Instruct
+    kv_cache_space_gib: 1
+
+- name: What-if with the numbers from the logs
+  factory_floor.llm.kv_cache_plan:
+    per_host_kv_tokens: [760000, 1080000]
+    split_kv_tokens: 3100000
+    max_model_len: 262144
+    need_full_context_requests: 2
+"""
+
+RETURN = r"""
+topology:
+  description:
+    - V(replicas) when one host holds the KV tokens needed (run one copy per host), V(split) when only
+      the split does, V(none) when neither does.
+  returned: success
+  type: str
+  sample: replicas
+need_tokens:
+  description: The KV cache needed, in tokens.
+  returned: success
+  type: int
+  sample: 524288
+max_model_len:
+  description: Tokens in one full-context request.
+  returned: success
+  type: int
+  sample: 262144
+kv_cache_dtype:
+  description: The KV cache dtype used, with V(auto) resolved; null without a model config.
+  returned: success
+  type: str
+  sample: fp8
+dtype_bytes:
+  description: Bytes per KV element; null without a model config.
+  returned: success
+  type: int
+  sample: 1
+block_size:
+  description: Tokens per KV cache block.
+  returned: success
+  type: int
+  sample: 16
+bytes_per_token:
+  description: KV cache bytes one token takes over all counted layers with one copy per host (tp=1); null without a model config.
+  returned: success
+  type: int
+  sample: 12288
+weights_gib:
+  description: The whole model's weights used, in GiB; null when not needed.
+  returned: success
+  type: float
+  sample: 71.0
+weights_source:
+  description: Where RV(weights_gib) came from - V(weights_gib), or the checkpoint files in O(model_dir).
+  returned: success
+  type: str
+  sample: "weights_gib"
+per_host:
+  description: One copy per host (tensor parallel size 1).
+  returned: success
+  type: dict
+  contains:
+    kv_tokens:
+      description: KV cache tokens of one copy (the smallest host when several are given), as vLLM logs it.
+      type: int
+      sample: 998416
+    per_host_kv_tokens:
+      description: KV cache tokens per host.
+      type: list
+      elements: int
+      sample: [998416]
+    kv_cache_gib:
+      description: The KV pool, in GiB; null when the tokens were given.
+      type: float
+      sample: 11.43
+    num_blocks:
+      description: KV cache blocks; null when the tokens were given.
+      type: int
+      sample: 62401
+    full_context_requests:
+      description: RV(per_host.kv_tokens) / RV(max_model_len), rounded down to 0.01.
+      type: float
+      sample: 3.8
+    source:
+      description: V(gpu_memory_utilization), V(kv_cache_space_gib) or V(given).
+      type: str
+      sample: gpu_memory_utilization
+    tensor_parallel_size:
+      description: Always 1.
+      type: int
+      sample: 1
+split:
+  description:
+    - The split topology (O(tensor_parallel_size) ranks, one per host), with the same keys as
+      RV(per_host); sizes are per rank, tokens are the whole model's.
+    - Null when neither a model config nor O(split_kv_tokens) is given.
+  returned: success
+  type: dict
+  sample:
+    kv_tokens: 4100448
+    per_host_kv_tokens: [4100448]
+    kv_cache_gib: 46.93
+    num_blocks: 256278
+    full_context_requests: 15.64
+    source: gpu_memory_utilization
+    tensor_parallel_size: 2
+layout:
+  description: What C(config.json) says about the KV cache; null without a model config.
+  returned: success
+  type: dict
+  contains:
+    mla:
+      description: Multi-head latent attention (DeepSeek).
+      type: bool
+      sample: false
+    num_layers:
+      description: Decoder layers.
+      type: int
+      sample: 48
+    kv_cache_layers:
+      description: Layers with a per-token KV cache (counted).
+      type: int
+      sample: 12
+    layer_counts:
+      description: Counted layers by kind (V(full), V(sliding:<window>), V(chunked:<size>)).
+      type: dict
+      sample: {"full": 12}
+    skipped_layers:
+      description: Layers without a per-token KV cache (linear attention, Mamba, MLP-only).
+      type: int
+      sample: 36
+    layer_types_source:
+      description: The C(config.json) field the layer kinds came from.
+      type: str
+      sample: full_attention_interval=4
+    num_kv_heads:
+      description: KV heads in the whole model (1 for MLA).
+      type: int
+      sample: 2
+    head_dim:
+      description: Elements per KV head (the latent size for MLA).
+      type: int
+      sample: 256
+reasoning:
+  description: The computation, one line per step, with every number.
+  returned: success
+  type: list
+  elements: str
+  sample:
+    - "need: 2 full-context request(s) x 262,144 = 524,288 tokens"
+    - "one host holds 998,416 >= 524,288 tokens needed: run one copy per host (replicas)"
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.factory_floor.llm.plugins.module_utils._kv_cache import (
+    KVPlanError,
+    checkpoint_bytes,
+    load_config,
+    plan_kv_cache,
+    to_gib,
+)
+
+
+def read_text(path):
+    """Read a small text file (``config.json``, the safetensors index)."""
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def list_dir(path):
+    return os.listdir(path)
+
+
+def file_size(path):
+    return os.path.getsize(path)
+
+
+def run_module():
+    module = AnsibleModule(
+        argument_spec=dict(
+            model_dir=dict(type="path"),
+            model_config=dict(type="dict"),
+            kv_cache_dtype=dict(type="str", default="auto",
+                                choices=["auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2"]),
+            gpu_memory_utilization=dict(type="float"),
+            device_total_gib=dict(type="float", default=121.7),
+            weights_gib=dict(type="float"),
+            activation_gib=dict(type="float", default=2.0),
+            max_model_len=dict(type="int"),
+            tensor_parallel_size=dict(type="int", default=2),
+            need_tokens=dict(type="int", no_log=False),
+            need_full_context_requests=dict(type="float"),
+            kv_cache_space_gib=dict(type="float"),
+            block_size=dict(type="int", default=16),
+            per_host_kv_tokens=dict(type="list", elements="int", no_log=False),
+            split_kv_tokens=dict(type="int", no_log=False),
+        ),
+        mutually_exclusive=[("model_dir", "model_config"), ("need_tokens", "need_full_context_requests")],
+        supports_check_mode=True,
+    )
+    params = module.params
+    model_dir = params["model_dir"]
+    config = params["model_config"]
+    weights_gib = params["weights_gib"]
+    weights_source = "weights_gib" if weights_gib is not None else None
+
+    try:
+        if model_dir is not None:
+            config = load_config(model_dir, read_text)
+            needs_weights = params["kv_cache_space_gib"] is None and not (
+                params["per_host_kv_tokens"] and params["split_kv_tokens"] is not None)
+            if weights_gib is None and needs_weights:
+                size, files = checkpoint_bytes(model_dir, list_dir, file_size, read_text)
+                weights_gib = to_gib(size, 3)
+                weights_source = "%d checkpoint file(s) in %s" % (len(files), model_dir)
+        plan = plan_kv_cache(
+            config=config,
+            kv_cache_dtype=params["kv_cache_dtype"],
+            gpu_memory_utilization=params["gpu_memory_utilization"],
+            device_total_gib=params["device_total_gib"],
+            weights_gib=weights_gib,
+            activation_gib=params["activation_gib"],
+            max_model_len=params["max_model_len"],
+            tensor_parallel_size=params["tensor_parallel_size"],
+            need_tokens=params["need_tokens"],
+            need_full_context_requests=params["need_full_context_requests"],
+            kv_cache_space_gib=params["kv_cache_space_gib"],
+            block_size=params["block_size"],
+            per_host_kv_tokens=params["per_host_kv_tokens"],
+            split_kv_tokens=params["split_kv_tokens"],
+            weights_source=weights_source,
+        )
+    except KVPlanError as exc:
+        module.fail_json(msg="Planning the KV cache%s: %s" % (
+            " of %s" % model_dir if model_dir else "", exc))
+
+    module.exit_json(changed=False, weights_gib=weights_gib, weights_source=weights_source, **plan)
+
+
+def main():
+    run_module()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Whole-module runs of ``factory_floor.llm.kv_cache_plan``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.factory_floor.llm.plugins.modules import kv_cache_plan as module
+
+GIB = 1024 ** 3
+SMOLLM2_135M = {
+    "architectures": ["LlamaForCausalLM"],
+    "num_hidden_layers": 30,
+    "num_attention_heads": 9,
+    "num_key_value_heads": 3,
+    "hidden_size": 576,
+    "max_position_embeddings": 8192,
+    "torch_dtype": "bfloat16",
+}
+QWEN3_NEXT_STYLE = {
+    "num_hidden_layers": 48,
+    "full_attention_interval": 4,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 2,
+    "head_dim": 256,
+    "hidden_size": 2048,
+    "max_position_embeddings": 262144,
+    "torch_dtype": "bfloat16",
+}
+
+
+def run(args, capsys):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            module.main()
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture
+def model_dir(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(SMOLLM2_135M))
+    # Sparse files: the sizes are what count, 0.25 GiB of "weights".
+    with open(tmp_path / "model.safetensors", "wb") as handle:
+        handle.truncate(GIB // 4)
+    return str(tmp_path)
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_lab_cpu_kv_space_from_model_dir(model_dir, capsys, check_mode):
+    result = run({"model_dir": model_dir, "kv_cache_space_gib": 1, "_ansible_check_mode": check_mode}, capsys)
+    assert result["changed"] is False
+    assert result["per_host"]["kv_tokens"] == 46592
+    assert result["bytes_per_token"] == 23040
+    assert result["max_model_len"] == 8192
+    assert result["kv_cache_dtype"] == "bfloat16"
+    assert result["topology"] == "replicas"
+    assert result["weights_gib"] is None  # not needed with kv_cache_space_gib
+
+
+def test_weights_measured_from_checkpoint(model_dir, capsys):
+    result = run({"model_dir": model_dir, "gpu_memory_utilization": 0.5, "device_total_gib": 4,
+                  "activation_gib": 0.75}, capsys)
+    assert result["weights_gib"] == 0.25
+    assert result["weights_source"] == "1 checkpoint file(s) in %s" % model_dir
+    # 4 x 0.5 - 0.25 - 0.75 = 1 GiB of KV cache, as with VLLM_CPU_KVCACHE_SPACE=1
+    assert result["per_host"]["kv_cache_gib"] == 1.0
+    assert result["per_host"]["kv_tokens"] == 46592
+    assert any("weights from 1 checkpoint file(s)" in line for line in result["reasoning"])
+
+
+@pytest.mark.parametrize("kv_cache_dtype, topology", [("bfloat16", "split"), ("fp8", "replicas")])
+def test_seed_model_config(capsys, kv_cache_dtype, topology):
+    result = run({"model_config": QWEN3_NEXT_STYLE, "kv_cache_dtype": kv_cache_dtype,
+                  "gpu_memory_utilization": 0.78, "weights_gib": 71, "activation_gib": 12.5,
+                  "need_full_context_requests": 2}, capsys)
+    assert result["need_tokens"] == 524288
+    assert result["topology"] == topology
+    assert result["layout"]["kv_cache_layers"] == 12
+    assert result["split"]["tensor_parallel_size"] == 2
+    assert result["split"]["kv_tokens"] > 3000000
+
+
+@pytest.mark.parametrize("per_host, topology", [([499110], "split"), ([760000, 1080000], "replicas")])
+def test_what_if_with_the_reports_numbers(capsys, per_host, topology):
+    result = run({"per_host_kv_tokens": per_host, "split_kv_tokens": 3100000, "max_model_len": 262144,
+                  "need_full_context_requests": 2}, capsys)
+    assert result["topology"] == topology
+    assert result["layout"] is None
+    assert result["per_host"]["source"] == "given"
+
+
+def test_neither_fits_says_so(capsys):
+    result = run({"per_host_kv_tokens": [100], "split_kv_tokens": 200, "max_model_len": 1000,
+                  "need_tokens": 300}, capsys)
+    assert result["topology"] == "none"
+    assert result["reasoning"][-1] == "neither fits: one host holds 100, the split 200, need 300 tokens"
+
+
+@pytest.mark.parametrize("args, match", [
+    ({"model_dir": "/nonexistent/model"},
+     "Planning the KV cache of /nonexistent/model: reading /nonexistent/model/config.json failed"),
+    ({"model_config": SMOLLM2_135M}, "gpu_memory_utilization is not set"),
+    ({"model_config": SMOLLM2_135M, "kv_cache_dtype": "int4"}, "value of kv_cache_dtype must be one of"),
+    ({"model_config": SMOLLM2_135M, "need_tokens": 1, "need_full_context_requests": 1}, "mutually exclusive"),
+])
+def test_failures(capsys, args, match):
+    result = run(args, capsys)
+    assert result["failed"] is True
+    assert match in result["msg"]
+
+
+def test_empty_model_dir_asks_for_weights(tmp_path, capsys):
+    (tmp_path / "config.json").write_text(json.dumps(SMOLLM2_135M))
+    result = run({"model_dir": str(tmp_path), "gpu_memory_utilization": 0.5}, capsys)
+    assert result["failed"] is True
+    assert "holds no *.safetensors, *.bin or *.pt weight files; pass weights_gib" in result["msg"]
