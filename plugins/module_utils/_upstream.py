@@ -90,6 +90,12 @@ def write_atomic(path, text, mode=0o644):
         raise
 
 
+def _log_stdout(message):
+    """One line to stdout (the journal, under systemd)."""
+    sys.stdout.write(message + "\n")
+    sys.stdout.flush()
+
+
 class Syncer:
     """One membership loop; every side effect goes through injectable callables."""
 
@@ -98,7 +104,7 @@ class Syncer:
         self.candidates = config["candidates"]
         self.probe = probe or self._probe
         self.run = run or (lambda argv: subprocess.run(argv, capture_output=True, text=True, check=False))
-        self.log = log or (lambda msg: print(msg, flush=True))
+        self.log = log or _log_stdout
         self.clock = clock
         self.last_status = {}
 
@@ -186,7 +192,7 @@ def main(argv=None):
         config = json.load(handle)
     syncer = Syncer(config)
     stop = []
-    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    signal.signal(signal.SIGTERM, lambda *args: stop.append(1))
     interval = float(config.get("interval", 1.0))
     while True:
         started = time.monotonic()
@@ -199,4 +205,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

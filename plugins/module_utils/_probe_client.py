@@ -1,0 +1,99 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A client that keeps asking the model through the proxy and records every answer.
+
+The switch playbooks run it on the proxy host for the whole switch (as a
+transient systemd unit) so the report can say what a client saw: how long the
+model was away, and every 502/503 with its time. One JSON line per request:
+``{"t": start, "end": end, "status": 200, "latency": s, "upstream": "...", "error": null}``
+(``status`` 0 = no HTTP answer at all).
+
+Stdlib + requests; no Ansible imports (installed on hosts as a plain file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+
+try:
+    import requests
+except ImportError:  # pragma: no cover - reported by the module that installs it
+    requests = None
+
+
+def one_request(session, url, payload, headers, timeout):
+    """Send one chat completion; return the record for it."""
+    started = time.time()
+    record = {"t": started, "status": 0, "upstream": None, "error": None}
+    try:
+        response = session.post(url, json=payload, headers=headers, timeout=timeout)
+        record["status"] = response.status_code
+        record["upstream"] = response.headers.get("X-Factory-Floor-Upstream")
+        if response.status_code != 200:
+            record["error"] = response.text[:200]
+    except Exception as exc:  # every failure is data for the report
+        record["error"] = "%s: %s" % (type(exc).__name__, exc)
+    record["end"] = time.time()
+    record["latency"] = round(record["end"] - started, 4)
+    return record
+
+
+def run(url, model, out, interval=0.5, concurrency=1, timeout=60.0, api_key=None, duration=None,
+        max_tokens=1, stop=None):
+    """Loop until ``stop`` is set (or ``duration`` seconds passed), appending records to ``out``."""
+    stop = stop or threading.Event()
+    lock = threading.Lock()
+    headers = {"Authorization": "Bearer %s" % api_key} if api_key else {}
+    payload = {"model": model, "messages": [{"role": "user", "content": "Say OK."}],
+               "max_tokens": max_tokens, "temperature": 0}
+    deadline = time.time() + duration if duration else None
+
+    def worker():
+        session = requests.Session()
+        while not stop.is_set() and (deadline is None or time.time() < deadline):
+            record = one_request(session, url, payload, headers, timeout)
+            with lock, open(out, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record, sort_keys=True) + "\n")
+            stop.wait(interval)
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Ask the model through the proxy, record every answer.")
+    parser.add_argument("--url", required=True, help="chat completions URL of the proxy")
+    parser.add_argument("--model", required=True, help="served model name")
+    parser.add_argument("--out", required=True, help="JSON-lines file to append to")
+    parser.add_argument("--interval", type=float, default=0.5, help="seconds between requests per worker")
+    parser.add_argument("--concurrency", type=int, default=1, help="parallel workers")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    parser.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    parser.add_argument("--api-key-file", default=None, help="file holding the API key")
+    args = parser.parse_args(argv)
+    if requests is None:
+        sys.stderr.write("python3-requests is required\n")
+        return 2
+    api_key = None
+    if args.api_key_file:
+        with open(args.api_key_file, encoding="utf-8") as handle:
+            api_key = handle.read().strip() or None
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *args: stop.set())
+    signal.signal(signal.SIGINT, lambda *args: stop.set())
+    run(args.url, args.model, args.out, args.interval, args.concurrency, args.timeout, api_key,
+        args.duration, stop=stop)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
