@@ -79,7 +79,7 @@ sanity: venv $(SANITY_VENV)/.done
 	rm -rf build/sanity && mkdir -p $(SANITY_ROOT) $(SANITY_HOME)/.ansible/test/cache
 	cp tests/sanity/get-pip.py $(SANITY_HOME)/.ansible/test/cache/get_pip_24_2.py
 	git ls-files -co --exclude-standard | grep -vE '^(build|lab|\.ci|benchmarks|extensions)/' | tar -cf - -T - | tar -xf - -C $(SANITY_ROOT)
-	cd $(SANITY_ROOT) && HOME=$(SANITY_HOME) PATH=$(abspath $(SANITY_VENV))/bin:$$PATH ansible-test sanity --local --python 3.11 --color no
+	cd $(SANITY_ROOT) && git init -q && git add -A && HOME=$(SANITY_HOME) PATH=$(abspath $(SANITY_VENV))/bin:$$PATH ansible-test sanity --local --python 3.11 --color no
 
 molecule: lab-image
 	molecule test --all

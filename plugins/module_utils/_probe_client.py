@@ -62,7 +62,7 @@ def run(url, model, out, interval=0.5, concurrency=1, timeout=60.0, api_key=None
                 handle.write(json.dumps(record, sort_keys=True) + "\n")
             stop.wait(interval)
 
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
+    threads = [threading.Thread(target=worker, daemon=True) for dummy in range(concurrency)]
     for thread in threads:
         thread.start()
     for thread in threads:
