@@ -27,12 +27,17 @@ except ImportError:  # pragma: no cover - reported by the module that installs i
     requests = None
 
 
+# Per-request ``proxies`` that switch off HTTP_PROXY, HTTPS_PROXY and ALL_PROXY:
+# the client measures our proxy, not whatever an environment proxy answers.
+NO_PROXIES = {"http": None, "https": None, "all": None}
+
+
 def one_request(session, url, payload, headers, timeout):
     """Send one chat completion; return the record for it."""
     started = time.time()
     record = {"t": started, "status": 0, "upstream": None, "error": None}
     try:
-        response = session.post(url, json=payload, headers=headers, timeout=timeout)
+        response = session.post(url, json=payload, headers=headers, timeout=timeout, proxies=dict(NO_PROXIES))
         record["status"] = response.status_code
         record["upstream"] = response.headers.get("X-Factory-Floor-Upstream")
         if response.status_code != 200:
@@ -52,7 +57,7 @@ def run(url, model, out, interval=0.5, concurrency=1, timeout=60.0, api_key=None
     headers = {"Authorization": "Bearer %s" % api_key} if api_key else {}
     payload = {"model": model, "messages": [{"role": "user", "content": "Say OK."}],
                "max_tokens": max_tokens, "temperature": 0}
-    deadline = time.time() + duration if duration else None
+    deadline = time.time() + duration if duration is not None else None
 
     def worker():
         session = requests.Session()

@@ -14,6 +14,9 @@ Definitions (all times epoch seconds, durations seconds):
   the new topology passed its health probe), falling back to ``in_rotation``;
 - ``after_serving``: every non-200 a client saw that *started* after
   first_serving; the product promises none (MISSION.md item 1).
+
+The probe client appends to its log, so it may also hold an earlier switch's
+requests: only those that started at or after the timeline's ``start`` count.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ def longest_gap(records):
 def summarize(records, timeline, engines=None, tool_score=None, outcome="ok", reason=None):
     """Return the report dict (see module docstring for definitions)."""
     timeline = {k: float(v) for k, v in (timeline or {}).items() if v is not None}
+    if "start" in timeline:
+        records = [r for r in records if r["t"] >= timeline["start"]]
     by_status = {}
     for record in records:
         key = str(record.get("status"))

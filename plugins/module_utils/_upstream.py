@@ -39,6 +39,9 @@ except ImportError:  # installed next to the daemon on a proxy host
 
 MODE_LIVE = "live"
 MODE_FALLBACK = "fallback"
+MODE_DRAINED = "drained"
+# nginx needs one server per upstream; this one is never tried ("down").
+PLACEHOLDER = "server 127.0.0.1:9 down;  # every engine drained: nginx answers 503"
 
 
 def server_key(candidate):
@@ -49,14 +52,18 @@ def server_key(candidate):
 def choose_members(candidates, serving, drained):
     """Return (members, mode) from candidate dicts, names serving, names drained.
 
-    ``mode`` is ``live`` when at least one candidate serves, else ``fallback``
-    (every non-drained candidate listed; if all are drained, all candidates).
+    ``live``: the serving, non-drained candidates. ``fallback``: none serves, so
+    every non-drained candidate is listed (the first to listen gets requests at
+    once). ``drained``: every candidate is drained (maintenance), none is listed
+    and nginx answers 503 with Retry-After.
     """
     eligible = [c for c in candidates if c["name"] not in drained]
     live = [c for c in eligible if c["name"] in serving]
     if live:
         return live, MODE_LIVE
-    return (eligible or list(candidates)), MODE_FALLBACK
+    if eligible:
+        return eligible, MODE_FALLBACK
+    return [], MODE_DRAINED
 
 
 def render_servers(members, mode):
@@ -64,6 +71,8 @@ def render_servers(members, mode):
     lines = ["# Managed by factory-floor-upstream; mode=%s. Do not edit." % mode]
     for member in sorted(members, key=lambda c: c["name"]):
         lines.append("server %s max_fails=0;  # %s" % (server_key(member), member["name"]))
+    if not members:
+        lines.append(PLACEHOLDER)
     return "\n".join(lines) + "\n"
 
 
@@ -107,6 +116,11 @@ class Syncer:
         self.log = log or _log_stdout
         self.clock = clock
         self.last_status = {}
+        # nginx -t accepted the servers file but the reload failed: nginx still runs
+        # the old upstream, so the next pass reloads again although the file matches.
+        self.reload_pending = False
+        # The drain dir as of the last pass whose upstream nginx runs (see once()).
+        self.applied_drained = []
 
     def _probe(self, candidate):
         result = health.probe(
@@ -125,22 +139,35 @@ class Syncer:
         except OSError:
             return None
 
+    def _call(self, argv):
+        """Run ``argv``; return (returncode, output). A command that cannot run counts as failed."""
+        try:
+            done = self.run(argv)
+        except Exception as exc:  # e.g. nginx not installed: a failure to report, not a crash
+            return 127, "%s could not run: %s" % (" ".join(argv), exc)
+        return done.returncode, (done.stderr or done.stdout or "").strip()
+
     def apply(self, text):
-        """Install ``text`` as the servers file if nginx accepts it; reload nginx."""
+        """Install ``text`` as the servers file if nginx accepts it; reload nginx.
+
+        ``nginx -t`` rejecting it restores the previous file. A failed reload keeps
+        the file (nginx accepted it, a restart loads it) and is retried every pass.
+        """
         path = self.config["servers_file"]
         previous = self.current_text()
         write_atomic(path, text)
-        check = self.run(self.config.get("test_command", ["nginx", "-t", "-q"]))
-        if check.returncode != 0:
+        rc, output = self._call(self.config.get("test_command", ["nginx", "-t", "-q"]))
+        if rc != 0:
             if previous is None:
                 os.unlink(path)
             else:
                 write_atomic(path, previous)
-            self.log("nginx -t rejected the new upstream, kept the old one: %s" % (check.stderr or check.stdout).strip())
+            self.log("nginx -t rejected the new upstream, kept the old one: %s" % output)
             return False
-        reload_cmd = self.run(self.config.get("reload_command", ["systemctl", "reload", "nginx"]))
-        if reload_cmd.returncode != 0:
-            self.log("nginx reload failed (rc=%s): %s" % (reload_cmd.returncode, (reload_cmd.stderr or "").strip()))
+        rc, output = self._call(self.config.get("reload_command", ["systemctl", "reload", "nginx"]))
+        self.reload_pending = rc != 0
+        if rc != 0:
+            self.log("nginx reload failed (rc=%s), retrying next pass: %s" % (rc, output))
             return False
         return True
 
@@ -156,7 +183,7 @@ class Syncer:
         drained = read_drained(self.config.get("drain_dir", "/etc/factory-floor/drain"))
         members, mode = choose_members(self.candidates, serving, drained)
         text = render_servers(members, mode)
-        changed = text != self.current_text()
+        changed = text != self.current_text() or self.reload_pending
         applied = self.apply(text) if changed else False
         if statuses != self.last_status or changed:
             self.log(json.dumps({
@@ -168,17 +195,22 @@ class Syncer:
                 "applied": applied,
             }, sort_keys=True))
         self.last_status = statuses
-        installed = self.current_text() == text
+        installed = self.current_text() == text and not self.reload_pending
+        if installed:
+            self.applied_drained = sorted(drained)
+        # ``drained`` is what nginx runs, not what the drain dir asks for: an engine is
+        # reported drained only once an upstream without it is loaded (drain.yml waits
+        # for it before the engine is stopped).
         state = {
             "updated": self.clock(),
             "mode": mode if installed else "unknown",
             "members": [m["name"] for m in members] if installed else [],
             "in_rotation": sorted(serving - drained) if installed and mode == MODE_LIVE else [],
             "statuses": statuses,
-            "drained": sorted(drained),
+            "drained": self.applied_drained,
         }
         if self.config.get("state_file"):
-            os.makedirs(os.path.dirname(self.config["state_file"]), exist_ok=True)
+            os.makedirs(os.path.dirname(os.path.abspath(self.config["state_file"])), exist_ok=True)
             write_atomic(self.config["state_file"], json.dumps(state, sort_keys=True) + "\n")
         return state
 

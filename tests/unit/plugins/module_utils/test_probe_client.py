@@ -1,0 +1,235 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Unit tests for plugins/module_utils/_probe_client.py against a loopback fake proxy.
+
+The fake answers ``POST /v1/chat/completions`` like nginx in front of vLLM (200
+with ``X-Factory-Floor-Upstream``, or 502/503); nothing in requests is mocked.
+Runs are bounded by ``duration`` or a stop event, with short real-time waits.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import requests
+
+from ansible_collections.factory_floor.llm.plugins.module_utils import _probe_client as pc
+from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_vllm_health import free_port
+
+PATH = "/v1/chat/completions"
+
+
+class FakeProxy:
+    """A loopback HTTP server answering chat completions; change its attributes to change its answers."""
+
+    def __init__(self):
+        self.status = 200
+        self.upstream = "10.0.0.1:8000"
+        self.error_body = "<html><head><title>503 Service Temporarily Unavailable</title></head></html>"
+        self.delay = 0.0
+        self.requests = []  # (path, headers, json body)
+        self.release = threading.Event()  # ends every delay at teardown
+        self.port = None
+        self._server = None
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d%s" % (self.port, PATH)
+
+    def start(self):
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):  # noqa: N802 - http.server's naming
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else None
+                fake.requests.append((self.path, dict(self.headers), body))
+                fake.release.wait(fake.delay)
+                if fake.status == 200:
+                    data = json.dumps({"object": "chat.completion", "model": body["model"], "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": "OK"}, "finish_reason": "length"}]})
+                else:
+                    data = fake.error_body
+                payload = data.encode()
+                self.send_response(fake.status)
+                self.send_header("Content-Type", "application/json" if fake.status == 200 else "text/html")
+                self.send_header("Content-Length", str(len(payload)))
+                if fake.status == 200 and fake.upstream:
+                    self.send_header("X-Factory-Floor-Upstream", fake.upstream)
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def stop(self):
+        self.release.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def proxy():
+    fake = FakeProxy().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def session():
+    with requests.Session() as sess:
+        yield sess
+
+
+PAYLOAD = {"model": "tiny-llama", "messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1, "temperature": 0}
+
+
+def read_records(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+# --- one_request() ----------------------------------------------------------------------------
+
+
+def test_one_request_ok_names_the_upstream(proxy, session):
+    before = time.time()
+    record = pc.one_request(session, proxy.url, PAYLOAD, {}, 5.0)
+    assert record["status"] == 200 and record["error"] is None
+    assert record["upstream"] == "10.0.0.1:8000"
+    assert before <= record["t"] <= record["end"] <= time.time()
+    assert record["latency"] == round(record["end"] - record["t"], 4)
+    assert set(record) == {"t", "end", "status", "latency", "upstream", "error"}
+    assert proxy.requests[0][0] == PATH and proxy.requests[0][2] == PAYLOAD
+
+
+@pytest.mark.parametrize("status", [502, 503])
+def test_one_request_error_status_keeps_the_answer(proxy, session, status):
+    proxy.status = status
+    proxy.error_body = "x" * 300
+    record = pc.one_request(session, proxy.url, PAYLOAD, {}, 5.0)
+    assert record["status"] == status and record["upstream"] is None
+    assert record["error"] == "x" * 200
+
+
+def test_one_request_refused_is_status_zero(session):
+    record = pc.one_request(session, "http://127.0.0.1:%d%s" % (free_port(), PATH), PAYLOAD, {}, 5.0)
+    assert record["status"] == 0 and record["upstream"] is None
+    assert record["error"].startswith("ConnectionError: ")
+    assert record["end"] >= record["t"]
+
+
+def test_one_request_without_answer_in_time_is_status_zero(proxy, session):
+    proxy.delay = 30
+    started = time.monotonic()
+    record = pc.one_request(session, proxy.url, PAYLOAD, {}, 0.3)
+    assert time.monotonic() - started < 5
+    assert record["status"] == 0 and record["error"].startswith("ReadTimeout: ")
+
+
+def test_environment_proxy_is_not_used(proxy, session, monkeypatch):
+    """The client measures our proxy: an HTTP_PROXY in the environment must not stand in between."""
+    dead_proxy = "http://127.0.0.1:%d" % free_port()
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(name, dead_proxy)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert pc.one_request(session, proxy.url, PAYLOAD, {}, 5.0)["status"] == 200
+
+
+# --- run() ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_run_stops_after_duration_and_writes_json_lines(proxy, tmp_path, concurrency):
+    out = tmp_path / "probe.jsonl"
+    started = time.monotonic()
+    pc.run(proxy.url, "tiny-llama", str(out), interval=0.05, concurrency=concurrency, timeout=5.0,
+           api_key="sk-test", duration=0.4)
+    assert time.monotonic() - started < 5
+    records = read_records(out)
+    assert len(records) == len(proxy.requests) >= 1
+    assert all(r["status"] == 200 and r["upstream"] == "10.0.0.1:8000" for r in records)
+    # Every line is one whole record, keys sorted.
+    assert all(line == json.dumps(json.loads(line), sort_keys=True) for line in out.read_text().splitlines())
+    _path, headers, body = proxy.requests[0]
+    assert headers["Authorization"] == "Bearer sk-test"
+    assert body == PAYLOAD
+
+
+def test_run_appends(proxy, tmp_path):
+    out = tmp_path / "probe.jsonl"
+    out.write_text(json.dumps({"t": 1.0, "end": 1.1, "status": 200}) + "\n")
+    pc.run(proxy.url, "tiny-llama", str(out), interval=0.05, duration=0.1)
+    records = read_records(out)
+    assert records[0]["t"] == 1.0 and len(records) >= 2
+
+
+def test_run_records_failures_and_keeps_going(tmp_path):
+    out = tmp_path / "probe.jsonl"
+    pc.run("http://127.0.0.1:%d%s" % (free_port(), PATH), "tiny-llama", str(out), interval=0.05, duration=0.3)
+    records = read_records(out)
+    assert len(records) >= 2
+    assert all(r["status"] == 0 and r["error"].startswith("ConnectionError") for r in records)
+
+
+def test_run_until_stopped(proxy, tmp_path):
+    out = tmp_path / "probe.jsonl"
+    stop = threading.Event()
+    timer = threading.Timer(0.3, stop.set)
+    timer.start()
+    started = time.monotonic()
+    try:
+        # A long interval: the stop event, not the next request, ends the wait.
+        pc.run(proxy.url, "tiny-llama", str(out), interval=30, stop=stop)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 5
+    assert len(read_records(out)) == 1 and "Authorization" not in proxy.requests[0][1]
+
+
+def test_run_duration_zero_sends_nothing(proxy, tmp_path):
+    out = tmp_path / "probe.jsonl"
+    pc.run(proxy.url, "tiny-llama", str(out), interval=0.05, duration=0)
+    assert not out.exists() and proxy.requests == []
+
+
+# --- main() -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def keep_signals():
+    """main() installs SIGTERM and SIGINT handlers; give pytest its own back."""
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    yield
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+def test_main(proxy, tmp_path, keep_signals):
+    out = tmp_path / "probe.jsonl"
+    key_file = tmp_path / "api_key"
+    key_file.write_text("sk-file\n")
+    code = pc.main(["--url", proxy.url, "--model", "tiny-llama", "--out", str(out), "--interval", "0.05",
+                    "--concurrency", "2", "--duration", "0.2", "--api-key-file", str(key_file)])
+    assert code == 0
+    assert read_records(out)[0]["status"] == 200
+    assert proxy.requests[0][1]["Authorization"] == "Bearer sk-file"
+
+
+def test_main_without_requests(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(pc, "requests", None)
+    assert pc.main(["--url", "http://127.0.0.1:9/v1/chat/completions", "--model", "m", "--out", str(tmp_path / "o")]) == 2
+    assert "python3-requests is required" in capsys.readouterr().err

@@ -1,0 +1,501 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Unit tests for plugins/module_utils/_upstream.py, the proxy membership checker.
+
+Syncer.once() runs with injected ``probe`` and ``run`` callables and a tmp dir for
+the servers file, state file and drain dir; main() runs once against loopback
+fake vLLM servers (no nginx: its test and reload commands are ``true``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.factory_floor.llm.plugins.module_utils import _upstream as up
+from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as vh
+from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_vllm_health import FakeVLLM, free_port
+
+A = {"name": "spark-a", "address": "10.0.0.1", "port": 8000}
+B = {"name": "spark-b", "address": "10.0.0.2", "port": 8000}
+C = {"name": "spark-c", "address": "10.0.0.3", "port": 8001}
+
+
+def names(members):
+    return [m["name"] for m in members]
+
+
+# --- choose_members() / render_servers() ------------------------------------------------------
+
+
+@pytest.mark.parametrize("serving, drained, members, mode", [
+    ({"spark-a", "spark-b", "spark-c"}, set(), ["spark-a", "spark-b", "spark-c"], up.MODE_LIVE),
+    ({"spark-b"}, set(), ["spark-b"], up.MODE_LIVE),
+    # A drained engine leaves the upstream although it serves.
+    ({"spark-a", "spark-b"}, {"spark-a"}, ["spark-b"], up.MODE_LIVE),
+    # None serves: every non-drained candidate is listed, the first to listen gets requests.
+    (set(), set(), ["spark-a", "spark-b", "spark-c"], up.MODE_FALLBACK),
+    (set(), {"spark-c"}, ["spark-a", "spark-b"], up.MODE_FALLBACK),
+    # The only serving engine is drained: fall back to the other, non-drained ones.
+    ({"spark-a"}, {"spark-a"}, ["spark-b", "spark-c"], up.MODE_FALLBACK),
+    # Every candidate drained (maintenance): none listed, whatever serves.
+    ({"spark-a"}, {"spark-a", "spark-b", "spark-c"}, [], up.MODE_DRAINED),
+    (set(), {"spark-a", "spark-b", "spark-c", "not-a-candidate"}, [], up.MODE_DRAINED),
+    # Names that are not candidates change nothing.
+    ({"spark-z"}, {"spark-y"}, ["spark-a", "spark-b", "spark-c"], up.MODE_FALLBACK),
+])
+def test_choose_members(serving, drained, members, mode):
+    chosen, chosen_mode = up.choose_members([A, B, C], serving, drained)
+    assert (names(chosen), chosen_mode) == (members, mode)
+
+
+def test_choose_members_keeps_candidate_dicts():
+    chosen, _mode = up.choose_members([A, B], {"spark-b"}, set())
+    assert chosen == [B]
+
+
+def test_render_servers_live():
+    assert up.render_servers([B, A], up.MODE_LIVE) == (
+        "# Managed by factory-floor-upstream; mode=live. Do not edit.\n"
+        "server 10.0.0.1:8000 max_fails=0;  # spark-a\n"
+        "server 10.0.0.2:8000 max_fails=0;  # spark-b\n")
+
+
+@pytest.mark.parametrize("order", [[A, B, C], [C, B, A], [B, C, A]])
+def test_render_servers_order_is_stable(order):
+    assert up.render_servers(order, up.MODE_FALLBACK) == up.render_servers([A, B, C], up.MODE_FALLBACK)
+
+
+@pytest.mark.parametrize("mode", [up.MODE_LIVE, up.MODE_FALLBACK])
+def test_render_servers_never_lets_nginx_mark_a_server_failed(mode):
+    lines = up.render_servers([A, B, C], mode).splitlines()
+    servers = [line for line in lines if line.startswith("server ")]
+    assert len(servers) == 3
+    assert all(" max_fails=0;" in line for line in servers)
+    assert "mode=%s" % mode in lines[0]
+
+
+def test_render_servers_placeholder_when_nothing_listed():
+    lines = up.render_servers([], up.MODE_DRAINED).splitlines()
+    assert lines == ["# Managed by factory-floor-upstream; mode=drained. Do not edit.", up.PLACEHOLDER]
+    # nginx needs one server per upstream; this one is never tried.
+    assert up.PLACEHOLDER.startswith("server 127.0.0.1:9 down;")
+
+
+# --- read_drained() / write_atomic() ----------------------------------------------------------
+
+
+def test_read_drained(tmp_path):
+    (tmp_path / "spark-a").touch()
+    (tmp_path / "spark-c").touch()
+    assert up.read_drained(str(tmp_path)) == {"spark-a", "spark-c"}
+
+
+@pytest.mark.parametrize("missing", ["nowhere", "a-file"])
+def test_read_drained_missing_dir_is_none_drained(tmp_path, missing):
+    (tmp_path / "a-file").write_text("")
+    assert up.read_drained(str(tmp_path / missing)) == set()
+
+
+def test_write_atomic(tmp_path):
+    path = tmp_path / "servers.conf"
+    up.write_atomic(str(path), "one\n")
+    assert path.read_text() == "one\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    up.write_atomic(str(path), "two\n", mode=0o600)
+    assert path.read_text() == "two\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert os.listdir(tmp_path) == ["servers.conf"]  # no temporary file left
+
+
+def test_write_atomic_failure_keeps_old_file_and_leaves_no_temporary(tmp_path):
+    path = tmp_path / "servers.conf"
+    path.write_text("old\n")
+    with pytest.raises(TypeError):
+        up.write_atomic(str(path), b"not text")
+    assert path.read_text() == "old\n"
+    assert os.listdir(tmp_path) == ["servers.conf"]
+
+
+def test_write_atomic_relative_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    up.write_atomic("state.json", "{}\n")
+    assert (tmp_path / "state.json").read_text() == "{}\n"
+
+
+# --- Syncer.once() ----------------------------------------------------------------------------
+
+
+class Done:
+    """What subprocess.run returns, as far as the Syncer reads it."""
+
+    def __init__(self, returncode=0, stdout="", stderr=""):
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+TEST = ["nginx-test"]
+RELOAD = ["nginx-reload"]
+
+
+class World:
+    """Engine statuses, drain files and nginx's answers for a Syncer; records what it ran."""
+
+    def __init__(self, tmp_path, candidates=(A, B)):
+        self.statuses = {c["name"]: vh.LOADING for c in candidates}
+        self.answers = {}  # command name -> Done, or an exception to raise
+        self.calls = []  # (command, servers file text when it ran)
+        self.logs = []
+        self.now = 1795950000.0
+        self.dir = tmp_path
+        self.drain_dir = tmp_path / "drain"
+        self.drain_dir.mkdir()
+        self.servers_file = tmp_path / "upstream.conf"
+        self.state_file = tmp_path / "run" / "upstream.json"
+        self.config = {
+            "candidates": list(candidates),
+            "servers_file": str(self.servers_file),
+            "state_file": str(self.state_file),
+            "drain_dir": str(self.drain_dir),
+            "test_command": TEST,
+            "reload_command": RELOAD,
+        }
+        self.syncer = up.Syncer(self.config, probe=self.probe, run=self.run, log=self.logs.append, clock=self.clock)
+
+    def probe(self, candidate):
+        status = self.statuses[candidate["name"]]
+        if isinstance(status, Exception):
+            raise status
+        return status
+
+    def run(self, argv):
+        text = self.servers_file.read_text() if self.servers_file.exists() else None
+        self.calls.append((argv[0], text))
+        answer = self.answers.get(argv[0], Done())
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def clock(self):
+        return self.now
+
+    def drain(self, name):
+        (self.drain_dir / name).touch()
+
+    def undrain(self, name):
+        (self.drain_dir / name).unlink()
+
+    def ran(self):
+        return [name for name, _text in self.calls]
+
+    def servers(self):
+        return self.servers_file.read_text() if self.servers_file.exists() else None
+
+    def state(self):
+        return json.loads(self.state_file.read_text())
+
+    def once(self):
+        self.calls.clear()
+        self.logs.clear()
+        self.now += 1.0
+        return self.syncer.once()
+
+
+@pytest.fixture
+def world(tmp_path):
+    return World(tmp_path)
+
+
+def test_membership_change_writes_tests_then_reloads(world):
+    world.statuses["spark-b"] = vh.SERVING
+    state = world.once()
+    expected = up.render_servers([B], up.MODE_LIVE)
+    assert world.servers() == expected
+    # nginx -t saw the new file, then the reload ran.
+    assert world.calls == [("nginx-test", expected), ("nginx-reload", expected)]
+    assert state == world.state()
+    assert state == {
+        "updated": world.now,
+        "mode": "live",
+        "members": ["spark-b"],
+        "in_rotation": ["spark-b"],
+        "statuses": {"spark-a": "loading", "spark-b": "serving"},
+        "drained": [],
+    }
+    event = json.loads(world.logs[-1])
+    assert event["event"] == "membership" and event["applied"] is True and event["members"] == ["spark-b"]
+
+
+def test_no_change_no_reload(world):
+    world.statuses["spark-a"] = vh.SERVING
+    world.once()
+    assert world.ran() == ["nginx-test", "nginx-reload"]
+    before = world.servers()
+    state = world.once()
+    assert world.calls == [] and world.logs == []  # same statuses, same file: quiet
+    assert world.servers() == before
+    assert state["in_rotation"] == ["spark-a"] and state["updated"] == world.now
+    # A status change that keeps the members logs a probe event, still without a reload.
+    world.statuses["spark-b"] = vh.DEAD
+    world.once()
+    assert world.calls == []
+    assert json.loads(world.logs[-1])["event"] == "probe"
+
+
+def test_second_engine_joins(world):
+    world.statuses["spark-a"] = vh.SERVING
+    world.once()
+    world.statuses["spark-b"] = vh.SERVING
+    state = world.once()
+    assert world.ran() == ["nginx-test", "nginx-reload"]
+    assert world.servers() == up.render_servers([A, B], up.MODE_LIVE)
+    assert state["in_rotation"] == ["spark-a", "spark-b"]
+
+
+def test_nothing_serving_is_fallback_with_every_candidate(world):
+    world.servers_file.write_text(up.render_servers([A], up.MODE_LIVE))
+    state = world.once()
+    assert world.servers() == up.render_servers([A, B], up.MODE_FALLBACK)
+    assert world.ran() == ["nginx-test", "nginx-reload"]
+    assert state["mode"] == "fallback" and state["members"] == ["spark-a", "spark-b"]
+    assert state["in_rotation"] == []  # listed, but none serves
+
+
+def test_nginx_test_failure_restores_previous_file_and_does_not_reload(world):
+    previous = up.render_servers([A, B], up.MODE_FALLBACK)
+    world.servers_file.write_text(previous)
+    world.answers["nginx-test"] = Done(1, stderr="nginx: [emerg] unexpected end of file\n")
+    world.statuses["spark-a"] = vh.SERVING
+    state = world.once()
+    assert world.ran() == ["nginx-test"]
+    assert world.calls[0][1] == up.render_servers([A], up.MODE_LIVE)  # it tested the new file
+    assert world.servers() == previous
+    assert state["mode"] == "unknown" and state["members"] == [] and state["in_rotation"] == []
+    assert state["statuses"] == {"spark-a": "serving", "spark-b": "loading"}
+    assert "nginx -t rejected the new upstream, kept the old one: nginx: [emerg] unexpected end of file" in world.logs
+    # Tried again every pass until nginx accepts it.
+    world.answers.clear()
+    state = world.once()
+    assert world.ran() == ["nginx-test", "nginx-reload"]
+    assert state["in_rotation"] == ["spark-a"]
+
+
+def test_nginx_test_failure_without_previous_file_removes_it(world):
+    world.answers["nginx-test"] = Done(1, stdout="bad")
+    world.once()
+    assert world.servers() is None
+    assert world.ran() == ["nginx-test"]
+
+
+def test_test_command_that_cannot_run_is_a_failure(world):
+    """nginx not installed: the untested file must not stay (the next pass would take it as installed)."""
+    previous = up.render_servers([A, B], up.MODE_FALLBACK)
+    world.servers_file.write_text(previous)
+    world.answers["nginx-test"] = FileNotFoundError(2, "No such file or directory", "nginx-test")
+    world.statuses["spark-a"] = vh.SERVING
+    state = world.once()
+    assert world.servers() == previous and world.ran() == ["nginx-test"]
+    assert state["mode"] == "unknown"
+    assert any(line.startswith("nginx -t rejected the new upstream") and "could not run" in line for line in world.logs)
+    world.once()
+    assert world.ran() == ["nginx-test"]  # tried again
+
+
+def test_reload_failure_is_retried_and_not_reported_in_rotation(world):
+    world.answers["nginx-reload"] = Done(1, stderr="nginx.service is not active, cannot reload.")
+    world.statuses["spark-a"] = vh.SERVING
+    state = world.once()
+    new = up.render_servers([A], up.MODE_LIVE)
+    # nginx accepted the file: it stays, so a restart of nginx loads it...
+    assert world.servers() == new
+    # ... but nginx still runs the old upstream: nothing is in rotation yet.
+    assert state["mode"] == "unknown" and state["in_rotation"] == []
+    assert any("nginx reload failed (rc=1)" in line for line in world.logs)
+    # The file matches, yet the next pass reloads again.
+    state = world.once()
+    assert world.ran() == ["nginx-test", "nginx-reload"]
+    assert state["mode"] == "unknown"
+    world.answers.clear()
+    state = world.once()
+    assert world.ran() == ["nginx-test", "nginx-reload"]
+    assert state["mode"] == "live" and state["in_rotation"] == ["spark-a"]
+    world.once()
+    assert world.calls == []
+
+
+def test_probe_that_raises_is_an_error_status(world):
+    world.statuses["spark-a"] = RuntimeError("probe bug")
+    world.statuses["spark-b"] = vh.SERVING
+    state = world.once()
+    assert state["statuses"] == {"spark-a": "error: probe bug", "spark-b": "serving"}
+    assert state["in_rotation"] == ["spark-b"]
+    assert world.servers() == up.render_servers([B], up.MODE_LIVE)
+    assert world.state() == state
+
+
+def test_drain_is_reported_once_applied(world):
+    world.statuses.update({"spark-a": vh.SERVING, "spark-b": vh.SERVING})
+    world.once()
+    world.drain("spark-a")
+    state = world.once()
+    assert world.ran() == ["nginx-test", "nginx-reload"]
+    assert world.servers() == up.render_servers([B], up.MODE_LIVE)
+    assert state["drained"] == ["spark-a"] and state["in_rotation"] == ["spark-b"]
+    assert state["members"] == ["spark-b"]
+    world.undrain("spark-a")
+    state = world.once()
+    assert state["drained"] == [] and state["in_rotation"] == ["spark-a", "spark-b"]
+
+
+def test_drain_not_reported_while_nginx_still_runs_the_engine(world):
+    """drain.yml stops the engine once the state says drained: that must mean nginx no longer uses it."""
+    world.statuses.update({"spark-a": vh.SERVING, "spark-b": vh.SERVING})
+    world.once()
+    world.drain("spark-a")
+    world.answers["nginx-test"] = Done(1, stderr="emerg")
+    state = world.once()
+    assert state["drained"] == [] and state["mode"] == "unknown"
+    world.answers["nginx-test"] = Done()
+    world.answers["nginx-reload"] = Done(1)
+    assert world.once()["drained"] == []
+    world.answers.clear()
+    assert world.once()["drained"] == ["spark-a"]
+
+
+def test_every_engine_drained(world):
+    world.statuses.update({"spark-a": vh.SERVING, "spark-b": vh.SERVING})
+    world.drain("spark-a")
+    world.drain("spark-b")
+    state = world.once()
+    assert world.servers() == up.render_servers([], up.MODE_DRAINED)
+    assert up.PLACEHOLDER in world.servers()
+    assert state == {"updated": world.now, "mode": "drained", "members": [], "in_rotation": [],
+                     "statuses": {"spark-a": "serving", "spark-b": "serving"}, "drained": ["spark-a", "spark-b"]}
+
+
+def test_without_state_file(world):
+    del world.config["state_file"]
+    world.statuses["spark-a"] = vh.SERVING
+    assert world.once()["in_rotation"] == ["spark-a"]
+    assert not world.state_file.parent.exists()
+
+
+def test_state_file_without_directory(world, monkeypatch):
+    monkeypatch.chdir(world.dir)
+    world.config["state_file"] = "upstream-state.json"
+    world.once()
+    assert json.loads((world.dir / "upstream-state.json").read_text())["mode"] == "fallback"
+
+
+# --- main(): one pass against loopback servers ------------------------------------------------
+
+
+@pytest.fixture
+def engines():
+    serving = FakeVLLM().start()
+    dead = FakeVLLM().start()
+    dead.health_status = 503
+    wrong = FakeVLLM().start()
+    wrong.models = ["other-model"]
+    yield {"serving": serving, "dead": dead, "wrong": wrong}
+    for fake in (serving, dead, wrong):
+        fake.stop()
+
+
+@pytest.fixture
+def keep_sigterm():
+    """main() installs a SIGTERM handler; give pytest its own back."""
+    previous = signal.getsignal(signal.SIGTERM)
+    yield
+    signal.signal(signal.SIGTERM, previous)
+
+
+def write_config(tmp_path, engines, **extra):
+    drain_dir = tmp_path / "drain"
+    drain_dir.mkdir(exist_ok=True)
+    config = {
+        "candidates": [
+            {"name": "spark-a", "address": "127.0.0.1", "port": engines["serving"].port},
+            {"name": "spark-b", "address": "127.0.0.1", "port": engines["dead"].port},
+            {"name": "spark-c", "address": "127.0.0.1", "port": free_port()},
+            {"name": "spark-d", "address": "127.0.0.1", "port": engines["wrong"].port},
+        ],
+        "model": "tiny-llama",
+        "api_key": None,
+        "interval": 1.0,
+        "probe_timeout": 2.0,
+        "servers_file": str(tmp_path / "upstream.conf"),
+        "state_file": str(tmp_path / "run" / "upstream.json"),
+        "drain_dir": str(drain_dir),
+        "test_command": ["true"],
+        "reload_command": ["true"],
+    }
+    config.update(extra)
+    path = tmp_path / "upstream.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+EXPECTED_STATUSES = {"spark-a": "serving", "spark-b": "dead", "spark-c": "loading", "spark-d": "wrong_model"}
+
+
+def test_main_once(tmp_path, engines, keep_sigterm, capsys):
+    path = write_config(tmp_path, engines)
+    assert up.main(["--config", str(path), "--once"]) == 0
+    servers = (tmp_path / "upstream.conf").read_text()
+    assert servers == (
+        "# Managed by factory-floor-upstream; mode=live. Do not edit.\n"
+        "server 127.0.0.1:%d max_fails=0;  # spark-a\n" % engines["serving"].port)
+    state = json.loads((tmp_path / "run" / "upstream.json").read_text())
+    assert state["mode"] == "live" and state["members"] == ["spark-a"] and state["in_rotation"] == ["spark-a"]
+    assert state["statuses"] == EXPECTED_STATUSES and state["drained"] == []
+    event = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert event["event"] == "membership" and event["applied"] is True
+    # The probe asked the serving engine for its model list, directly.
+    assert "/v1/models" in [r[1] for r in engines["serving"].requests]
+
+
+def test_main_once_fallback_and_drained(tmp_path, engines, keep_sigterm):
+    """The serving engine is drained: the others are listed so the first to listen gets requests."""
+    path = write_config(tmp_path, engines)
+    (tmp_path / "drain" / "spark-a").touch()
+    assert up.main(["--config", str(path), "--once"]) == 0
+    servers = (tmp_path / "upstream.conf").read_text().splitlines()
+    assert servers[0] == "# Managed by factory-floor-upstream; mode=fallback. Do not edit."
+    assert [line.rsplit("# ", 1)[1] for line in servers[1:]] == ["spark-b", "spark-c", "spark-d"]
+    state = json.loads((tmp_path / "run" / "upstream.json").read_text())
+    assert state["mode"] == "fallback" and state["in_rotation"] == [] and state["drained"] == ["spark-a"]
+    assert state["statuses"] == EXPECTED_STATUSES
+
+
+def test_main_once_nginx_rejects(tmp_path, engines, keep_sigterm, capsys):
+    path = write_config(tmp_path, engines, test_command=["false"])
+    assert up.main(["--config", str(path), "--once"]) == 0
+    assert not (tmp_path / "upstream.conf").exists()
+    state = json.loads((tmp_path / "run" / "upstream.json").read_text())
+    assert state["mode"] == "unknown" and state["in_rotation"] == []
+    assert "nginx -t rejected the new upstream" in capsys.readouterr().out
+
+
+def test_runs_as_installed_on_the_proxy_host(tmp_path, engines):
+    """The role installs _upstream.py next to _vllm_health.py and runs it with python3, no Ansible."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    for module in (up, vh):
+        shutil.copy(module.__file__, lib)
+    path = write_config(tmp_path, engines)
+    done = subprocess.run([sys.executable, "-E", "-s", str(lib / "_upstream.py"), "--config", str(path), "--once"],
+                          capture_output=True, text=True, timeout=60, check=False, cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    state = json.loads((tmp_path / "run" / "upstream.json").read_text())
+    assert state["in_rotation"] == ["spark-a"] and state["statuses"] == EXPECTED_STATUSES

@@ -1,0 +1,106 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Whole-module runs of ``factory_floor.llm.switch_report`` on probe client logs in a tmp dir."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.factory_floor.llm.plugins.modules import switch_report as module
+
+T0 = 1795950000.0
+
+
+def rec(t, status):
+    return {"t": T0 + t, "end": T0 + t + 0.1, "status": status, "latency": 0.1, "upstream": None, "error": None}
+
+
+# 200 until 2 s, 503 (and two without answer) until 11 s, a 502 at 12 s after first_serving, 200 from 13 s.
+STATUSES = [200, 200, 200] + [503] * 6 + [0, 0] + [503, 502] + [200] * 5
+RECORDS = [rec(float(i), status) for i, status in enumerate(STATUSES)]
+TIMELINE = {"start": T0 - 1.0, "old_stopped": T0 + 2.5, "first_serving": T0 + 12.0, "end": T0 + 20.0}
+
+
+@pytest.fixture
+def run(capsys):
+    """Run the module with the given args; return (exit code, result dict)."""
+
+    def run_module(args):
+        with patch_module_args(args):
+            with pytest.raises(SystemExit) as exited:
+                module.main()
+        return exited.value.code, json.loads(capsys.readouterr().out)
+
+    return run_module
+
+
+@pytest.fixture
+def probe_log(tmp_path):
+    path = tmp_path / "switch-probe.jsonl"
+    # The client was stopped mid-write: the last line is torn.
+    path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in RECORDS) + '{"end": 17959')
+    return path
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_report(run, probe_log, check_mode):
+    code, result = run({"probe_log": str(probe_log), "timeline": TIMELINE, "_ansible_check_mode": check_mode})
+    assert code == 0, result
+    assert result["changed"] is False and "failed" not in result
+    assert result["requests"] == 18
+    assert result["by_status"] == {"200": 8, "503": 7, "0": 2, "502": 1}
+    assert (result["count_200"], result["count_502"], result["count_503"], result["count_no_answer"]) == (8, 1, 7, 2)
+    assert result["downtime"] == pytest.approx(11.0)
+    assert result["downtime_from"] == pytest.approx(T0 + 2.1) and result["downtime_to"] == pytest.approx(T0 + 13.1)
+    assert result["first_serving"] == T0 + 12.0
+    assert result["failures_after_serving"] == 1 and result["count_502_after_serving"] == 1
+    assert result["failures_after_serving_sample"] == [RECORDS[12]]
+    assert result["startup"] == 9.5
+    assert result["timeline"] == {"start": 0.0, "old_stopped": 3.5, "first_serving": 13.0, "end": 21.0}
+    assert result["outcome"] == "ok" and result["reason"] is None
+    assert "seconds without a model (longest gap between answers): 11.0" in result["table"]
+
+
+def test_every_returned_key_is_documented(run, probe_log):
+    code, result = run({"probe_log": str(probe_log)})
+    assert code == 0, result
+    documented = set(yaml.safe_load(module.RETURN))
+    # Keys every module result may carry (warnings can be left over from other tests' modules).
+    assert set(result) - {"changed", "invocation", "warnings", "deprecations"} == documented
+
+
+def test_given_values_are_returned(run, probe_log):
+    code, result = run({"probe_log": str(probe_log), "timeline": TIMELINE, "outcome": "rolled_back",
+                        "reason": "spark-b did not come up", "engines": {"spark-a": "serving"}, "tool_score": "86"})
+    assert code == 0, result
+    assert result["outcome"] == "rolled_back" and result["reason"] == "spark-b did not come up"
+    assert result["engines"] == {"spark-a": "serving"} and result["tool_score"] == 86.0
+    assert result["table"][0] == "switch outcome: rolled_back (spark-b did not come up)"
+    assert "tool-calling score: 86.0" in result["table"]
+
+
+def test_missing_log_is_zero_requests(run, tmp_path):
+    code, result = run({"probe_log": str(tmp_path / "never-written.jsonl"), "timeline": TIMELINE})
+    assert code == 0, result
+    assert result["changed"] is False
+    assert result["requests"] == 0 and result["by_status"] == {} and result["downtime"] == 0.0
+    assert result["failures_after_serving"] == 0 and result["startup"] == 9.5
+
+
+def test_unreadable_log_fails_naming_the_path(run, tmp_path):
+    code, result = run({"probe_log": str(tmp_path)})  # a directory
+    assert code == 1
+    assert result["failed"] is True
+    assert result["msg"].startswith("Could not read the probe client's log %s: " % tmp_path)
+
+
+def test_bad_outcome_is_rejected(run, probe_log):
+    code, result = run({"probe_log": str(probe_log), "outcome": "maybe"})
+    assert code == 1 and "outcome" in result["msg"]
