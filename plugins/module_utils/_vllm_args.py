@@ -19,6 +19,7 @@ VALUE_FLAGS = (
     "host",
     "port",
     "tensor_parallel_size",
+    "pipeline_parallel_size",
     "nnodes",
     "node_rank",
     "master_addr",
