@@ -25,7 +25,7 @@ import json
 
 # Events the switch playbook records, in the order they normally happen.
 TIMELINE_ORDER = (
-    "start", "preflight_done", "lock_taken", "old_stopped", "new_started",
+    "start", "preflight_done", "lock_taken", "drained", "old_stopped", "new_started",
     "first_serving", "all_serving", "in_rotation", "gate_done", "rollback_started",
     "rollback_serving", "lock_released", "end",
 )

@@ -160,6 +160,13 @@ status:
   returned: always
   type: str
   sample: serving
+ended_at:
+  description:
+    - When the last probe ended, as epoch seconds of the host's clock (for example when the engine was first seen
+      serving). Switch reports use it to time events across hosts.
+  returned: always
+  type: float
+  sample: 1795957165.259
 elapsed:
   description: Seconds from the first probe to the end of the last one, measured with the host's monotonic clock.
   returned: always
@@ -242,6 +249,7 @@ journal:
 """
 
 import functools
+import time
 
 from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
 
@@ -268,6 +276,7 @@ def _result(outcome) -> dict:
         error=last.error,
         url=outcome.url,
         attempts=outcome.attempts,
+        ended_at=round(time.time(), 3),
     )
 
 
