@@ -84,9 +84,8 @@ def test_longest_gap(spans, gap, begin, finish):
 
 def test_longest_gap_with_two_workers():
     """Two workers through the outage: each one's failures fall between the same two answers."""
-    records = sorted(series((200, 2), (503, 5), (200, 2)) + [rec(t + 0.5, s) for t, s in
-                                                               [(1, 200), (2, 0), (4, 0), (6, 200)]],
-                     key=lambda r: r["t"])
+    second = [rec(t + 0.5, s) for t, s in [(1, 200), (2, 0), (4, 0), (6, 200)]]
+    records = sorted(series((200, 2), (503, 5), (200, 2)) + second, key=lambda r: r["t"])
     assert sr.longest_gap(records) == (pytest.approx(5.0), pytest.approx(T0 + 1.6), pytest.approx(T0 + 6.6))
 
 
