@@ -33,7 +33,7 @@ apt: .cache/apt.done
 	@touch $@
 
 venv: $(VENV)/.done
-$(VENV)/.done: requirements.txt
+$(VENV)/.done: requirements.txt .cache/apt.done
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q -r requirements.txt
 	@touch $@
@@ -70,7 +70,7 @@ lint: venv collection
 SANITY_VENV := .venv-sanity
 SANITY_HOME := $(abspath build/ansible-test-home)
 ANSIBLE_TEST_REQS := $(VENV)/lib/python3*/site-packages/ansible_test/_data/requirements
-$(SANITY_VENV)/.done: requirements.txt
+$(SANITY_VENV)/.done: requirements.txt .cache/apt.done
 	python3 -m venv $(SANITY_VENV)
 	$(SANITY_VENV)/bin/pip install -q "$$(grep '^ansible-core==' requirements.txt)"
 	@touch $@
