@@ -10,8 +10,6 @@ import json
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.factory_floor.llm.plugins.modules import gpu_memory_utilization as module
 
 GIB = 1024 ** 3
@@ -37,13 +35,6 @@ SEED = {
 }
 
 
-def run(args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            module.main()
-    return json.loads(capsys.readouterr().out)
-
-
 @pytest.fixture
 def host(monkeypatch):
     """The target: /proc/meminfo and a systemd whose units have no cgroup files."""
@@ -61,9 +52,9 @@ def host(monkeypatch):
 
 
 @pytest.mark.parametrize("check_mode", [False, True])
-def test_seed_host_reads_proc_meminfo(host, capsys, check_mode):
+def test_seed_host_reads_proc_meminfo(run_module, host, check_mode):
     args = dict(SEED, _ansible_check_mode=check_mode)
-    result = run(args, capsys)
+    result = run_module(module, args).result
     assert result["changed"] is False
     assert result["gpu_memory_utilization"] == 0.74
     assert result["decided_by"] == "spark-a"
@@ -79,23 +70,23 @@ def test_seed_host_reads_proc_meminfo(host, capsys, check_mode):
     assert any("drop page cache" in line for line in result["reasoning"])
 
 
-def test_meminfo_option_overrides_the_host(host, capsys):
+def test_meminfo_option_overrides_the_host(run_module, host):
     args = dict(SEED, meminfo={"MemTotal": MEMTOTAL_KB, "MemFree": 110 * 1024 * 1024,
                                "MemAvailable": 115 * 1024 * 1024})
     host[0].clear()  # /proc/meminfo must not be read
-    result = run(args, capsys)
+    result = run_module(module, args).result
     assert result["gpu_memory_utilization"] == 0.74
     assert result["drop_caches_needed"] is False
 
 
-def test_measured_use_above_peak_is_counted_with_a_warning(host, capsys):
+def test_measured_use_above_peak_is_counted_with_a_warning(run_module, host):
     files, properties = host
     properties[("postgresql.service", "ControlGroup")] = "/system.slice/postgresql.service"
     cgroup = "/sys/fs/cgroup/system.slice/postgresql.service"
     files[cgroup + "/memory.current"] = str(12 * GIB)
     files[cgroup + "/memory.stat"] = "anon 1\nfile %d\n" % (2 * GIB)  # 10 GiB without page cache
     properties[("site-builds.slice", "MemoryCurrent")] = "[not set]"
-    result = run(dict(SEED), capsys)
+    result = run_module(module, dict(SEED)).result
     postgresql, builds = result["hosts"][0]["workloads"]
     assert postgresql["measured_gib"] == 10.0
     assert postgresql["counted_gib"] == 10.0
@@ -108,23 +99,23 @@ def test_measured_use_above_peak_is_counted_with_a_warning(host, capsys):
     assert "postgresql: measured 10.00 GiB" in json.dumps(result["warnings"])
 
 
-def test_measurement_can_be_switched_off(host, capsys):
+def test_measurement_can_be_switched_off(run_module, host):
     files, properties = host
     properties[("postgresql.service", "MemoryCurrent")] = str(50 * GIB)
-    result = run(dict(SEED, measure_workloads=False), capsys)
+    result = run_module(module, dict(SEED, measure_workloads=False)).result
     assert result["gpu_memory_utilization"] == 0.74
     assert result["hosts"][0]["workloads"][0]["measured_gib"] is None
 
 
-def test_model_does_not_fit(host, capsys):
-    result = run(dict(SEED, min_kv_gib=30), capsys)
+def test_model_does_not_fit(run_module, host):
+    result = run_module(module, dict(SEED, min_kv_gib=30)).result
     assert result["failed"] is True
     assert "host spark-a" in result["msg"]
     assert "= 103.00 GiB" in result["msg"]
     assert "grants 90.06 GiB" in result["msg"]
 
 
-def test_split_hosts_the_tighter_host_decides(host, capsys):
+def test_split_hosts_the_tighter_host_decides(run_module, host):
     host[0].clear()
     args = {
         "device_total_gib": 121.7,
@@ -135,7 +126,7 @@ def test_split_hosts_the_tighter_host_decides(host, capsys):
             {"name": "spark-a", "meminfo": MEMINFO, "headroom_gib": 9, "workloads": SEED["workloads"]},
         ],
     }
-    result = run(args, capsys)
+    result = run_module(module, args).result
     assert result["gpu_memory_utilization"] == 0.74
     assert result["decided_by"] == "spark-a"
     assert [h["host"] for h in result["hosts"]] == ["spark-b", "spark-a"]
@@ -154,15 +145,15 @@ def test_split_hosts_the_tighter_host_decides(host, capsys):
      "names both unit x.service and slice x.slice"),
     (dict(SEED, hosts=[{"name": "a", "meminfo": MEMINFO}]), "mutually exclusive"),
 ])
-def test_bad_arguments(host, capsys, args, match):
-    result = run(args, capsys)
+def test_bad_arguments(run_module, host, args, match):
+    result = run_module(module, args).result
     assert result["failed"] is True
     assert match in result["msg"]
 
 
-def test_unreadable_meminfo(host, capsys):
+def test_unreadable_meminfo(run_module, host):
     host[0].clear()
-    result = run(dict(SEED), capsys)
+    result = run_module(module, dict(SEED)).result
     assert result["failed"] is True
     assert "Reading /proc/meminfo on the target" in result["msg"]
     assert "Pass the host's memory facts as meminfo" in result["msg"]

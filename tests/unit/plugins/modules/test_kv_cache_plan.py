@@ -10,8 +10,6 @@ import json
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.factory_floor.llm.plugins.modules import kv_cache_plan as module
 
 GIB = 1024 ** 3
@@ -36,13 +34,6 @@ QWEN3_NEXT_STYLE = {
 }
 
 
-def run(args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            module.main()
-    return json.loads(capsys.readouterr().out)
-
-
 @pytest.fixture
 def model_dir(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(SMOLLM2_135M))
@@ -53,8 +44,8 @@ def model_dir(tmp_path):
 
 
 @pytest.mark.parametrize("check_mode", [False, True])
-def test_lab_cpu_kv_space_from_model_dir(model_dir, capsys, check_mode):
-    result = run({"model_dir": model_dir, "kv_cache_space_gib": 1, "_ansible_check_mode": check_mode}, capsys)
+def test_lab_cpu_kv_space_from_model_dir(run_module, model_dir, check_mode):
+    result = run_module(module, {"model_dir": model_dir, "kv_cache_space_gib": 1, "_ansible_check_mode": check_mode}).result
     assert result["changed"] is False
     assert result["per_host"]["kv_tokens"] == 46592
     assert result["bytes_per_token"] == 23040
@@ -64,9 +55,9 @@ def test_lab_cpu_kv_space_from_model_dir(model_dir, capsys, check_mode):
     assert result["weights_gib"] is None  # not needed with kv_cache_space_gib
 
 
-def test_weights_measured_from_checkpoint(model_dir, capsys):
-    result = run({"model_dir": model_dir, "gpu_memory_utilization": 0.5, "device_total_gib": 4,
-                  "activation_gib": 0.75}, capsys)
+def test_weights_measured_from_checkpoint(run_module, model_dir):
+    result = run_module(module, {"model_dir": model_dir, "gpu_memory_utilization": 0.5, "device_total_gib": 4,
+                                 "activation_gib": 0.75}).result
     assert result["weights_gib"] == 0.25
     assert result["weights_source"] == "1 checkpoint file(s) in %s" % model_dir
     # 4 x 0.5 - 0.25 - 0.75 = 1 GiB of KV cache, as with VLLM_CPU_KVCACHE_SPACE=1
@@ -76,10 +67,10 @@ def test_weights_measured_from_checkpoint(model_dir, capsys):
 
 
 @pytest.mark.parametrize("kv_cache_dtype, topology", [("bfloat16", "split"), ("fp8", "replicas")])
-def test_seed_model_config(capsys, kv_cache_dtype, topology):
-    result = run({"model_config": QWEN3_NEXT_STYLE, "kv_cache_dtype": kv_cache_dtype,
-                  "gpu_memory_utilization": 0.78, "weights_gib": 71, "activation_gib": 12.5,
-                  "need_full_context_requests": 2}, capsys)
+def test_seed_model_config(run_module, kv_cache_dtype, topology):
+    result = run_module(module, {"model_config": QWEN3_NEXT_STYLE, "kv_cache_dtype": kv_cache_dtype,
+                                 "gpu_memory_utilization": 0.78, "weights_gib": 71, "activation_gib": 12.5,
+                                 "need_full_context_requests": 2}).result
     assert result["need_tokens"] == 524288
     assert result["topology"] == topology
     assert result["layout"]["kv_cache_layers"] == 12
@@ -88,17 +79,17 @@ def test_seed_model_config(capsys, kv_cache_dtype, topology):
 
 
 @pytest.mark.parametrize("per_host, topology", [([499110], "split"), ([760000, 1080000], "replicas")])
-def test_what_if_with_the_reports_numbers(capsys, per_host, topology):
-    result = run({"per_host_kv_tokens": per_host, "split_kv_tokens": 3100000, "max_model_len": 262144,
-                  "need_full_context_requests": 2}, capsys)
+def test_what_if_with_the_reports_numbers(run_module, per_host, topology):
+    result = run_module(module, {"per_host_kv_tokens": per_host, "split_kv_tokens": 3100000, "max_model_len": 262144,
+                                 "need_full_context_requests": 2}).result
     assert result["topology"] == topology
     assert result["layout"] is None
     assert result["per_host"]["source"] == "given"
 
 
-def test_neither_fits_says_so(capsys):
-    result = run({"per_host_kv_tokens": [100], "split_kv_tokens": 200, "max_model_len": 1000,
-                  "need_tokens": 300}, capsys)
+def test_neither_fits_says_so(run_module):
+    result = run_module(module, {"per_host_kv_tokens": [100], "split_kv_tokens": 200, "max_model_len": 1000,
+                                 "need_tokens": 300}).result
     assert result["topology"] == "none"
     assert result["reasoning"][-1] == "neither fits: one host holds 100, the split 200, need 300 tokens"
 
@@ -110,14 +101,14 @@ def test_neither_fits_says_so(capsys):
     ({"model_config": SMOLLM2_135M, "kv_cache_dtype": "int4"}, "value of kv_cache_dtype must be one of"),
     ({"model_config": SMOLLM2_135M, "need_tokens": 1, "need_full_context_requests": 1}, "mutually exclusive"),
 ])
-def test_failures(capsys, args, match):
-    result = run(args, capsys)
+def test_failures(run_module, args, match):
+    result = run_module(module, args).result
     assert result["failed"] is True
     assert match in result["msg"]
 
 
-def test_empty_model_dir_asks_for_weights(tmp_path, capsys):
+def test_empty_model_dir_asks_for_weights(run_module, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(SMOLLM2_135M))
-    result = run({"model_dir": str(tmp_path), "gpu_memory_utilization": 0.5}, capsys)
+    result = run_module(module, {"model_dir": str(tmp_path), "gpu_memory_utilization": 0.5}).result
     assert result["failed"] is True
     assert "holds no *.safetensors, *.bin or *.pt weight files; pass weights_gib" in result["msg"]

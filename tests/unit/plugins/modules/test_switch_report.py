@@ -11,8 +11,6 @@ import json
 import pytest
 import yaml
 
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.factory_floor.llm.plugins.modules import switch_report as module
 
 T0 = 1795950000.0
@@ -29,19 +27,6 @@ TIMELINE = {"start": T0 - 1.0, "old_stopped": T0 + 2.5, "first_serving": T0 + 12
 
 
 @pytest.fixture
-def run(capsys):
-    """Run the module with the given args; return (exit code, result dict)."""
-
-    def run_module(args):
-        with patch_module_args(args):
-            with pytest.raises(SystemExit) as exited:
-                module.main()
-        return exited.value.code, json.loads(capsys.readouterr().out)
-
-    return run_module
-
-
-@pytest.fixture
 def probe_log(tmp_path):
     path = tmp_path / "switch-probe.jsonl"
     # The client was stopped mid-write: the last line is torn.
@@ -50,8 +35,8 @@ def probe_log(tmp_path):
 
 
 @pytest.mark.parametrize("check_mode", [False, True])
-def test_report(run, probe_log, check_mode):
-    code, result = run({"probe_log": str(probe_log), "timeline": TIMELINE, "_ansible_check_mode": check_mode})
+def test_report(run_module, probe_log, check_mode):
+    code, result = run_module(module, {"probe_log": str(probe_log), "timeline": TIMELINE, "_ansible_check_mode": check_mode})
     assert code == 0, result
     assert result["changed"] is False and "failed" not in result
     assert result["requests"] == 18
@@ -68,17 +53,17 @@ def test_report(run, probe_log, check_mode):
     assert "seconds without a model (longest gap between answers): 11.0" in result["table"]
 
 
-def test_every_returned_key_is_documented(run, probe_log):
-    code, result = run({"probe_log": str(probe_log)})
+def test_every_returned_key_is_documented(run_module, probe_log):
+    code, result = run_module(module, {"probe_log": str(probe_log)})
     assert code == 0, result
     documented = set(yaml.safe_load(module.RETURN))
     # Keys every module result may carry (warnings can be left over from other tests' modules).
     assert set(result) - {"changed", "invocation", "warnings", "deprecations"} == documented
 
 
-def test_given_values_are_returned(run, probe_log):
-    code, result = run({"probe_log": str(probe_log), "timeline": TIMELINE, "outcome": "rolled_back",
-                        "reason": "spark-b did not come up", "engines": {"spark-a": "serving"}, "tool_score": "86"})
+def test_given_values_are_returned(run_module, probe_log):
+    code, result = run_module(module, {"probe_log": str(probe_log), "timeline": TIMELINE, "outcome": "rolled_back",
+                                       "reason": "spark-b did not come up", "engines": {"spark-a": "serving"}, "tool_score": "86"})
     assert code == 0, result
     assert result["outcome"] == "rolled_back" and result["reason"] == "spark-b did not come up"
     assert result["engines"] == {"spark-a": "serving"} and result["tool_score"] == 86.0
@@ -86,21 +71,21 @@ def test_given_values_are_returned(run, probe_log):
     assert "tool-calling score: 86.0" in result["table"]
 
 
-def test_missing_log_is_zero_requests(run, tmp_path):
-    code, result = run({"probe_log": str(tmp_path / "never-written.jsonl"), "timeline": TIMELINE})
+def test_missing_log_is_zero_requests(run_module, tmp_path):
+    code, result = run_module(module, {"probe_log": str(tmp_path / "never-written.jsonl"), "timeline": TIMELINE})
     assert code == 0, result
     assert result["changed"] is False
     assert result["requests"] == 0 and result["by_status"] == {} and result["downtime"] == 0.0
     assert result["failures_after_serving"] == 0 and result["startup"] == 9.5
 
 
-def test_unreadable_log_fails_naming_the_path(run, tmp_path):
-    code, result = run({"probe_log": str(tmp_path)})  # a directory
+def test_unreadable_log_fails_naming_the_path(run_module, tmp_path):
+    code, result = run_module(module, {"probe_log": str(tmp_path)})  # a directory
     assert code == 1
     assert result["failed"] is True
     assert result["msg"].startswith("Could not read the probe client's log %s: " % tmp_path)
 
 
-def test_bad_outcome_is_rejected(run, probe_log):
-    code, result = run({"probe_log": str(probe_log), "outcome": "maybe"})
+def test_bad_outcome_is_rejected(run_module, probe_log):
+    code, result = run_module(module, {"probe_log": str(probe_log), "outcome": "maybe"})
     assert code == 1 and "outcome" in result["msg"]

@@ -12,7 +12,6 @@ import time
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.factory_floor.llm.plugins.modules import vllm_health
 from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_vllm_health import FakeVLLM, free_port
@@ -25,19 +24,6 @@ def server():
     fake = FakeVLLM().start()
     yield fake
     fake.stop()
-
-
-@pytest.fixture
-def run(capsys):
-    """Run the module with the given args; return (exit code, result dict)."""
-
-    def run_module(args):
-        with patch_module_args(args):
-            with pytest.raises(SystemExit) as exited:
-                vllm_health.main()
-        return exited.value.code, json.loads(capsys.readouterr().out)
-
-    return run_module
 
 
 @pytest.fixture
@@ -59,8 +45,8 @@ def systemd(monkeypatch):
 
 @pytest.mark.parametrize("check_mode", [False, True])
 @pytest.mark.parametrize("probe", ["health", "models", "generate"])
-def test_serving(server, run, probe, check_mode):
-    code, result = run({"url": server.url + "/v1", "model": "tiny-llama", "probe": probe, "_ansible_check_mode": check_mode})
+def test_serving(server, run_module, probe, check_mode):
+    code, result = run_module(vllm_health, {"url": server.url + "/v1", "model": "tiny-llama", "probe": probe, "_ansible_check_mode": check_mode})
     assert code == 0, result
     assert RETURN_KEYS <= set(result)
     assert result["changed"] is False and "failed" not in result
@@ -71,18 +57,18 @@ def test_serving(server, run, probe, check_mode):
     assert ("POST" in [r[0] for r in server.requests]) == (probe == "generate")
 
 
-def test_timeout_zero_reports_without_failing(run):
+def test_timeout_zero_reports_without_failing(run_module):
     url = "http://127.0.0.1:%d" % free_port()
-    code, result = run({"url": url, "timeout": 0})
+    code, result = run_module(vllm_health, {"url": url, "timeout": 0})
     assert code == 0, result
     assert result["status"] == "loading" and result["attempts"] == 1 and result["changed"] is False
     assert "connection refused" in result["error"]
 
 
-def test_timeout_fails_naming_endpoint_elapsed_and_last_state(run):
+def test_timeout_fails_naming_endpoint_elapsed_and_last_state(run_module):
     url = "http://127.0.0.1:%d" % free_port()
     started = time.monotonic()
-    code, result = run({"url": url, "timeout": 0.6, "interval": 0.2})
+    code, result = run_module(vllm_health, {"url": url, "timeout": 0.6, "interval": 0.2})
     assert time.monotonic() - started < 5
     assert code == 1 and result["failed"] is True and result["changed"] is False
     assert result["msg"].startswith("vLLM at %s was not serving after " % url)
@@ -91,18 +77,18 @@ def test_timeout_fails_naming_endpoint_elapsed_and_last_state(run):
     assert result["status"] == "loading" and result["attempts"] >= 2 and result["elapsed"] >= 0.6
 
 
-def test_wrong_model_times_out_as_wrong_model(server, run):
-    code, result = run({"url": server.url, "model": "llama-70b", "timeout": 0.3, "interval": 0.1})
+def test_wrong_model_times_out_as_wrong_model(server, run_module):
+    code, result = run_module(vllm_health, {"url": server.url, "model": "llama-70b", "timeout": 0.3, "interval": 0.1})
     assert code == 1
     assert result["status"] == "wrong_model" and result["models"] == ["tiny-llama"]
     assert "last status wrong_model" in result["msg"]
 
 
-def test_unit_failed_fails_at_once_with_journal(run, systemd):
+def test_unit_failed_fails_at_once_with_journal(run_module, systemd):
     systemd["show"] = "LoadState=loaded\nActiveState=failed\nSubState=failed\nResult=exit-code\nExecMainStatus=1\n"
     systemd["journal"] = "vllm[812]: ValueError: No available memory for the cache blocks.\nsystemd[1]: vllm.service: Failed.\n"
     started = time.monotonic()
-    code, result = run({"url": "http://127.0.0.1:%d" % free_port(), "unit": "vllm.service", "timeout": 1200})
+    code, result = run_module(vllm_health, {"url": "http://127.0.0.1:%d" % free_port(), "unit": "vllm.service", "timeout": 1200})
     assert time.monotonic() - started < 10  # not after the 1200 s timeout
     assert code == 1 and result["attempts"] == 1
     assert result["msg"].startswith("systemd unit vllm.service is failed (ActiveState=failed, SubState=failed, "
@@ -118,46 +104,46 @@ def test_unit_failed_fails_at_once_with_journal(run, systemd):
     ]
 
 
-def test_unit_running_is_watched_until_timeout(run, systemd):
-    code, result = run({"url": "http://127.0.0.1:%d" % free_port(), "unit": "vllm", "timeout": 0.3, "interval": 0.1})
+def test_unit_running_is_watched_until_timeout(run_module, systemd):
+    code, result = run_module(vllm_health, {"url": "http://127.0.0.1:%d" % free_port(), "unit": "vllm", "timeout": 0.3, "interval": 0.1})
     assert code == 1 and result["msg"].startswith("vLLM at ")
     assert "unit_state" not in result
     assert len(systemd["calls"]) == result["attempts"]
 
 
-def test_unit_state_unreadable(run, monkeypatch, systemd):
+def test_unit_state_unreadable(run_module, monkeypatch, systemd):
     monkeypatch.setattr(basic.AnsibleModule, "run_command", lambda self, args, **kw: (1, "", "Failed to connect to bus"))
-    code, result = run({"url": "http://127.0.0.1:%d" % free_port(), "unit": "vllm.service"})
+    code, result = run_module(vllm_health, {"url": "http://127.0.0.1:%d" % free_port(), "unit": "vllm.service"})
     assert code == 1
     assert "Could not read the state of systemd unit vllm.service" in result["msg"]
     assert "Failed to connect to bus" in result["msg"]
 
 
-def test_wait_for_dead_sees_hung_engine(server, run):
+def test_wait_for_dead_sees_hung_engine(server, run_module):
     server.completion_delay = 30
-    code, result = run({"url": server.url, "wait_for": "dead", "probe": "generate", "generate_timeout": 0.3, "timeout": 5})
+    code, result = run_module(vllm_health, {"url": server.url, "wait_for": "dead", "probe": "generate", "generate_timeout": 0.3, "timeout": 5})
     assert code == 0, result
     assert result["status"] == "dead"
     assert result["error"].startswith("1-token generation did not finish within 0.3s")
 
 
-def test_api_key_is_sent_and_never_shown(server, run):
+def test_api_key_is_sent_and_never_shown(server, run_module):
     server.api_key = "sk-secret-1234"
-    code, result = run({"url": server.url, "api_key": "sk-secret-1234", "probe": "models"})
+    code, result = run_module(vllm_health, {"url": server.url, "api_key": "sk-secret-1234", "probe": "models"})
     assert code == 0 and result["status"] == "serving"
     assert "sk-secret-1234" not in json.dumps(result)
 
 
-def test_api_key_from_vllm_api_key(server, run, monkeypatch):
+def test_api_key_from_vllm_api_key(server, run_module, monkeypatch):
     server.api_key = "sk-from-env"
     monkeypatch.setenv("VLLM_API_KEY", "sk-from-env")
-    code, result = run({"url": server.url, "probe": "models"})
+    code, result = run_module(vllm_health, {"url": server.url, "probe": "models"})
     assert code == 0 and result["status"] == "serving"
 
 
-def test_rejected_api_key_fails_at_once(server, run):
+def test_rejected_api_key_fails_at_once(server, run_module):
     server.api_key = "sk-right"
-    code, result = run({"url": server.url, "api_key": "sk-wrong", "probe": "models", "timeout": 1200})
+    code, result = run_module(vllm_health, {"url": server.url, "api_key": "sk-wrong", "probe": "models", "timeout": 1200})
     assert code == 1 and result["attempts"] == 1
     assert "rejected the api_key (HTTP 401)" in result["msg"]
 
@@ -168,14 +154,14 @@ def test_rejected_api_key_fails_at_once(server, run):
     ({"url": "http://127.0.0.1:8000", "timeout": -1}, "timeout must be 0 or more seconds"),
     ({"url": "http://127.0.0.1:8000", "probe": "metrics"}, "value of probe must be one of"),
 ])
-def test_bad_arguments(run, args, words):
-    code, result = run(args)
+def test_bad_arguments(run_module, args, words):
+    code, result = run_module(vllm_health, args)
     assert code == 1 and words in result["msg"]
 
 
-def test_requests_missing(run, monkeypatch):
+def test_requests_missing(run_module, monkeypatch):
     monkeypatch.setattr(vllm_health, "HAS_REQUESTS", False)
     monkeypatch.setattr(vllm_health, "REQUESTS_IMPORT_ERROR", "ModuleNotFoundError: No module named 'requests'")
-    code, result = run({"url": "http://127.0.0.1:8000"})
+    code, result = run_module(vllm_health, {"url": "http://127.0.0.1:8000"})
     assert code == 1
     assert "Failed to import the required Python library (requests)" in result["msg"]

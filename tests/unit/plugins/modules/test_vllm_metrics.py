@@ -12,7 +12,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.factory_floor.llm.plugins.modules import vllm_metrics
 
@@ -63,24 +62,16 @@ def closed_port():
     return port
 
 
-def run_module(args, capsys):
-    """Run main() with ``args``; return (exit code, parsed JSON result)."""
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exited:
-            vllm_metrics.main()
-    return exited.value.code, json.loads(capsys.readouterr().out)
-
-
 @pytest.mark.parametrize("check_mode", [False, True])
-def test_two_replicas_one_down(server, closed_port, capsys, check_mode):
+def test_two_replicas_one_down(run_module, server, closed_port, check_mode):
     server.routes = {"/a/metrics": [(200, fixture("vllm_a_t1"))], "/b/metrics": [(200, fixture("vllm_b_t1"))]}
-    code, result = run_module({
+    code, result = run_module(vllm_metrics, {
         "engines": [{"name": "spark-a", "url": server.base + "/a"},
                     {"name": "spark-b", "url": server.base + "/b"},
                     {"name": "spark-c", "url": "http://127.0.0.1:%d" % closed_port}],
         "timeout": 2,
         "_ansible_check_mode": check_mode,
-    }, capsys)
+    })
     assert code == 0
     assert result["changed"] is False
     assert result["complete"] is False and result["unreachable"] == ["spark-c"]
@@ -92,16 +83,16 @@ def test_two_replicas_one_down(server, closed_port, capsys, check_mode):
     assert "notes" not in result and "rates" not in result["total"]
 
 
-def test_window_gives_rates_and_reports_restart(server, capsys):
+def test_window_gives_rates_and_reports_restart(run_module, server):
     server.routes = {
         "/a/metrics": [(200, fixture("vllm_a_t0")), (200, fixture("vllm_a_t1"))],
         "/b/metrics": [(200, fixture("vllm_b_t0")), (200, fixture("vllm_b_restarted"))],
     }
-    code, result = run_module({
+    code, result = run_module(vllm_metrics, {
         "engines": [{"name": "spark-a", "url": server.base + "/a"},
                     {"name": "spark-b", "url": server.base + "/b"}],
         "window": 0.1,
-    }, capsys)
+    })
     assert code == 0 and result["changed"] is False
     assert result["window"] == 0.1
     assert result["restarts"] == ["spark-b"]
@@ -111,38 +102,37 @@ def test_window_gives_rates_and_reports_restart(server, capsys):
     assert all(value > 0 for value in result["total"]["rates"].values())
 
 
-def test_split_with_two_engines_fails(server, capsys):
-    code, result = run_module({
+def test_split_with_two_engines_fails(run_module, server):
+    code, result = run_module(vllm_metrics, {
         "engines": [{"name": "spark-a", "url": server.base}, {"name": "spark-b", "url": server.base}],
         "topology": "split",
-    }, capsys)
+    })
     assert code == 1 and result["failed"] is True
     assert "exactly one engine, the rank-0 head" in result["msg"]
     assert server.seen == []
 
 
-def test_split_head(server, capsys):
+def test_split_head(run_module, server):
     server.routes = {"/metrics": [(200, fixture("vllm_split_head_t1"))]}
-    code, result = run_module({"engines": [{"name": "spark-a", "url": server.base}], "topology": "split"}, capsys)
+    code, result = run_module(vllm_metrics, {"engines": [{"name": "spark-a", "url": server.base}], "topology": "split"})
     assert code == 0
     assert result["topology"] == "split"
     assert result["total"]["kv_cache_capacity_tokens"] == 3040000
 
 
-def test_api_key_is_sent_and_not_logged(server, capsys):
+def test_api_key_is_sent_and_not_logged(run_module, server):
     server.routes = {"/metrics": [(200, fixture("vllm_a_t1"))]}
-    code, result = run_module({"engines": [{"name": "spark-a", "url": server.base}], "api_key": "s3cret-key"},
-                              capsys)
+    code, result = run_module(vllm_metrics, {"engines": [{"name": "spark-a", "url": server.base}], "api_key": "s3cret-key"})
     assert code == 0
     assert server.seen == [("/metrics", "Bearer s3cret-key")]
     assert "s3cret-key" not in json.dumps(result)
 
 
-def test_different_models_warn(server, capsys):
+def test_different_models_warn(run_module, server):
     other = fixture("vllm_b_t1").replace('model_name="local-model"', 'model_name="other-model"')
     server.routes = {"/a/metrics": [(200, fixture("vllm_a_t1"))], "/b/metrics": [(200, other)]}
-    code, result = run_module({"engines": [{"name": "spark-a", "url": server.base + "/a"},
-                                           {"name": "spark-b", "url": server.base + "/b"}]}, capsys)
+    code, result = run_module(vllm_metrics, {"engines": [{"name": "spark-a", "url": server.base + "/a"},
+                                             {"name": "spark-b", "url": server.base + "/b"}]})
     assert code == 0
     # ansible-core 2.19 returns warnings as structured events; match the text anywhere
     assert "engines serve different models (local-model, other-model)" in json.dumps(result["warnings"])
@@ -154,8 +144,8 @@ def test_different_models_warn(server, capsys):
     ({"engines": [{"name": "a", "url": "http://a:8000"}], "window": -5}, "window must be 0"),
     ({"engines": [{"name": "a", "url": "http://a:8000"}], "timeout": 0}, "timeout must be a positive"),
 ])
-def test_bad_arguments_fail_before_reading(args, message, capsys):
-    code, result = run_module(args, capsys)
+def test_bad_arguments_fail_before_reading(run_module, args, message):
+    code, result = run_module(vllm_metrics, args)
     assert code == 1
     assert message in result["msg"]
 
@@ -164,8 +154,8 @@ def test_bad_arguments_fail_before_reading(args, message, capsys):
     ("PROMETHEUS_CLIENT_IMPORT_ERROR", "prometheus-client"),
     ("REQUESTS_IMPORT_ERROR", "requests"),
 ])
-def test_missing_library(monkeypatch, capsys, attribute, library):
+def test_missing_library(run_module, monkeypatch, attribute, library):
     monkeypatch.setattr(vllm_metrics, attribute, "Traceback: ImportError: No module named %s" % library)
-    code, result = run_module({"engines": [{"name": "a", "url": "http://a:8000"}]}, capsys)
+    code, result = run_module(vllm_metrics, {"engines": [{"name": "a", "url": "http://a:8000"}]})
     assert code == 1
     assert "Failed to import the required Python library (%s)" % library in result["msg"]

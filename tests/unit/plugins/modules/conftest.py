@@ -1,0 +1,41 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Shared fixtures for whole-module runs (``tests/unit/plugins/modules``)."""
+
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+
+class ModuleRun(NamedTuple):
+    """What one run of a module's ``main()`` produced."""
+
+    code: int
+    """Exit status: 0 after ``exit_json``, 1 after ``fail_json``."""
+    result: dict
+    """The JSON the module printed (``failed``/``msg`` on failure)."""
+
+
+@pytest.fixture
+def run_module(capsys):
+    """Run ``module.main()`` with ``args`` as its module arguments.
+
+    ``run_module(module, args)`` returns a :class:`ModuleRun`; unpack it as
+    ``code, result = run_module(...)`` or use ``.result``. ``args`` may carry
+    Ansible's internal options (``_ansible_check_mode``, ``_ansible_diff``).
+    """
+
+    def run(module, args):
+        with patch_module_args(args):
+            with pytest.raises(SystemExit) as exited:
+                module.main()
+        return ModuleRun(exited.value.code, json.loads(capsys.readouterr().out))
+
+    return run
