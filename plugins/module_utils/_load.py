@@ -1,0 +1,634 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Load one vLLM engine with streamed chat completions, measure it, recommend a cap.
+
+Pure logic, standard library and ``requests`` only, never ``ansible``: used by the
+``factory_floor.llm.concurrency_sweep`` module on the replica host and copied as it is
+next to ``benchmarks/balance.py`` on the proxy host (imported there as plain ``_load``).
+
+What is measured, per request (one streamed ``POST /v1/chat/completions`` with
+``stream_options: {include_usage: true}``):
+
+* TTFT: seconds from sending the request to the first server-sent event that carries
+  generated output (``delta.content``, ``delta.reasoning_content`` or ``delta.tool_calls``;
+  if no event ever carries any, the first event with a choice);
+* end-to-end latency: seconds from sending to ``data: [DONE]``;
+* prompt and completion tokens: the ``usage`` object of the last event, as the engine
+  counted them. They are never estimated from the number of events: with speculative
+  decoding one event carries several tokens.
+
+Per level (one profile, one number of concurrent requests) ``concurrency`` workers each
+send one request at a time, back to back (a closed loop), until the level's duration is
+up or its request count is reached; requests already sent then finish. tokens/s is the
+completion tokens of the requests that succeeded divided by the level's wall time (first
+request sent to last request finished), the definition of vLLM's own serving benchmark.
+
+Public API::
+
+    percentile(values, q) -> float | None
+    Workload(...).payload(profile, index) -> dict
+    stream_chat(session, url, payload, headers=None, timeout=600, clock=...) -> record
+    run_closed_loop(send, concurrency, duration=None, count=None, max_failures=None, clock=...) -> [record]
+    summarize(records) -> dict
+    sweep(base_url, model, ...) -> dict
+    recommend(levels, target_seconds=None, metric="e2e", shares=None, tolerance=0.03) -> dict
+    format_table(levels, recommended=None) -> [str]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import threading
+import time
+import traceback
+
+try:
+    import requests
+except ImportError:
+    requests = None
+    REQUESTS_IMPORT_ERROR = traceback.format_exc()
+else:
+    REQUESTS_IMPORT_ERROR = None
+
+
+PROFILES = ("short", "long")
+DEFAULT_CONCURRENCY = (1, 4, 8, 12, 16)
+DEFAULT_SHORT_MAX_TOKENS = 128
+DEFAULT_LONG_PROMPT_TOKENS = 3000
+DEFAULT_LONG_MAX_TOKENS = 256
+DEFAULT_TIMEOUT = 600.0
+DEFAULT_TOLERANCE = 0.03
+METRICS = ("e2e", "ttft")
+# A p95 from fewer requests than this is reported with a warning in the reasoning.
+MIN_SAMPLES_FOR_P95 = 20
+_CONNECT_TIMEOUT = 10.0
+
+
+class LoadError(Exception):
+    """The engine cannot be loaded as asked; the message says what was tried and what was seen."""
+
+
+# ------------------------------------------------------------------ statistics
+
+
+def percentile(values, q):
+    """The ``q`` (0-1) quantile of ``values``, linear between closest ranks (numpy's default).
+
+    None for no values.
+    """
+    ordered = sorted(v for v in values if v is not None)
+    if not ordered:
+        return None
+    k = (len(ordered) - 1) * float(q)
+    lo = int(math.floor(k))
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def _round(value, digits):
+    return None if value is None else round(value, digits)
+
+
+def summarize(records):
+    """Statistics of one level from its request records (see ``stream_chat``).
+
+    Seconds for latencies, tokens/s and requests/min for rates. Rates are None when no
+    request succeeded, and tokens/s is None when a successful request's answer carried no
+    ``usage`` (the engine did not honour ``stream_options.include_usage``): tokens are
+    measured, never guessed.
+    """
+    ok = [r for r in records if r["ok"]]
+    summary = {
+        "requests_ok": len(ok),
+        "requests_failed": len(records) - len(ok),
+        "duration_s": None,
+        "completion_tokens": None,
+        "completion_tokens_mean": None,
+        "prompt_tokens_mean": None,
+        "tokens_per_s": None,
+        "requests_per_min": None,
+        "ttft_p50": None,
+        "ttft_p95": None,
+        "e2e_p50": None,
+        "e2e_p95": None,
+        "usage_missing": sum(1 for r in ok if r.get("completion_tokens") is None),
+        "errors": [],
+    }
+    for record in records:
+        if not record["ok"] and record.get("error") and record["error"] not in summary["errors"]:
+            summary["errors"].append(record["error"])
+    summary["errors"] = summary["errors"][:5]
+    if not records:
+        return summary
+    wall = max(r["end"] for r in records) - min(r["start"] for r in records)
+    summary["duration_s"] = _round(wall, 3)
+    if not ok:
+        return summary
+    if wall > 0:
+        summary["requests_per_min"] = _round(len(ok) * 60.0 / wall, 2)
+    prompt = [r["prompt_tokens"] for r in ok if r.get("prompt_tokens") is not None]
+    if prompt:
+        summary["prompt_tokens_mean"] = _round(sum(prompt) / float(len(prompt)), 1)
+    if summary["usage_missing"] == 0:
+        total = sum(r["completion_tokens"] for r in ok)
+        summary["completion_tokens"] = total
+        summary["completion_tokens_mean"] = _round(total / float(len(ok)), 1)
+        if wall > 0:
+            summary["tokens_per_s"] = _round(total / wall, 2)
+    for name in ("ttft", "e2e"):
+        values = [r[name] for r in ok if r.get(name) is not None]
+        summary[name + "_p50"] = _round(percentile(values, 0.50), 4)
+        summary[name + "_p95"] = _round(percentile(values, 0.95), 4)
+    return summary
+
+
+# -------------------------------------------------------------------- prompts
+
+_WORDS = (
+    "account agenda approval budget calendar client contract customer deadline delivery design draft "
+    "estimate feedback finance forecast invoice launch meeting milestone order partner payment plan "
+    "policy price priority project proposal quarter quote release report request review risk schedule "
+    "shipment signature staff supplier support survey target team timeline travel update vendor warehouse "
+    "please could we should would will need send confirm check share attach forward schedule review move "
+    "agree decide prepare update cancel approve finish start follow remind expect arrive return discuss "
+    "today tomorrow monday tuesday wednesday thursday friday next last week month morning afternoon early "
+    "late soon already still again also only just about before after during until since because however "
+    "the a an this that these those our your their my its we you they i he she it us them "
+    "and or but so if when then than as at by for from in into of on to with without within over under "
+    "new final revised urgent small large first second third other same different main current previous"
+).split()
+_NAMES = ("Alice Martin", "Bruno Keller", "Chen Wei", "Dana Novak", "Emil Larsen", "Farah Haddad",
+          "Greta Vogel", "Hugo Laurent", "Ines Costa", "Jonas Berg")
+_SHORT_QUESTIONS = (
+    "What is the capital of France?",
+    "Give me three tips for writing a clear e-mail.",
+    "Explain in two sentences what a load balancer does.",
+    "Name four primary colours used in printing.",
+    "How many minutes are there in a day?",
+    "Suggest a title for a short report on quarterly sales.",
+    "What does an invoice usually contain?",
+    "Write a one-line reminder about tomorrow's meeting.",
+)
+SHORT_SYSTEM = "You are a helpful assistant. Answer briefly."
+LONG_SYSTEM = (
+    "You are the e-mail agent of a small company. Read the whole thread below. Then: summarise it in five "
+    "sentences, list every action item with its owner and due date, point out anything that contradicts an "
+    "earlier message, and draft a polite reply from the company that answers every open question."
+)
+# Words of random e-mail text per prompt token, first guess before calibration.
+_WORDS_PER_TOKEN = 0.75
+
+
+def email_thread(words, rng):
+    """An e-mail thread of about ``words`` random words, different for every ``rng`` state."""
+    out = []
+    count = 0
+    message = 0
+    while count < words:
+        sender, recipient = rng.sample(_NAMES, 2)
+        subject = " ".join(rng.choice(_WORDS) for dummy in range(4))
+        header = "From: %s\nTo: %s\nSubject: Re: %s (#%d)\n\n" % (sender, recipient, subject, rng.randrange(10 ** 6))
+        out.append(header)
+        count += 8
+        for dummy in range(rng.randint(2, 5)):
+            sentence = [rng.choice(_WORDS) for dummy2 in range(rng.randint(8, 20))]
+            out.append(" ".join(sentence).capitalize() + ". ")
+            count += len(sentence)
+            if count >= words:
+                break
+        out.append("\n\n")
+        message += 1
+    return "".join(out)
+
+
+class Workload:
+    """Chat completion bodies for the ``short`` and ``long`` profiles.
+
+    ``short``: a one-line question (different per request) and ``short_max_tokens`` to
+    generate. ``long``: the e-mail agent: a shared system prompt (vLLM's prefix cache may
+    keep it, as it would for a real agent) and an e-mail thread of about
+    ``long_prompt_tokens`` tokens, different for every request so the prefix cache cannot
+    skip its prefill. ``long_words`` is the thread's size in words; ``calibrate`` sets it
+    from the prompt tokens the engine reports.
+    """
+
+    def __init__(self, model, short_max_tokens=DEFAULT_SHORT_MAX_TOKENS,
+                 long_prompt_tokens=DEFAULT_LONG_PROMPT_TOKENS, long_max_tokens=DEFAULT_LONG_MAX_TOKENS,
+                 ignore_eos=True, seed=0):
+        self.model = model
+        self.max_tokens = {"short": int(short_max_tokens), "long": int(long_max_tokens)}
+        self.long_prompt_tokens = int(long_prompt_tokens)
+        self.long_words = max(1, int(self.long_prompt_tokens * _WORDS_PER_TOKEN))
+        self.ignore_eos = bool(ignore_eos)
+        self.seed = seed
+
+    def messages(self, profile, index):
+        rng = random.Random("%s/%s/%d" % (self.seed, profile, index))
+        if profile == "short":
+            question = _SHORT_QUESTIONS[index % len(_SHORT_QUESTIONS)]
+            return [{"role": "system", "content": SHORT_SYSTEM},
+                    {"role": "user", "content": "(%d) %s" % (index, question)}]
+        if profile == "long":
+            return [{"role": "system", "content": LONG_SYSTEM},
+                    {"role": "user", "content": email_thread(self.long_words, rng)}]
+        raise LoadError("unknown profile %r; profiles are %s" % (profile, ", ".join(PROFILES)))
+
+    def payload(self, profile, index, max_tokens=None):
+        body = {
+            "model": self.model,
+            "messages": self.messages(profile, index),
+            "max_tokens": self.max_tokens[profile] if max_tokens is None else max_tokens,
+            "temperature": 0,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if self.ignore_eos:
+            # vLLM's sampling extension: generate exactly max_tokens, so every level
+            # compares the same amount of work.
+            body["ignore_eos"] = True
+        return body
+
+
+# ------------------------------------------------------------------- requests
+
+
+def make_session():
+    if requests is None:
+        raise LoadError("the Python library requests is not installed")
+    session = requests.Session()
+    # Straight to the engine: ignore HTTP_PROXY/ALL_PROXY from the environment.
+    session.trust_env = False
+    return session
+
+
+def auth_headers(api_key):
+    return {"Authorization": "Bearer %s" % api_key} if api_key else {}
+
+
+def _has_output(choice):
+    delta = choice.get("delta") or {}
+    return bool(delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
+                or delta.get("tool_calls") or choice.get("text"))
+
+
+def stream_chat(session, url, payload, headers=None, timeout=DEFAULT_TIMEOUT, clock=time.perf_counter):
+    """Send one streamed chat completion and measure it.
+
+    Returns a record: ``ok``, ``status`` (HTTP), ``error`` (None or what went wrong),
+    ``start``/``end`` (``clock()`` values), ``ttft`` and ``e2e`` (seconds),
+    ``prompt_tokens``/``completion_tokens`` (from ``usage``; None when absent) and
+    ``upstream`` (the proxy's ``X-Factory-Floor-Upstream`` header, if any). Never raises
+    for a failed request.
+    """
+    record = {"ok": False, "status": None, "error": None, "start": clock(), "end": None, "ttft": None,
+              "e2e": None, "prompt_tokens": None, "completion_tokens": None, "upstream": None}
+    first_choice = None
+    done = False
+    try:
+        with session.post(url, json=payload, headers=headers or {}, stream=True,
+                          timeout=(_CONNECT_TIMEOUT, timeout)) as response:
+            record["status"] = response.status_code
+            record["upstream"] = response.headers.get("X-Factory-Floor-Upstream")
+            if response.status_code != 200:
+                record["error"] = "HTTP %d: %s" % (response.status_code, " ".join(response.text.split())[:200])
+            else:
+                for raw in response.iter_lines(chunk_size=None):
+                    if not raw.startswith(b"data:"):
+                        continue
+                    data = raw[5:].strip()
+                    if data == b"[DONE]":
+                        done = True
+                        break
+                    chunk = json.loads(data)
+                    if chunk.get("error"):
+                        error = chunk["error"]
+                        record["error"] = "error event: %s" % (error.get("message", error) if isinstance(error, dict) else error)
+                        break
+                    usage = chunk.get("usage")
+                    if usage:
+                        record["prompt_tokens"] = usage.get("prompt_tokens")
+                        record["completion_tokens"] = usage.get("completion_tokens")
+                    choices = chunk.get("choices") or []
+                    if choices and first_choice is None:
+                        first_choice = clock() - record["start"]
+                    if record["ttft"] is None and any(_has_output(c) for c in choices):
+                        record["ttft"] = clock() - record["start"]
+                if not done and record["error"] is None:
+                    record["error"] = "the stream ended without data: [DONE]"
+    except ValueError as exc:
+        record["error"] = "an event was not JSON: %s" % exc
+    except Exception as exc:  # pylint: disable=broad-except  # requests' and the socket's errors alike
+        record["error"] = "%s: %s" % (type(exc).__name__, exc)
+    record["end"] = clock()
+    record["e2e"] = record["end"] - record["start"]
+    if record["ttft"] is None:
+        record["ttft"] = first_choice
+    record["ok"] = record["error"] is None
+    return record
+
+
+def run_closed_loop(send, concurrency, duration=None, count=None, max_failures=None, clock=time.perf_counter):
+    """``concurrency`` workers, each sending one request at a time until the level ends.
+
+    ``send(index, worker)`` performs request number ``index`` (0, 1, ...) on worker
+    ``worker`` and returns its record. No request starts once ``duration`` seconds have
+    passed or ``count`` requests were started (whichever comes first), or once
+    ``max_failures`` requests failed; started requests finish. Returns the records in the
+    order they were started.
+    """
+    if duration is None and count is None:
+        raise LoadError("give a duration or a request count per level")
+    if int(concurrency) < 1:
+        raise LoadError("concurrency must be at least 1, got %r" % concurrency)
+    lock = threading.Lock()
+    state = {"issued": 0, "failed": 0}
+    records = {}
+    started = clock()
+
+    def worker(number):
+        while True:
+            with lock:
+                if count is not None and state["issued"] >= count:
+                    return
+                if duration is not None and clock() - started >= duration:
+                    return
+                if max_failures is not None and state["failed"] >= max_failures:
+                    return
+                index = state["issued"]
+                state["issued"] += 1
+            record = send(index, number)
+            with lock:
+                records[index] = record
+                if not record["ok"]:
+                    state["failed"] += 1
+
+    threads = [threading.Thread(target=worker, args=(n,), name="load-%d" % n, daemon=True)
+               for n in range(int(concurrency))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return [records[i] for i in sorted(records)]
+
+
+# -------------------------------------------------------------------- engine
+
+
+def engine_model(session, base_url, model, headers=None, timeout=10.0):
+    """The served model's card from ``GET /v1/models`` (vLLM adds ``max_model_len``)."""
+    url = base_url.rstrip("/") + "/v1/models"
+    try:
+        response = session.get(url, headers=headers or {}, timeout=timeout)
+    except Exception as exc:  # pylint: disable=broad-except
+        raise LoadError("GET %s failed: %s: %s; is the engine serving, and may this host reach it "
+                        "(the API port accepts loopback, the proxy hosts and vllm_allowed_clients)?"
+                        % (url, type(exc).__name__, exc)) from None
+    if response.status_code != 200:
+        raise LoadError("GET %s answered HTTP %d: %s" % (url, response.status_code, response.text[:200]))
+    try:
+        cards = response.json()["data"]
+    except (ValueError, KeyError, TypeError):
+        raise LoadError("GET %s did not answer an OpenAI model list: %s" % (url, response.text[:200])) from None
+    for card in cards:
+        if card.get("id") == model:
+            return card
+    raise LoadError("the engine at %s serves %s, not %r" % (base_url, [c.get("id") for c in cards], model))
+
+
+def calibrate(workload, send_once, attempts=3, within=0.03):
+    """Size the long profile's thread so its prompt has about ``long_prompt_tokens`` tokens.
+
+    ``send_once(payload)`` sends one request and returns its record. Each attempt asks for
+    1 token with the current size and scales the word count by target / measured prompt
+    tokens. Returns the measured prompt tokens of the last attempt.
+    """
+    measured = None
+    for attempt in range(attempts):
+        record = send_once(workload.payload("long", 10 ** 6 + attempt, max_tokens=1))
+        if not record["ok"]:
+            raise LoadError("calibrating the long profile (%d words) failed: %s" % (workload.long_words, record["error"]))
+        measured = record["prompt_tokens"]
+        if not measured:
+            raise LoadError("the engine's answer carried no usage.prompt_tokens; it must honour "
+                            "stream_options.include_usage (vLLM does)")
+        if abs(measured - workload.long_prompt_tokens) <= within * workload.long_prompt_tokens:
+            break
+        workload.long_words = max(1, int(round(workload.long_words * workload.long_prompt_tokens / float(measured))))
+    return measured
+
+
+def sweep(base_url, model, concurrency=DEFAULT_CONCURRENCY, profiles=PROFILES, duration=60.0, count=None,
+          warmup=1, short_max_tokens=DEFAULT_SHORT_MAX_TOKENS, long_prompt_tokens=DEFAULT_LONG_PROMPT_TOKENS,
+          long_max_tokens=DEFAULT_LONG_MAX_TOKENS, ignore_eos=True, timeout=DEFAULT_TIMEOUT, api_key=None,
+          seed=0, max_failures=10, session_factory=make_session, send=stream_chat):
+    """Run every profile at every concurrency level against one engine; return the levels.
+
+    The result: ``engine`` (URL, model, ``max_model_len``), ``profiles`` (what each sends,
+    with the long prompt's measured size) and ``levels`` (one ``summarize`` dict per
+    profile and level, with ``profile`` and ``concurrency``).
+    """
+    levels_asked = [int(c) for c in concurrency]
+    if not levels_asked or min(levels_asked) < 1:
+        raise LoadError("concurrency levels must be integers >= 1, got %r" % (list(concurrency),))
+    for profile in profiles:
+        if profile not in PROFILES:
+            raise LoadError("unknown profile %r; profiles are %s" % (profile, ", ".join(PROFILES)))
+    headers = auth_headers(api_key)
+    url = base_url.rstrip("/") + "/v1/chat/completions"
+    card = engine_model(session_factory(), base_url, model, headers)
+    max_model_len = card.get("max_model_len")
+    workload = Workload(model, short_max_tokens, long_prompt_tokens, long_max_tokens, ignore_eos, seed)
+    if "long" in profiles and max_model_len and long_prompt_tokens + long_max_tokens > max_model_len:
+        raise LoadError("the long profile needs %d + %d tokens but the engine's max_model_len is %d; "
+                        "lower long_prompt_tokens" % (long_prompt_tokens, long_max_tokens, max_model_len))
+    control = session_factory()
+
+    def send_once(payload):
+        return send(control, url, payload, headers, timeout)
+
+    described = {}
+    if "long" in profiles:
+        measured = calibrate(workload, send_once)
+        described["long"] = {"max_tokens": workload.max_tokens["long"], "prompt_tokens_target": long_prompt_tokens,
+                             "prompt_tokens_calibrated": measured, "thread_words": workload.long_words}
+    if "short" in profiles:
+        described["short"] = {"max_tokens": workload.max_tokens["short"]}
+
+    levels = []
+    for profile in profiles:
+        for index in range(int(warmup)):
+            record = send_once(workload.payload(profile, 2 * 10 ** 6 + index))
+            if not record["ok"]:
+                raise LoadError("the %s profile's warm-up request to %s failed: %s" % (profile, url, record["error"]))
+        for level in levels_asked:
+            sessions = [session_factory() for dummy in range(level)]
+
+            def one(index, worker, profile=profile, sessions=sessions):
+                return send(sessions[worker], url, workload.payload(profile, index), headers, timeout)
+
+            records = run_closed_loop(one, level, duration=duration, count=count, max_failures=max_failures)
+            summary = summarize(records)
+            levels.append(dict(summary, profile=profile, concurrency=level))
+            for session in sessions:
+                session.close()
+    return {
+        "engine": {"url": base_url, "model": model, "max_model_len": max_model_len},
+        "profiles": described,
+        "levels": levels,
+    }
+
+
+# -------------------------------------------------------------- recommendation
+
+
+def _pick(candidates, tolerance):
+    """(concurrency, throughput) pairs -> the lowest concurrency within ``tolerance`` of the best."""
+    best = max(t for dummy, t in candidates)
+    return min(c for c, t in candidates if t >= best * (1.0 - tolerance))
+
+
+def _mixed_rate(rows, shares):
+    """Estimated tokens/s of a mix from per-profile runs at one level (time-sharing).
+
+    Each profile's share of requests times its mean completion tokens is the work; the
+    engine spends work / tokens_per_s on it: rate = sum(work) / sum(work / tokens_per_s).
+    """
+    work = {p: shares[p] * rows[p]["completion_tokens_mean"] for p in shares}
+    seconds = sum(work[p] / rows[p]["tokens_per_s"] for p in shares if work[p])
+    return sum(work.values()) / seconds if seconds else None
+
+
+def recommend(levels, target_seconds=None, metric="e2e", shares=None, tolerance=DEFAULT_TOLERANCE):
+    """Recommend ``max_num_seqs``: the best throughput whose p95 stays within the target.
+
+    ``levels``: ``summarize`` dicts with ``profile`` and ``concurrency``. A level is
+    eligible when none of its requests failed, its tokens/s was measured and its
+    ``<metric>_p95`` (seconds; ``metric`` is ``e2e`` or ``ttft``) is at most
+    ``target_seconds`` (None: no latency target). Per profile the pick is the eligible
+    level with the most tokens/s; levels within ``tolerance`` (fraction) of that count as
+    equal and the lowest of them wins. With several profiles, ``max_num_seqs`` is chosen the
+    same way among the levels eligible in every profile, on the tokens/s estimated for a
+    mix with request ``shares`` (profile -> share, default equal; see ``_mixed_rate``).
+
+    Returns ``max_num_seqs`` (None when no level qualifies), ``per_profile``
+    (profile -> concurrency or None), ``mixed_tokens_per_s`` (level -> estimate),
+    ``target_seconds``, ``metric``, ``shares`` and ``reasoning`` (sentences).
+    """
+    if metric not in METRICS:
+        raise LoadError("metric must be one of %s, got %r" % (", ".join(METRICS), metric))
+    if tolerance < 0 or tolerance >= 1:
+        raise LoadError("tolerance is a fraction 0-1 (0.03 = 3%%), got %r" % tolerance)
+    key = metric + "_p95"
+    profiles = []
+    for row in levels:
+        if row["profile"] not in profiles:
+            profiles.append(row["profile"])
+    if shares:
+        unknown = sorted(set(shares) - set(profiles))
+        if unknown:
+            raise LoadError("shares name profiles that were not measured: %s (measured: %s)"
+                            % (", ".join(unknown), ", ".join(profiles)))
+        shares = {p: float(shares.get(p, 0)) for p in profiles}
+    else:
+        shares = {p: 1.0 for p in profiles}
+    total = sum(shares.values())
+    if total <= 0 or min(shares.values()) < 0:
+        raise LoadError("shares must be >= 0 and not all 0, got %r" % shares)
+    shares = {p: s / total for p, s in shares.items()}
+    target_text = ("%s p95 <= %g s" % (metric, target_seconds)) if target_seconds is not None else "no latency target"
+    reasoning = []
+    eligible = {}
+    for row in sorted(levels, key=lambda r: (profiles.index(r["profile"]), r["concurrency"])):
+        why = None
+        if row["requests_failed"]:
+            why = "%d of %d requests failed (%s)" % (row["requests_failed"], row["requests_failed"] + row["requests_ok"],
+                                                     "; ".join(row.get("errors") or []) or "no detail")
+        elif row["tokens_per_s"] is None:
+            why = "tokens/s was not measured (no successful request, or no usage in the answers)"
+        elif target_seconds is not None and (row.get(key) is None or row[key] > target_seconds):
+            why = "%s %s s is over the target %g s" % (key, row.get(key), target_seconds)
+        if why:
+            reasoning.append("%s at %d: not eligible, %s" % (row["profile"], row["concurrency"], why))
+            continue
+        eligible.setdefault(row["profile"], {})[row["concurrency"]] = row
+        if target_seconds is not None and row["requests_ok"] < MIN_SAMPLES_FOR_P95:
+            reasoning.append("%s at %d: p95 from only %d requests; run longer levels for a firmer figure"
+                             % (row["profile"], row["concurrency"], row["requests_ok"]))
+
+    per_profile = {}
+    for profile in profiles:
+        rows = eligible.get(profile, {})
+        if not rows:
+            per_profile[profile] = None
+            reasoning.append("%s: no level meets %s" % (profile, target_text))
+            continue
+        pick = _pick([(c, r["tokens_per_s"]) for c, r in rows.items()], tolerance)
+        best = max(rows, key=lambda c: (rows[c]["tokens_per_s"], -c))
+        per_profile[profile] = pick
+        note = "" if pick == best else (" (%d gives %.1f, within %g%%: the lower level wins)"
+                                        % (best, rows[best]["tokens_per_s"], tolerance * 100))
+        reasoning.append("%s: %d concurrent requests, %.1f tokens/s, the most with %s%s"
+                         % (profile, pick, rows[pick]["tokens_per_s"], target_text, note))
+
+    mixed = {}
+    active = [p for p in profiles if shares[p] > 0]
+    common = None
+    for profile in active:
+        mine = set(eligible.get(profile, {}))
+        common = mine if common is None else common & mine
+    for level in sorted(common or ()):
+        rate = _mixed_rate({p: eligible[p][level] for p in active}, {p: shares[p] for p in active})
+        if rate is not None:
+            mixed[level] = round(rate, 2)
+    choice = None
+    if len(active) == 1:
+        choice = per_profile[active[0]]
+    elif mixed:
+        choice = _pick(list(mixed.items()), tolerance)
+    mix_text = ", ".join("%s %d%%" % (p, round(shares[p] * 100)) for p in profiles)
+    if choice is None:
+        reasoning.append("no level meets %s in every profile (%s): keep the current max_num_seqs, or relax the "
+                         "target" % (target_text, mix_text))
+    elif len(active) == 1:
+        reasoning.append("max_num_seqs %d: the best %s throughput with %s" % (choice, active[0], target_text))
+    else:
+        reasoning.append("max_num_seqs %d: %.1f tokens/s estimated for the mix (%s) from the per-profile runs, the "
+                         "most among levels that meet %s in every profile (%s)"
+                         % (choice, mixed[choice], mix_text, target_text,
+                            ", ".join("%d: %.1f" % (c, mixed[c]) for c in sorted(mixed))))
+    return {
+        "max_num_seqs": choice,
+        "per_profile": per_profile,
+        "mixed_tokens_per_s": mixed,
+        "target_seconds": target_seconds,
+        "metric": metric,
+        "shares": shares,
+        "tolerance": tolerance,
+        "reasoning": reasoning,
+    }
+
+
+# ---------------------------------------------------------------------- table
+
+
+def _fmt(value, spec):
+    return "-" if value is None else spec % value
+
+
+def format_table(levels, recommended=None):
+    """Human-readable lines, one per level; ``*`` marks the recommended concurrency."""
+    header = "%-7s %5s %6s %5s %9s %8s %9s %9s %8s %8s %10s" % (
+        "PROFILE", "CONC", "REQ_OK", "FAIL", "TOK/S", "REQ/MIN", "TTFT_P50", "TTFT_P95", "E2E_P50", "E2E_P95",
+        "PROMPT_TOK")
+    lines = [header]
+    for row in levels:
+        lines.append("%-7s %5s %6d %5d %9s %8s %9s %9s %8s %8s %10s" % (
+            row["profile"], ("*%d" if row["concurrency"] == recommended else "%d") % row["concurrency"],
+            row["requests_ok"], row["requests_failed"], _fmt(row["tokens_per_s"], "%.1f"),
+            _fmt(row["requests_per_min"], "%.1f"), _fmt(row["ttft_p50"], "%.3f"), _fmt(row["ttft_p95"], "%.3f"),
+            _fmt(row["e2e_p50"], "%.2f"), _fmt(row["e2e_p95"], "%.2f"), _fmt(row["prompt_tokens_mean"], "%.0f")))
+    return lines

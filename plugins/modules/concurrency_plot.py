@@ -1,0 +1,211 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: concurrency_plot
+short_description: Draw a concurrency sweep as a PNG - tokens/s and p95 latency vs concurrent requests
+version_added: 0.1.0
+description:
+  - Draws the levels returned by M(factory_floor.llm.concurrency_sweep) as a PNG with two panels - tokens/s against
+    concurrent requests, one line per prompt profile, and the p95 of the recommendation's latency metric against
+    concurrent requests with the target as a dashed line. The recommended C(max_num_seqs) is marked in both.
+  - "Meant to run on the controller (C(delegate_to: localhost)), where matplotlib is installed; the sweep itself runs
+    next to the engine."
+  - The PNG carries no timestamp, so the same data draws the same bytes and the file is only rewritten when the data
+    changed.
+author:
+  - Factory Floor maintainers (@factory-floor)
+requirements:
+  - matplotlib (Python library, on the host that runs the module)
+extends_documentation_fragment:
+  - ansible.builtin.files
+  - factory_floor.llm.attributes
+attributes:
+  check_mode:
+    support: full
+    details: The PNG is drawn in memory and compared with O(dest); nothing is written.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+options:
+  levels:
+    description:
+      - RV(factory_floor.llm.concurrency_sweep#module:levels) - dicts with at least C(profile), C(concurrency) and
+        C(tokens_per_s), and the C(<metric>_p95) of O(metric).
+    type: list
+    elements: dict
+    required: true
+  dest:
+    description:
+      - Path of the PNG to write. Its directory must exist.
+    type: path
+    required: true
+  title:
+    description:
+      - Title above the panels.
+    type: str
+    default: Concurrency sweep
+  recommended:
+    description:
+      - The recommended C(max_num_seqs) (RV(factory_floor.llm.concurrency_sweep#module:recommendation.max_num_seqs)),
+        marked with a vertical line. Omit to mark nothing.
+    type: int
+  metric:
+    description:
+      - Which p95 the lower panel shows, seconds - V(e2e) (end-to-end latency) or V(ttft) (time to first token).
+    type: str
+    choices: [e2e, ttft]
+    default: e2e
+  target_seconds:
+    description:
+      - The latency target, seconds, drawn as a dashed line in the lower panel.
+    type: float
+"""
+
+EXAMPLES = r"""
+- name: Draw the sweep on the controller
+  factory_floor.llm.concurrency_plot:
+    levels: "{{ __sweep.levels }}"
+    recommended: "{{ __sweep.recommendation.max_num_seqs }}"
+    target_seconds: 60
+    title: "spark-a: lab-chat"
+    dest: "{{ playbook_dir }}/../build/tune-concurrency/spark-a.png"
+    mode: "0644"
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+dest:
+  description: O(dest).
+  returned: always
+  type: str
+  sample: /srv/ff/build/tune-concurrency/spark-a.png
+profiles:
+  description: The profiles drawn, in the order of their first level.
+  returned: always
+  type: list
+  elements: str
+  sample: [short, long]
+size:
+  description: Size of the PNG, bytes.
+  returned: always
+  type: int
+  sample: 48213
+"""
+
+import io
+import os
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+except ImportError:
+    pyplot = None
+    MATPLOTLIB_IMPORT_ERROR = traceback.format_exc()
+else:
+    MATPLOTLIB_IMPORT_ERROR = None
+
+
+def series(levels, key):
+    """profile -> ([concurrency...], [value...]) sorted by concurrency, levels without a value left out."""
+    out = {}
+    for row in levels:
+        out.setdefault(row["profile"], [])
+        if row.get(key) is not None:
+            out[row["profile"]].append((int(row["concurrency"]), float(row[key])))
+    return {p: ([c for c, v in sorted(points)], [v for c, v in sorted(points)]) for p, points in out.items()}
+
+
+def render(levels, title, recommended=None, metric="e2e", target_seconds=None):
+    """The PNG's bytes."""
+    figure, (top, bottom) = pyplot.subplots(2, 1, figsize=(7, 7), sharex=True)
+    try:
+        throughput = series(levels, "tokens_per_s")
+        latency = series(levels, metric + "_p95")
+        for profile, (xs, ys) in throughput.items():
+            top.plot(xs, ys, marker="o", label=profile)
+        for profile, (xs, ys) in latency.items():
+            bottom.plot(xs, ys, marker="o", label=profile)
+        if target_seconds is not None:
+            bottom.axhline(target_seconds, linestyle="--", color="grey", label="target %g s" % target_seconds)
+        if recommended is not None:
+            for axes in (top, bottom):
+                axes.axvline(recommended, linestyle=":", color="black")
+            top.annotate("max_num_seqs %d" % recommended, xy=(recommended, 0), xycoords=("data", "axes fraction"),
+                         xytext=(4, 6), textcoords="offset points")
+        ticks = sorted({int(row["concurrency"]) for row in levels})
+        bottom.set_xticks(ticks)
+        bottom.set_xlabel("concurrent requests")
+        top.set_ylabel("tokens/s (completion)")
+        bottom.set_ylabel("%s p95 (s)" % ("end-to-end latency" if metric == "e2e" else "time to first token"))
+        top.set_ylim(bottom=0)
+        bottom.set_ylim(bottom=0)
+        for axes in (top, bottom):
+            axes.grid(True, alpha=0.3)
+            axes.legend(loc="best")
+        figure.suptitle(title)
+        figure.tight_layout()
+        buffer = io.BytesIO()
+        # No Software/date metadata: the same data gives the same bytes.
+        figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+        return buffer.getvalue()
+    finally:
+        pyplot.close(figure)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "levels": {"type": "list", "elements": "dict", "required": True},
+            "dest": {"type": "path", "required": True},
+            "title": {"type": "str", "default": "Concurrency sweep"},
+            "recommended": {"type": "int"},
+            "metric": {"type": "str", "choices": ["e2e", "ttft"], "default": "e2e"},
+            "target_seconds": {"type": "float"},
+        },
+        add_file_common_args=True,
+        supports_check_mode=True,
+    )
+    if MATPLOTLIB_IMPORT_ERROR:
+        module.fail_json(msg=missing_required_lib("matplotlib"), exception=MATPLOTLIB_IMPORT_ERROR)
+    params = module.params
+    for row in params["levels"]:
+        if "profile" not in row or "concurrency" not in row:
+            module.fail_json(msg="concurrency_plot: every level needs profile and concurrency (the sweep's levels); "
+                                 "got %s" % sorted(row))
+    dest = params["dest"]
+    if not os.path.isdir(os.path.dirname(dest) or "."):
+        module.fail_json(msg="concurrency_plot: the directory of dest %s does not exist" % dest)
+    png = render(params["levels"], params["title"], params["recommended"], params["metric"], params["target_seconds"])
+    try:
+        with open(dest, "rb") as handle:
+            changed = handle.read() != png
+    except FileNotFoundError:
+        changed = True
+    except OSError as exc:
+        module.fail_json(msg="concurrency_plot: reading %s failed: %s" % (dest, exc))
+    if changed and not module.check_mode:
+        tmp = dest + ".tmp"
+        try:
+            with open(tmp, "wb") as handle:
+                handle.write(png)
+            module.atomic_move(tmp, dest)
+        except OSError as exc:
+            module.fail_json(msg="concurrency_plot: writing %s failed: %s" % (dest, exc))
+    if os.path.exists(dest):  # in check mode it only predicts
+        changed = module.set_fs_attributes_if_different(module.load_file_common_arguments(params, path=dest), changed)
+    profiles = list(dict.fromkeys(row["profile"] for row in params["levels"]))
+    module.exit_json(changed=changed, dest=dest, profiles=profiles, size=len(png))
+
+
+if __name__ == "__main__":
+    main()

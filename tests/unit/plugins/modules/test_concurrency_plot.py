@@ -1,0 +1,55 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Whole-module runs of factory_floor.llm.concurrency_plot (needs matplotlib, as on the controller)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+pytest.importorskip("matplotlib")
+
+from ansible_collections.factory_floor.llm.plugins.modules import concurrency_plot  # noqa: E402
+
+LEVELS = [
+    {"profile": "short", "concurrency": c, "tokens_per_s": t, "e2e_p95": e, "ttft_p95": 0.5}
+    for c, t, e in [(1, 36, 3.6), (4, 82, 6.3), (8, 109, 9.5), (12, 130, 11.9), (16, 150, 17.2)]
+] + [
+    {"profile": "long", "concurrency": c, "tokens_per_s": t, "e2e_p95": e, "ttft_p95": 2.0}
+    for c, t, e in [(1, None, None), (4, 81, 20.0), (8, 113, 28.0), (12, 110, 40.0), (16, 87, 55.0)]
+]
+
+
+def run_module(args, capsys):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as exited:
+            concurrency_plot.main()
+    return exited.value.code, json.loads(capsys.readouterr().out)
+
+
+def test_writes_a_png_once_then_changes_nothing(tmp_path, capsys):
+    dest = str(tmp_path / "spark-a.png")
+    args = {"levels": LEVELS, "dest": dest, "recommended": 12, "target_seconds": 30, "title": "spark-a", "mode": "0644"}
+    code, result = run_module(dict(args, _ansible_check_mode=True), capsys)
+    assert (code, result["changed"]) == (0, True)
+    assert not os.path.exists(dest)
+    code, result = run_module(args, capsys)
+    assert (code, result["changed"], result["profiles"]) == (0, True, ["short", "long"])
+    with open(dest, "rb") as handle:
+        assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert oct(os.stat(dest).st_mode & 0o777) == "0o644"
+    code, result = run_module(args, capsys)
+    assert (code, result["changed"]) == (0, False)
+    code, result = run_module(dict(args, recommended=8, _ansible_check_mode=True), capsys)
+    assert (code, result["changed"]) == (0, True)
+
+
+def test_missing_directory(tmp_path, capsys):
+    code, result = run_module({"levels": LEVELS, "dest": str(tmp_path / "no" / "x.png")}, capsys)
+    assert code == 1
+    assert "does not exist" in result["msg"]

@@ -1,0 +1,73 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Whole-module runs of factory_floor.llm.concurrency_sweep against ``fake_openai`` (../conftest.py),
+a loopback stand-in for vLLM's HTTP shape, not vLLM."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.factory_floor.llm.plugins.modules import concurrency_sweep
+
+
+def run_module(args, capsys):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as exited:
+            concurrency_sweep.main()
+    return exited.value.code, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_sweep_returns_levels_table_and_recommendation(fake_openai, capsys, check_mode):
+    fake_openai.between = 0.005
+    code, result = run_module({
+        "url": fake_openai.base, "model": "lab-chat", "concurrency": [1, 2], "requests": 4,
+        "long_prompt_tokens": 600, "long_max_tokens": 16, "short_max_tokens": 8, "target_seconds": 30,
+        "shares": {"short": 3, "long": 1}, "_ansible_check_mode": check_mode,
+    }, capsys)
+    assert code == 0, result
+    assert result["changed"] is False
+    assert [(r["profile"], r["concurrency"], r["requests_ok"]) for r in result["levels"]] == [
+        ("short", 1, 4), ("short", 2, 4), ("long", 1, 4), ("long", 2, 4)]
+    assert result["recommendation"]["max_num_seqs"] in (1, 2)
+    assert result["recommendation"]["shares"] == {"short": 0.75, "long": 0.25}
+    assert result["table"][0].startswith("PROFILE")
+    assert len(result["table"]) == 5
+    assert result["profiles"]["long"]["prompt_tokens_target"] == 600
+    assert all(body["stream_options"] == {"include_usage": True} for body in fake_openai.bodies)
+
+
+@pytest.mark.parametrize("args, match", [
+    ({"concurrency": [0, 4]}, "concurrency must list integers >= 1"),
+    ({"duration": 0}, "duration must be a positive number"),
+    ({"tolerance": 2}, "tolerance is a fraction"),
+    ({"target_seconds": -1}, "target_seconds must be a positive"),
+    ({"profiles": ["short"], "shares": {"long": 1}}, "shares name profiles that are not swept: long"),
+])
+def test_bad_parameters_fail_before_any_request(fake_openai, capsys, args, match):
+    code, result = run_module(dict({"url": fake_openai.base, "model": "lab-chat"}, **args), capsys)
+    assert code == 1
+    assert match in result["msg"]
+    assert fake_openai.bodies == []
+
+
+def test_engine_not_reachable(capsys):
+    code, result = run_module({"url": "http://127.0.0.1:9", "model": "lab-chat", "requests": 1}, capsys)
+    assert code == 1
+    assert result["msg"].startswith("concurrency_sweep against http://127.0.0.1:9: GET http://127.0.0.1:9/v1/models")
+
+
+def test_failing_engine_is_reported_not_recommended(fake_openai, capsys):
+    fake_openai.mode = "status"
+    code, result = run_module({"url": fake_openai.base, "model": "lab-chat", "profiles": ["short"], "warmup": 0,
+                               "concurrency": [2], "duration": 5, "max_failures": 3}, capsys)
+    assert code == 0
+    row = result["levels"][0]
+    assert row["requests_ok"] == 0 and 3 <= row["requests_failed"] <= 4
+    assert row["errors"][0].startswith("HTTP 503")
+    assert result["recommendation"]["max_num_seqs"] is None
