@@ -1,0 +1,417 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Whether an inventory describes a layout that can work, and what to change when not.
+
+Pure logic, standard library only: no Ansible imports. The input is what the
+inventory says: the groups the playbooks use and, per host, the inventory
+variables listed in ``HOST_VARS`` that are set for it (unset ones are absent
+and take the roles' defaults, ``DEFAULTS``). Nothing here connects anywhere.
+
+Layouts that cannot work (each found error names the host or the variable and
+says what to change):
+
+* ``topology`` other than ``replicas`` / ``split``;
+* hosts that disagree on ``topology``: this collection names a host's topology
+  with the variable ``topology`` (there are no per-topology groups), so "a host
+  listed in both topologies" is a host whose ``topology`` (host_vars, a group's
+  vars) differs from the other hosts' - it would run one topology's units while
+  the rest of the site runs the other's;
+* no engine host, while the proxy group has hosts (a proxy with no replicas),
+  or no proxy host (clients always go through the proxy);
+* two engines on one machine with the same ``vllm_port``, two engines the proxy
+  would reach at the same ``address:port``, and the proxy's port equal to an
+  engine's ``vllm_port`` on the machine that runs both;
+* an engine the proxy cannot reach: ``nginx_proxy_backend_address`` or
+  ``vllm_listen_host`` on loopback while a proxy runs on another machine;
+* ``split`` on other than exactly two machines, its group not the engine group,
+  both ranks on one machine, ``vllm_split_head`` outside the group, ranks that
+  disagree on the parallel sizes, and ``vllm_split_tensor_parallel_size`` x
+  ``vllm_split_pipeline_parallel_size`` not equal to the hosts given.
+
+A machine is identified by where Ansible connects: ``ansible_host`` (default,
+the inventory name) and ``ansible_port`` when set; ``ansible_connection=local``
+and loopback addresses without a port are the controller itself.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+TOPOLOGIES = ("replicas", "split")
+
+# Group names and defaults as the roles and playbooks have them (a unit test
+# compares them with roles/*/defaults/main.yml).
+ENGINE_GROUP = "gb10"   # the playbooks' engine hosts; nginx_proxy_backend_group
+PROXY_GROUP = "proxy"   # the playbooks' proxy hosts; vllm_proxy_group
+SPLIT_GROUP = "gb10"    # vllm_split_group
+DEFAULTS = {
+    "vllm_port": 8000,                        # roles/vllm
+    "vllm_listen_host": "0.0.0.0",            # roles/vllm
+    "ff_proxy_port": 8080,                    # roles/nginx_proxy: nginx_proxy_port = ff_proxy_port | default(8080)
+    "vllm_split_tensor_parallel_size": 2,     # roles/vllm_split
+    "vllm_split_pipeline_parallel_size": 1,   # roles/vllm_split
+}
+
+# The inventory variables the check reads for each host.
+HOST_VARS = (
+    "topology",
+    "ansible_host",
+    "ansible_port",
+    "ansible_connection",
+    "vllm_port",
+    "vllm_listen_host",
+    "nginx_proxy_port",
+    "ff_proxy_port",
+    "nginx_proxy_backend_address",
+    "vllm_split_head",
+    "vllm_split_tensor_parallel_size",
+    "vllm_split_pipeline_parallel_size",
+)
+
+_LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
+_CONTROLLER = "the controller (ansible_connection=local)"
+
+
+def is_loopback(address):
+    """True for ``localhost``, ``127.0.0.0/8`` and ``::1``."""
+    if address is None:
+        return False
+    text = str(address).strip().lower().strip("[]")
+    if text in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(text).is_loopback
+    except ValueError:
+        return False
+
+
+def machine_of(name, hostvars):
+    """A key naming the machine an inventory host is, and how to say it."""
+    if str(hostvars.get("ansible_connection") or "") == "local":
+        return "local", _CONTROLLER
+    address = str(hostvars.get("ansible_host") or name)
+    port = hostvars.get("ansible_port")
+    if port not in (None, ""):
+        return "%s:%s" % (address.lower(), port), "ansible_host %s, ansible_port %s" % (address, port)
+    if is_loopback(address):
+        return "local", _CONTROLLER
+    return address.lower(), "ansible_host %s" % address
+
+
+def _whole(value):
+    """``value`` as an int when it is a whole number (int or digits), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def _names(hosts):
+    return ", ".join(hosts) if hosts else "none"
+
+
+def _where(host):
+    return "host_vars/%s.yml" % host
+
+
+class _Report:
+    """Collects errors as dicts: check id, hosts, variables and the message."""
+
+    def __init__(self):
+        self.errors = []
+
+    def add(self, check, message, hosts=(), variables=()):
+        self.errors.append({
+            "check": check,
+            "hosts": sorted(set(hosts)),
+            "variables": list(variables),
+            "message": message,
+        })
+
+
+def _setting(hostvars, key):
+    return hostvars.get(key, DEFAULTS.get(key))
+
+
+def _port(report, host, hostvars, key, fallback_key=None):
+    """A port setting of ``host`` as an int, or None after reporting it."""
+    if key in hostvars or fallback_key is None:
+        name, value = key, _setting(hostvars, key)
+    else:
+        name, value = fallback_key, _setting(hostvars, fallback_key)
+    port = _whole(value)
+    if port is None or not 1 <= port <= 65535:
+        report.add("port_value", "%s on %s is %r: set a whole number 1-65535 in %s." % (name, host, value, _where(host)),
+                   [host], [name])
+        return None
+    return port
+
+
+def _check_topology_agrees(report, hosts, hostvars):
+    by_value = {}
+    for host in hosts:
+        value = hostvars.get(host, {}).get("topology")
+        by_value.setdefault("not set" if value in (None, "") else repr(str(value)), []).append(host)
+    if len(by_value) <= 1:
+        return
+    # The value most hosts carry is the site's; the others are the ones to fix.
+    ranked = sorted(by_value.items(), key=lambda item: (-len(item[1]), item[0]))
+    odd = [host for value, group in ranked[1:] for host in group]
+    said = "; ".join("%s on %s" % (value, _names(group)) for value, group in ranked)
+    report.add(
+        "topology_differs",
+        "The hosts disagree on topology (%s): a host runs one topology, the site's, so %s would run the other "
+        "topology's units next to the rest, or fail half-way. Set topology once for the whole site, in "
+        "group_vars/all.yml, and remove it from the host_vars or group_vars that give %s another value."
+        % (said, _names(odd), _names(odd)),
+        odd, ["topology"])
+
+
+def check_layout(topology, groups, hostvars, engine_group=ENGINE_GROUP, proxy_group=PROXY_GROUP,
+                 split_group=SPLIT_GROUP):
+    """Check a layout; return ``{"errors": [...], "layout": {...}}``.
+
+    ``groups`` maps group names to inventory host names (missing groups are
+    absent); ``hostvars`` maps each host to the ``HOST_VARS`` set for it.
+    ``errors`` is empty when the layout can work. Each error is a dict with
+    ``check`` (an id), ``hosts``, ``variables`` and ``message``.
+    """
+    report = _Report()
+    groups = {name: list(members or []) for name, members in (groups or {}).items()}
+    hostvars = {name: dict(values or {}) for name, values in (hostvars or {}).items()}
+    engines = groups.get(engine_group, [])
+    proxies = groups.get(proxy_group, [])
+    split_hosts = groups.get(split_group, [])
+    everyone = []
+    for host in engines + proxies + (split_hosts if topology == "split" else []):
+        if host not in everyone:
+            everyone.append(host)
+
+    def hv(host):
+        return hostvars.get(host, {})
+
+    # --- topology
+    if topology not in TOPOLOGIES:
+        report.add("topology",
+                   "topology is %r: set it to 'replicas' (one full copy per machine behind the proxy) or 'split' "
+                   "(one model over two machines) in group_vars/all.yml." % (topology,), [], ["topology"])
+    _check_topology_agrees(report, everyone, hostvars)
+
+    # --- groups
+    if not engines:
+        state = "is not in the inventory" if engine_group not in groups else "has no hosts"
+        if proxies:
+            report.add(
+                "no_engines",
+                "Group '%s' %s, so the proxy on %s (group '%s') has no replica to send requests to. List the GB10 "
+                "machine(s) under %s in hosts.yml; one is enough, and it can run the proxy too."
+                % (engine_group, state, _names(proxies), proxy_group, engine_group),
+                proxies, [])
+        else:
+            report.add("no_engines",
+                       "Group '%s' %s: list the GB10 machine(s) under %s in hosts.yml." % (engine_group, state, engine_group),
+                       [], [])
+    if not proxies:
+        state = "is not in the inventory" if proxy_group not in groups else "has no hosts"
+        report.add(
+            "no_proxy",
+            "Group '%s' %s: every client goes through the proxy (nginx least_conn). List the host that runs it under "
+            "%s in hosts.yml; on one machine, list the GB10 host itself (the proxy listens on ff_proxy_port, "
+            "vLLM on vllm_port)." % (proxy_group, state, proxy_group),
+            [], [])
+
+    machines = {host: machine_of(host, hv(host)) for host in everyone}
+
+    # --- split
+    split = {"head": None, "tensor_parallel_size": None, "pipeline_parallel_size": None}
+    if topology == "split" and engines:
+        _check_split(report, engines, split_hosts, engine_group, split_group, hv, machines, split)
+
+    # --- engines that serve the API: every replica, or the split's head
+    if topology == "split":
+        serving = [split["head"]] if split["head"] in engines else []
+    else:
+        serving = list(engines)
+
+    vllm_ports = {host: _port(report, host, hv(host), "vllm_port") for host in serving}
+    proxy_ports = {host: _port(report, host, hv(host), "nginx_proxy_port", "ff_proxy_port") for host in proxies}
+
+    # two engines on one machine on one port
+    by_machine_port = {}
+    for host in serving:
+        if vllm_ports[host] is not None:
+            by_machine_port.setdefault((machines[host][0], vllm_ports[host]), []).append(host)
+    for (machine, port), hosts in sorted(by_machine_port.items()):
+        if len(hosts) > 1:
+            taken = [p for (m, p) in by_machine_port if m == machine]
+            report.add(
+                "port_shared",
+                "%s are the same machine (%s) and each runs a replica on vllm_port %d: only one can listen there. "
+                "Give %s another vllm_port (for example %d) in %s, or remove the duplicate host."
+                % (" and ".join(hosts), machines[hosts[0]][1], port, hosts[-1], max(taken) + 1, _where(hosts[-1])),
+                hosts, ["vllm_port"])
+
+    # two engines the proxy reaches at one address:port
+    by_endpoint = {}
+    for host in serving:
+        if vllm_ports[host] is not None:
+            address = str(hv(host).get("nginx_proxy_backend_address") or host).lower()
+            by_endpoint.setdefault("%s:%d" % (address, vllm_ports[host]), []).append(host)
+    for endpoint, hosts in sorted(by_endpoint.items()):
+        if len(hosts) > 1 and len({machines[host][0] for host in hosts}) > 1:
+            report.add(
+                "upstream_shared",
+                "%s would all be reached by the proxy at %s (nginx_proxy_backend_address:vllm_port), so one engine "
+                "would get every one's share. Set nginx_proxy_backend_address of %s to that machine's own address in %s."
+                % (" and ".join(hosts), endpoint, hosts[-1], _where(hosts[-1])),
+                hosts, ["nginx_proxy_backend_address", "vllm_port"])
+
+    # the proxy and an engine on one machine, one port
+    for proxy in proxies:
+        for host in serving:
+            if machines[proxy][0] != machines[host][0]:
+                continue
+            if proxy_ports[proxy] is not None and proxy_ports[proxy] == vllm_ports[host]:
+                variable = "nginx_proxy_port" if "nginx_proxy_port" in hv(proxy) else "ff_proxy_port"
+                who = ("%s runs both the proxy and vLLM" % host if proxy == host else
+                       "%s runs the proxy and %s vLLM on the same machine (%s)" % (proxy, host, machines[host][1]))
+                report.add(
+                    "proxy_port_shared",
+                    "%s, both on port %d (%s and vllm_port): only one can listen there. Keep them apart: clients use "
+                    "the proxy's port (ff_proxy_port, 8080 by default), the proxy reaches vLLM on vllm_port (8000 by "
+                    "default); change %s (group_vars/all.yml or %s) or vllm_port."
+                    % (who, vllm_ports[host], variable, variable, _where(proxy)),
+                    sorted({proxy, host}), [variable, "vllm_port"])
+
+    # engines the proxy cannot reach
+    for host in serving:
+        elsewhere = [proxy for proxy in proxies
+                     if machines[proxy][0] != machines[host][0]]
+        if not elsewhere:
+            continue
+        address = hv(host).get("nginx_proxy_backend_address")
+        if is_loopback(address):
+            report.add(
+                "loopback_backend",
+                "nginx_proxy_backend_address of %s is %s, but the proxy runs on %s, another machine: there %s is the "
+                "proxy itself. A loopback address works only when the proxy runs on the engine's machine; set %s's "
+                "own address in %s, or remove it (the default is the inventory name)."
+                % (host, address, _names(elsewhere), address, host, _where(host)),
+                [host] + elsewhere, ["nginx_proxy_backend_address"])
+        listen = _setting(hv(host), "vllm_listen_host")
+        if is_loopback(listen):
+            report.add(
+                "loopback_listen",
+                "vLLM on %s listens on vllm_listen_host=%s, which the proxy on %s (another machine) cannot reach. "
+                "Set vllm_listen_host to 0.0.0.0 in %s (the firewall keeps other clients off the port), or run the "
+                "proxy on %s." % (host, listen, _names(elsewhere), _where(host), host),
+                [host] + elsewhere, ["vllm_listen_host"])
+
+    layout = {
+        "topology": topology,
+        "engines": engines,
+        "proxies": proxies,
+        "serving": serving,
+        "split": split if topology == "split" else None,
+        "machines": _machine_table(everyone, machines),
+        "upstream": sorted(by_endpoint),
+    }
+    return {"errors": report.errors, "layout": layout}
+
+
+def _machine_table(hosts, machines):
+    table = {}
+    for host in hosts:
+        table.setdefault(machines[host][1], []).append(host)
+    return table
+
+
+def _check_split(report, engines, split_hosts, engine_group, split_group, hv, machines, split):
+    """The split's own checks; fills ``split`` with the head and parallel sizes."""
+    if split_group != engine_group and sorted(split_hosts) != sorted(engines):
+        only_engines = [host for host in engines if host not in split_hosts]
+        only_split = [host for host in split_hosts if host not in engines]
+        report.add(
+            "split_group",
+            "With topology 'split' every engine host runs a rank, so group '%s' (the engines) and vllm_split_group "
+            "'%s' must hold the same hosts; only in %s: %s; only in %s: %s. Set vllm_split_group to '%s' or make the "
+            "groups equal." % (engine_group, split_group, engine_group, _names(only_engines), split_group,
+                               _names(only_split), engine_group),
+            only_engines + only_split, ["vllm_split_group"])
+        return
+    hosts = split_hosts if split_hosts else engines
+    group_said = "group '%s' (vllm_split_group)" % split_group
+    if len(hosts) != 2:
+        advice = ("add the second machine to %s, or keep topology 'replicas' (one full copy per machine)" % split_group
+                  if len(hosts) < 2 else
+                  "list exactly two there; with more machines run topology 'replicas' (one copy per machine)")
+        report.add(
+            "split_hosts",
+            "topology 'split' runs one model over exactly two machines, one rank each, but %s has %d: %s. To fix, %s."
+            % (group_said, len(hosts), _names(hosts), advice),
+            hosts, ["topology", "vllm_split_group"])
+
+    # every rank is started with the same sizes and the same head
+    values = {}
+    for key in ("vllm_split_head", "vllm_split_tensor_parallel_size", "vllm_split_pipeline_parallel_size"):
+        seen = {}
+        for host in hosts:
+            default = hosts[0] if key == "vllm_split_head" else DEFAULTS[key]
+            seen.setdefault(str(hv(host).get(key, default)), []).append(host)
+        if len(seen) > 1:
+            report.add(
+                "split_settings_differ",
+                "The split's hosts disagree on %s (%s): every rank must be started with the same value. Set it once "
+                "in group_vars/%s.yml." % (key, "; ".join("%s on %s" % (value, _names(group))
+                                                         for value, group in sorted(seen.items())), split_group),
+                [host for group in seen.values() for host in group], [key])
+        first = hosts[0] if hosts else None
+        values[key] = hv(first).get(key, first if key == "vllm_split_head" else DEFAULTS[key]) if first else None
+
+    head = values["vllm_split_head"]
+    if hosts and head not in hosts:
+        report.add(
+            "split_head",
+            "vllm_split_head is %r, which is not in %s: set it to one of %s (or remove it: the default is the first "
+            "host)." % (head, group_said, _names(hosts)),
+            [], ["vllm_split_head"])
+    split["head"] = head if head in hosts else None
+
+    tensor = _whole(values["vllm_split_tensor_parallel_size"])
+    pipeline = _whole(values["vllm_split_pipeline_parallel_size"])
+    split["tensor_parallel_size"], split["pipeline_parallel_size"] = tensor, pipeline
+    for key, size in (("vllm_split_tensor_parallel_size", tensor), ("vllm_split_pipeline_parallel_size", pipeline)):
+        if size is None or size < 1:
+            report.add("split_parallel", "%s is %r: set a whole number >= 1 in group_vars/%s.yml."
+                       % (key, values[key], split_group), [], [key])
+    if len(hosts) == 2 and tensor and pipeline and tensor >= 1 and pipeline >= 1 and tensor * pipeline != len(hosts):
+        report.add(
+            "split_parallel",
+            "vllm_split_tensor_parallel_size (%d) x vllm_split_pipeline_parallel_size (%d) = %d ranks, but the split "
+            "runs one rank on each of the %d hosts in %s (%s). Make the product %d: on GB10, "
+            "vllm_split_tensor_parallel_size 2 and vllm_split_pipeline_parallel_size 1 (group_vars/%s.yml)."
+            % (tensor, pipeline, tensor * pipeline, len(hosts), group_said, _names(hosts), len(hosts), split_group),
+            hosts, ["vllm_split_tensor_parallel_size", "vllm_split_pipeline_parallel_size"])
+
+    if len(hosts) == 2 and machines[hosts[0]][0] == machines[hosts[1]][0]:
+        report.add(
+            "split_machines",
+            "The split's two hosts %s and %s are the same machine (%s): the split needs two machines joined by "
+            "their direct link. Point one of them at the other machine (ansible_host in %s)."
+            % (hosts[0], hosts[1], machines[hosts[0]][1], _where(hosts[1])),
+            hosts, ["ansible_host"])
+
+
+def format_errors(errors):
+    """One message for ``fail_json``: every error, numbered."""
+    lines = ["The inventory describes a layout that cannot work; change it and run again:"]
+    for index, error in enumerate(errors, 1):
+        lines.append("%d) %s" % (index, error["message"]))
+    return "\n".join(lines)

@@ -1,0 +1,237 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: layout_check
+short_description: Refuse an inventory layout that cannot work, before anything changes
+version_added: 0.1.0
+description:
+  - "Checks the layout an inventory describes - which hosts run the engines, the proxy and the split, on which
+    machines and ports - and fails with one message per problem, each naming the host or the variable and what
+    to change. Run it first in C(deploy.yml) and the switch playbooks, on the controller
+    (C(delegate_to: localhost), C(run_once)); the C(layout) entry point of the C(factory_floor.llm.vllm) role does
+    that and builds the arguments from the inventory."
+  - "Refused: O(topology) other than V(replicas)/V(split); hosts that disagree on C(topology) (this collection
+    has no per-topology groups: the variable C(topology) names the site's topology, so a host listed in both
+    topologies is one whose C(topology) differs from the other hosts'); an empty engine group while the proxy
+    group has hosts (a proxy with no replicas), or no proxy host; two engines on one machine with the same
+    C(vllm_port); two engines the proxy would reach at the same C(nginx_proxy_backend_address:vllm_port); the
+    proxy's port equal to C(vllm_port) on a machine that runs both; a loopback C(nginx_proxy_backend_address)
+    or C(vllm_listen_host) while a proxy runs on another machine."
+  - "For V(split) also: other than exactly two machines; C(vllm_split_group) not holding the same hosts as the
+    engine group; both ranks on one machine; C(vllm_split_head) outside the group; ranks that disagree on the
+    parallel sizes or the head; C(vllm_split_tensor_parallel_size) x C(vllm_split_pipeline_parallel_size) not
+    equal to the number of hosts (one rank per host)."
+  - A machine is identified by where Ansible connects to it - C(ansible_host) (default, the inventory name) and
+    C(ansible_port) when set. C(ansible_connection=local), and loopback addresses without C(ansible_port), are
+    the controller itself.
+  - The module only reads its arguments; it never connects to a host.
+author:
+  - Factory Floor maintainers (@factory-floor)
+extends_documentation_fragment:
+  - factory_floor.llm.attributes
+  - factory_floor.llm.attributes.READ_ONLY
+options:
+  topology:
+    description:
+      - The topology about to be deployed or switched to - V(replicas) (one full copy per machine behind the
+        proxy) or V(split) (one model over two machines). Any other value is reported as an error.
+    type: str
+    required: true
+  groups:
+    description:
+      - Inventory groups by name, each a list of inventory host names (the C(groups) magic variable, or the part
+        of it naming O(engine_group), O(proxy_group) and O(split_group)). A group missing here is reported as not
+        in the inventory.
+    type: dict
+    required: true
+  hostvars:
+    description:
+      - Per inventory host, the inventory variables the check reads, as set for that host; leave unset ones out
+        and the roles' defaults apply (C(vllm_port) 8000, C(vllm_listen_host) 0.0.0.0, C(ff_proxy_port) 8080,
+        C(vllm_split_tensor_parallel_size) 2, C(vllm_split_pipeline_parallel_size) 1, C(vllm_split_head) the
+        first host of the split's group).
+      - "Variables read: C(topology), C(ansible_host), C(ansible_port), C(ansible_connection), C(vllm_port),
+        C(vllm_listen_host), C(nginx_proxy_port), C(ff_proxy_port), C(nginx_proxy_backend_address),
+        C(vllm_split_head), C(vllm_split_tensor_parallel_size), C(vllm_split_pipeline_parallel_size). Ports are TCP
+        port numbers; parallel sizes are counts of ranks."
+    type: dict
+    default: {}
+  engine_group:
+    description:
+      - Group of the machines that run vLLM (the playbooks' C(gb10); the proxy's C(nginx_proxy_backend_group)).
+    type: str
+    default: gb10
+  proxy_group:
+    description:
+      - Group of the hosts that run the proxy (the playbooks' C(proxy); C(vllm_proxy_group)).
+    type: str
+    default: proxy
+  split_group:
+    description:
+      - Group of the two machines the split runs on (C(vllm_split_group)). Only read for V(split).
+    type: str
+    default: gb10
+notes:
+  - Checks that need the hosts themselves (the model directory exists, a port is free, the tool-call parser is
+    known) stay in the roles' preflight tasks, which also run before anything changes.
+seealso:
+  - module: factory_floor.llm.kv_cache_plan
+"""
+
+EXAMPLES = r"""
+# What the vllm role's "layout" entry point does (include it first in a preflight play).
+- name: Check the layout before anything changes
+  factory_floor.llm.layout_check:
+    topology: "{{ topology }}"
+    groups:
+      gb10: "{{ groups['gb10'] | default([]) }}"
+      proxy: "{{ groups['proxy'] | default([]) }}"
+    hostvars:
+      spark-1:
+        vllm_port: 8000
+        nginx_proxy_backend_address: 127.0.0.1
+  delegate_to: localhost
+  run_once: true
+  become: false
+
+- name: A what-if - would spark-2 on the same box as spark-1 work?
+  factory_floor.llm.layout_check:
+    topology: replicas
+    groups: {gb10: [spark-1, spark-2], proxy: [spark-1]}
+    hostvars:
+      spark-1: {ansible_host: 192.0.2.11}
+      spark-2: {ansible_host: 192.0.2.11, vllm_port: 8001}
+  delegate_to: localhost
+  register: __layout
+"""
+
+RETURN = r"""
+changed:
+  description: Always false; the module only reads its arguments.
+  returned: always
+  type: bool
+  sample: false
+errors:
+  description:
+    - Every problem found, in the order checked; empty when the layout can work. On failure C(msg) holds the
+      same messages, numbered.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    check:
+      description:
+        - Which check failed - V(topology), V(topology_differs), V(no_engines), V(no_proxy), V(port_value),
+          V(port_shared), V(upstream_shared), V(proxy_port_shared), V(loopback_backend), V(loopback_listen),
+          V(split_group), V(split_hosts), V(split_settings_differ), V(split_head), V(split_parallel),
+          V(split_machines).
+      type: str
+      sample: split_hosts
+    hosts:
+      description: Inventory hosts involved.
+      type: list
+      elements: str
+      sample: [spark-1]
+    variables:
+      description: Inventory variables to change.
+      type: list
+      elements: str
+      sample: [topology, vllm_split_group]
+    message:
+      description: What is wrong and what to change.
+      type: str
+      sample: >-
+        topology 'split' runs one model over exactly two machines, one rank each, but group 'gb10' has 1: spark-1.
+        To fix, add the second machine to gb10, or keep topology 'replicas' (one full copy per machine).
+layout:
+  description: The layout as the module understood it.
+  returned: always
+  type: dict
+  contains:
+    topology:
+      description: O(topology) as given.
+      type: str
+      sample: replicas
+    engines:
+      description: Hosts of O(engine_group).
+      type: list
+      elements: str
+      sample: [spark-1]
+    proxies:
+      description: Hosts of O(proxy_group).
+      type: list
+      elements: str
+      sample: [spark-1]
+    serving:
+      description: Engines that serve the API and are the proxy's upstream - every replica, or the split's head.
+      type: list
+      elements: str
+      sample: [spark-1]
+    split:
+      description: The split's head and parallel sizes (ranks); null for V(replicas).
+      type: dict
+      sample: {head: spark-1, tensor_parallel_size: 2, pipeline_parallel_size: 1}
+    machines:
+      description: Inventory hosts by the machine they are (how Ansible reaches it).
+      type: dict
+      sample: {"ansible_host 192.0.2.11": [spark-1]}
+    upstream:
+      description: The C(address:port) the proxy reaches each serving engine at.
+      type: list
+      elements: str
+      sample: ["127.0.0.1:8000"]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.factory_floor.llm.plugins.module_utils._layout import (
+    ENGINE_GROUP,
+    PROXY_GROUP,
+    SPLIT_GROUP,
+    check_layout,
+    format_errors,
+)
+
+
+def run_module():
+    module = AnsibleModule(
+        argument_spec=dict(
+            topology=dict(type="str", required=True),
+            groups=dict(type="dict", required=True),
+            hostvars=dict(type="dict", default={}),
+            engine_group=dict(type="str", default=ENGINE_GROUP),
+            proxy_group=dict(type="str", default=PROXY_GROUP),
+            split_group=dict(type="str", default=SPLIT_GROUP),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    hostvars = params["hostvars"] or {}
+    bad = sorted(host for host, values in hostvars.items() if values is not None and not isinstance(values, dict))
+    if bad:
+        module.fail_json(msg="hostvars must map each host to a dict of its inventory variables; not a dict for: %s"
+                         % ", ".join(bad))
+    groups = params["groups"]
+    bad = sorted(name for name, members in groups.items() if members is not None and not isinstance(members, list))
+    if bad:
+        module.fail_json(msg="groups must map each group to a list of host names; not a list for: %s" % ", ".join(bad))
+
+    result = check_layout(params["topology"], groups, hostvars, engine_group=params["engine_group"],
+                          proxy_group=params["proxy_group"], split_group=params["split_group"])
+    if result["errors"]:
+        module.fail_json(msg=format_errors(result["errors"]), changed=False, **result)
+    module.exit_json(changed=False, **result)
+
+
+def main():
+    run_module()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,317 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Layouts ``_layout.check_layout`` accepts and every one it refuses, with what
+each refusal must name."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.factory_floor.llm.plugins.module_utils._layout import (
+    DEFAULTS,
+    ENGINE_GROUP,
+    HOST_VARS,
+    PROXY_GROUP,
+    SPLIT_GROUP,
+    check_layout,
+    format_errors,
+    is_loopback,
+    machine_of,
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+
+
+def site(gb10, proxy, **hostvars):
+    """groups and hostvars of a site; hostvars keys use _ for - in host names."""
+    groups = {"gb10": list(gb10), "proxy": list(proxy)}
+    return groups, {name.replace("_", "-"): values for name, values in hostvars.items()}
+
+
+# --------------------------------------------------------------- valid layouts
+
+SINGLE = site(["spark-1"], ["spark-1"],
+              spark_1={"topology": "replicas", "ansible_host": "192.0.2.11", "vllm_port": 8000,
+                       "ff_proxy_port": 8080, "nginx_proxy_backend_address": "127.0.0.1"})
+SINGLE_LOCAL = site(["spark-1"], ["spark-1"],
+                    spark_1={"topology": "replicas", "ansible_connection": "local"})
+TWO_REPLICAS = site(["spark-1", "spark-2"], ["spark-1"],
+                    spark_1={"topology": "replicas", "ansible_host": "192.0.2.11"},
+                    spark_2={"topology": "replicas", "ansible_host": "192.0.2.12"})
+GROWN_SINGLE = site(["spark-1", "spark-2"], ["spark-1"],
+                    spark_1={"topology": "replicas", "ansible_host": "192.0.2.11",
+                             "nginx_proxy_backend_address": "127.0.0.1"},
+                    spark_2={"topology": "replicas", "ansible_host": "192.0.2.12"})
+LAB = site(["spark-a", "spark-b"], ["gateway"],
+           spark_a={"topology": "replicas", "ansible_connection": "containers.podman.podman"},
+           spark_b={"topology": "replicas", "ansible_connection": "containers.podman.podman"},
+           gateway={"topology": "replicas", "ansible_connection": "containers.podman.podman"})
+TWO_SPLIT = site(["spark-1", "spark-2"], ["spark-1"],
+                 spark_1={"topology": "split", "ansible_host": "192.0.2.11",
+                          "vllm_split_tensor_parallel_size": 2, "vllm_split_pipeline_parallel_size": 1},
+                 spark_2={"topology": "split", "ansible_host": "192.0.2.12",
+                          "vllm_split_tensor_parallel_size": 2, "vllm_split_pipeline_parallel_size": 1})
+TWO_ON_ONE_MACHINE = site(["spark-1", "spark-1b"], ["spark-1"],
+                          spark_1={"ansible_host": "192.0.2.11", "vllm_port": 8000},
+                          spark_1b={"ansible_host": "192.0.2.11", "vllm_port": 8001})
+
+
+@pytest.mark.parametrize("topology, layout, serving, upstream", [
+    pytest.param("replicas", SINGLE, ["spark-1"], ["127.0.0.1:8000"], id="one-host-replica-and-proxy"),
+    pytest.param("replicas", SINGLE_LOCAL, ["spark-1"], ["spark-1:8000"], id="one-host-run-on-itself"),
+    pytest.param("replicas", TWO_REPLICAS, ["spark-1", "spark-2"], ["spark-1:8000", "spark-2:8000"],
+                 id="two-hosts-replicas"),
+    pytest.param("replicas", GROWN_SINGLE, ["spark-1", "spark-2"], ["127.0.0.1:8000", "spark-2:8000"],
+                 id="one-host-grown-to-two"),
+    pytest.param("replicas", LAB, ["spark-a", "spark-b"], ["spark-a:8000", "spark-b:8000"],
+                 id="two-hosts-replicas-proxy-on-gateway"),
+    pytest.param("split", TWO_SPLIT, ["spark-1"], ["spark-1:8000"], id="two-hosts-split"),
+    pytest.param("split", LAB, ["spark-a"], ["spark-a:8000"], id="two-hosts-split-switched-from-replicas"),
+    pytest.param("replicas", TWO_ON_ONE_MACHINE, ["spark-1", "spark-1b"], ["spark-1:8000", "spark-1b:8001"],
+                 id="two-replicas-one-machine-own-ports"),
+])
+def test_valid_layouts(topology, layout, serving, upstream):
+    groups, hostvars = layout
+    result = check_layout(topology, groups, hostvars)
+    assert result["errors"] == [], format_errors(result["errors"])
+    assert result["layout"]["serving"] == serving
+    assert result["layout"]["upstream"] == upstream
+    assert result["layout"]["topology"] == topology
+
+
+def test_split_layout_reports_head_and_sizes():
+    result = check_layout("split", *TWO_SPLIT)
+    assert result["layout"]["split"] == {"head": "spark-1", "tensor_parallel_size": 2, "pipeline_parallel_size": 1}
+    assert check_layout("replicas", *TWO_REPLICAS)["layout"]["split"] is None
+
+
+def test_machines_table():
+    result = check_layout("replicas", *GROWN_SINGLE)
+    assert result["layout"]["machines"] == {"ansible_host 192.0.2.11": ["spark-1"],
+                                            "ansible_host 192.0.2.12": ["spark-2"]}
+
+
+def test_named_split_group_equal_to_engines_is_fine():
+    groups, hostvars = TWO_SPLIT
+    groups = dict(groups, pair=["spark-2", "spark-1"])
+    assert check_layout("split", groups, hostvars, split_group="pair")["errors"] == []
+
+
+def test_head_can_be_the_second_host():
+    groups, hostvars = TWO_SPLIT
+    hostvars = {host: dict(values, vllm_split_head="spark-2") for host, values in hostvars.items()}
+    result = check_layout("split", groups, hostvars)
+    assert result["errors"] == []
+    assert result["layout"]["serving"] == ["spark-2"]
+
+
+def test_ports_given_as_strings_are_numbers():
+    groups, hostvars = site(["a"], ["a"], a={"vllm_port": "8000", "ff_proxy_port": "8080"})
+    assert check_layout("replicas", groups, hostvars)["errors"] == []
+
+
+# ----------------------------------------------------------- impossible layouts
+# (topology, groups, hostvars, the check that must fail, words its message must hold)
+
+IMPOSSIBLE = [
+    pytest.param("split", *site(["spark-1"], ["spark-1"]), "split_hosts", ["gb10", "spark-1", "1", "replicas"],
+                 id="split-on-one-host"),
+    pytest.param("split", *site(["a", "b", "c"], ["gw"]), "split_hosts", ["gb10", "3", "a, b, c"],
+                 id="split-on-three-hosts"),
+    pytest.param("replicas", *site([], ["spark-1"]), "no_engines", ["gb10", "spark-1", "proxy"],
+                 id="proxy-with-no-replicas"),
+    pytest.param("replicas", {"proxy": ["gw"]}, {}, "no_engines", ["gb10", "not in the inventory", "gw"],
+                 id="proxy-with-no-engine-group"),
+    pytest.param("replicas", *site(["spark-1"], []), "no_proxy", ["proxy", "GB10 host"],
+                 id="no-proxy-host"),
+    pytest.param("replicas", {"gb10": ["spark-1"]}, {}, "no_proxy", ["proxy", "not in the inventory"],
+                 id="no-proxy-group"),
+    pytest.param("replicas", *site(["spark-1", "spark-1b"], ["spark-1"],
+                                   spark_1={"ansible_host": "192.0.2.11"}, spark_1b={"ansible_host": "192.0.2.11"}),
+                 "port_shared", ["spark-1", "spark-1b", "vllm_port", "8000", "8001", "host_vars/spark-1b.yml"],
+                 id="two-replicas-one-host-one-port"),
+    pytest.param("replicas", *site(["a", "b"], ["a"], a={"ansible_connection": "local"},
+                                   b={"ansible_connection": "local"}),
+                 "port_shared", ["a and b", "ansible_connection=local", "vllm_port"],
+                 id="two-replicas-on-the-controller-one-port"),
+    pytest.param("replicas", *site(["a", "b"], ["a"], a={"ansible_host": "localhost"},
+                                   b={"ansible_host": "127.0.0.1"}),
+                 "port_shared", ["a and b", "vllm_port"], id="two-replicas-loopback-names-one-port"),
+    pytest.param("replicas", *site(["a", "b"], ["gw"], a={"nginx_proxy_backend_address": "10.0.0.5"},
+                                   b={"nginx_proxy_backend_address": "10.0.0.5"}),
+                 "upstream_shared", ["a and b", "10.0.0.5:8000", "nginx_proxy_backend_address"],
+                 id="two-replicas-one-upstream-address"),
+    pytest.param("replicas", *site(["spark-1"], ["spark-1"], spark_1={"ff_proxy_port": 8000}),
+                 "proxy_port_shared", ["spark-1", "ff_proxy_port", "vllm_port", "8000"],
+                 id="proxy-port-is-vllm-port-same-host"),
+    pytest.param("replicas", *site(["spark-1"], ["spark-1"], spark_1={"nginx_proxy_port": 8001, "vllm_port": 8001}),
+                 "proxy_port_shared", ["spark-1", "nginx_proxy_port", "vllm_port", "8001"],
+                 id="nginx-proxy-port-is-vllm-port-same-host"),
+    pytest.param("replicas", *site(["spark-1"], ["proxy-1"], spark_1={"ansible_host": "192.0.2.11"},
+                                   proxy_1={"ansible_host": "192.0.2.11", "ff_proxy_port": 8000}),
+                 "proxy_port_shared", ["proxy-1", "spark-1", "ff_proxy_port", "same machine"],
+                 id="proxy-port-is-vllm-port-same-machine-two-names"),
+    pytest.param("replicas", *site(["a", "b"], ["gw"], a={"topology": "replicas"}, b={"topology": "split"},
+                                   gw={"topology": "replicas"}),
+                 "topology_differs", ["topology", "b", "'split'", "'replicas'", "group_vars/all.yml"],
+                 id="host-in-both-topologies"),
+    pytest.param("replicas", *site(["a", "b"], ["gw"], a={"topology": "replicas"}, b={"topology": "replicas"}),
+                 "topology_differs", ["topology", "gw", "not set"], id="topology-not-set-on-the-proxy-host"),
+    pytest.param("both", *site(["a"], ["a"]), "topology", ["topology", "'both'", "replicas", "split"],
+                 id="topology-unknown"),
+    pytest.param("", *site(["a"], ["a"]), "topology", ["topology", "replicas", "split"], id="topology-empty"),
+    pytest.param("split", *site(["a", "b"], ["a"], a={"vllm_split_tensor_parallel_size": 4},
+                                b={"vllm_split_tensor_parallel_size": 4}),
+                 "split_parallel", ["vllm_split_tensor_parallel_size", "vllm_split_pipeline_parallel_size", "4", "2"],
+                 id="tensor-parallel-4-on-two-hosts"),
+    pytest.param("split", *site(["a", "b"], ["a"], a={"vllm_split_tensor_parallel_size": 1},
+                                b={"vllm_split_tensor_parallel_size": 1}),
+                 "split_parallel", ["vllm_split_tensor_parallel_size", "1", "2 hosts"],
+                 id="tensor-parallel-1-on-two-hosts"),
+    pytest.param("split", *site(["a", "b"], ["a"], a={"vllm_split_pipeline_parallel_size": 2},
+                                b={"vllm_split_pipeline_parallel_size": 2}),
+                 "split_parallel", ["vllm_split_pipeline_parallel_size", "= 4 ranks"],
+                 id="tensor-2-times-pipeline-2-on-two-hosts"),
+    pytest.param("split", *site(["a", "b"], ["a"], a={"vllm_split_tensor_parallel_size": "two"},
+                                b={"vllm_split_tensor_parallel_size": "two"}),
+                 "split_parallel", ["vllm_split_tensor_parallel_size", "'two'", "whole number"],
+                 id="tensor-parallel-not-a-number"),
+    pytest.param("split", *site(["a", "b"], ["a"], a={"vllm_split_tensor_parallel_size": 0},
+                                b={"vllm_split_tensor_parallel_size": 0}),
+                 "split_parallel", ["vllm_split_tensor_parallel_size", "0"], id="tensor-parallel-zero"),
+    pytest.param("split", *site(["a", "b"], ["a"], b={"vllm_split_tensor_parallel_size": 4}),
+                 "split_settings_differ", ["vllm_split_tensor_parallel_size", "2 on a", "4 on b"],
+                 id="ranks-disagree-on-tensor-parallel"),
+    pytest.param("split", *site(["a", "b"], ["a"], a={"vllm_split_head": "c"}, b={"vllm_split_head": "c"}),
+                 "split_head", ["vllm_split_head", "'c'", "a, b"], id="split-head-not-in-group"),
+    pytest.param("split", *site(["a", "b"], ["gw"], a={"ansible_host": "10.0.0.1"}, b={"ansible_host": "10.0.0.1"}),
+                 "split_machines", ["a", "b", "same machine", "ansible_host"], id="split-both-ranks-one-machine"),
+    pytest.param("replicas", *site(["a", "b"], ["gw"], b={"nginx_proxy_backend_address": "127.0.0.1"}),
+                 "loopback_backend", ["nginx_proxy_backend_address", "b", "gw", "127.0.0.1"],
+                 id="loopback-backend-proxy-elsewhere"),
+    pytest.param("replicas", *site(["a", "b"], ["a"], b={"nginx_proxy_backend_address": "localhost"}),
+                 "loopback_backend", ["nginx_proxy_backend_address", "b", "localhost"],
+                 id="loopback-backend-on-the-second-machine"),
+    pytest.param("replicas", *site(["a"], ["gw"], a={"vllm_listen_host": "127.0.0.1"}),
+                 "loopback_listen", ["vllm_listen_host", "a", "gw", "0.0.0.0"], id="vllm-on-loopback-proxy-elsewhere"),
+    pytest.param("replicas", *site(["a"], ["a"], a={"vllm_port": "eighty"}),
+                 "port_value", ["vllm_port", "a", "'eighty'", "1-65535"], id="vllm-port-not-a-number"),
+    pytest.param("replicas", *site(["a"], ["a"], a={"ff_proxy_port": 70000}),
+                 "port_value", ["ff_proxy_port", "a", "70000"], id="proxy-port-out-of-range"),
+]
+
+
+@pytest.mark.parametrize("topology, groups, hostvars, check, words", IMPOSSIBLE)
+def test_impossible_layouts(topology, groups, hostvars, check, words):
+    result = check_layout(topology, groups, hostvars)
+    checks = [error["check"] for error in result["errors"]]
+    assert check in checks, format_errors(result["errors"])
+    error = result["errors"][checks.index(check)]
+    for word in words:
+        assert word in error["message"], (word, error["message"])
+    # every host and variable the error lists is named in its message
+    for name in error["hosts"] + error["variables"]:
+        assert name in error["message"], (name, error["message"])
+    assert format_errors(result["errors"]).startswith("The inventory describes a layout that cannot work")
+
+
+@pytest.mark.parametrize("topology, groups, hostvars, check, words", IMPOSSIBLE)
+def test_each_impossible_layout_says_only_what_is_wrong(topology, groups, hostvars, check, words):
+    """One mistake, one kind of error: no follow-on noise that hides the fix."""
+    result = check_layout(topology, groups, hostvars)
+    assert {error["check"] for error in result["errors"]} == {check}, format_errors(result["errors"])
+
+
+@pytest.mark.parametrize("pair", [["a"], ["a", "b", "c"], []])
+def test_split_group_must_be_the_engines(pair):
+    groups = {"gb10": ["a", "b"], "proxy": ["gw"], "pair": pair}
+    result = check_layout("split", groups, {}, split_group="pair")
+    assert [error["check"] for error in result["errors"]] == ["split_group"], format_errors(result["errors"])
+    message = result["errors"][0]["message"]
+    for word in ["vllm_split_group", "'pair'", "'gb10'"] + result["errors"][0]["hosts"]:
+        assert word in message, (word, message)
+
+
+def test_split_group_missing_from_the_inventory():
+    result = check_layout("split", {"gb10": ["a", "b"], "proxy": ["gw"]}, {}, split_group="pair")
+    assert [error["check"] for error in result["errors"]] == ["split_group"]
+    assert "only in gb10: a, b" in result["errors"][0]["message"]
+
+
+def test_all_problems_reported_at_once():
+    groups, hostvars = site(["a", "a2", "b"], ["a"], a={"ansible_host": "h", "ff_proxy_port": 8000},
+                            a2={"ansible_host": "h", "topology": "split"}, b={"vllm_listen_host": "127.0.0.1"})
+    result = check_layout("split", groups, hostvars)
+    checks = [error["check"] for error in result["errors"]]
+    assert checks == ["topology_differs", "split_hosts", "proxy_port_shared"], format_errors(result["errors"])
+    message = format_errors(result["errors"])
+    assert message.splitlines()[1].startswith("1) ")
+    assert message.splitlines()[3].startswith("3) ")
+
+
+def test_replicas_ignore_split_settings():
+    """Split settings only matter for split (a switch to replicas must not trip on them)."""
+    groups, hostvars = site(["a", "b", "c"], ["a"], a={"vllm_split_tensor_parallel_size": 4})
+    assert check_layout("replicas", groups, hostvars)["errors"] == []
+
+
+def test_split_headless_rank_may_share_the_proxy_port():
+    """Only the split's head serves vLLM's API port; the other rank does not listen there."""
+    groups, hostvars = site(["a", "b"], ["b"], b={"vllm_port": 8080})
+    assert check_layout("split", groups, hostvars)["errors"] == []
+
+
+# ------------------------------------------------------------------- helpers
+
+
+@pytest.mark.parametrize("address, expected", [
+    ("127.0.0.1", True), ("127.1.2.3", True), ("::1", True), ("[::1]", True), ("localhost", True),
+    ("LOCALHOST", True), ("10.0.0.1", False), ("spark-1", False), ("", False), (None, False),
+])
+def test_is_loopback(address, expected):
+    assert is_loopback(address) is expected
+
+
+@pytest.mark.parametrize("name, hostvars, key", [
+    ("spark-1", {}, "spark-1"),
+    ("spark-1", {"ansible_host": "192.0.2.11"}, "192.0.2.11"),
+    ("Spark-1", {}, "spark-1"),
+    ("spark-1", {"ansible_host": "127.0.0.1", "ansible_port": 2222}, "127.0.0.1:2222"),
+    ("spark-1", {"ansible_host": "127.0.0.1"}, "local"),
+    ("spark-1", {"ansible_connection": "local", "ansible_host": "192.0.2.11"}, "local"),
+])
+def test_machine_of(name, hostvars, key):
+    assert machine_of(name, hostvars)[0] == key
+
+
+# ----------------------------------------------------- one truth for defaults
+
+
+def _yaml(*parts):
+    with open(os.path.join(ROOT, *parts), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def test_defaults_are_the_roles_defaults():
+    vllm = _yaml("roles", "vllm", "defaults", "main.yml")
+    split = _yaml("roles", "vllm_split", "defaults", "main.yml")
+    proxy = _yaml("roles", "nginx_proxy", "defaults", "main.yml")
+    assert DEFAULTS["vllm_port"] == vllm["vllm_port"]
+    assert DEFAULTS["vllm_listen_host"] == vllm["vllm_listen_host"]
+    assert PROXY_GROUP == vllm["vllm_proxy_group"]
+    assert DEFAULTS["vllm_split_tensor_parallel_size"] == split["vllm_split_tensor_parallel_size"]
+    assert DEFAULTS["vllm_split_pipeline_parallel_size"] == split["vllm_split_pipeline_parallel_size"]
+    assert SPLIT_GROUP == split["vllm_split_group"]
+    assert ENGINE_GROUP == proxy["nginx_proxy_backend_group"]
+    assert proxy["nginx_proxy_port"].replace(" ", "") == "{{ff_proxy_port|default(%d)}}" % DEFAULTS["ff_proxy_port"]
+
+
+def test_the_role_passes_the_variables_the_check_reads():
+    role_vars = _yaml("roles", "vllm", "vars", "main.yml")
+    assert tuple(role_vars["_vllm_layout_host_vars"]) == HOST_VARS
+    assert role_vars["_vllm_layout_engine_group"] == ENGINE_GROUP
