@@ -1,0 +1,77 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Who holds connections to a vLLM API port, and may they?
+
+Private to the collection; standard library only. Parses what ``ss -Htn state
+established`` prints (columns Recv-Q, Send-Q, local address:port, peer
+address:port) and sorts each peer of one local port into:
+
+``loopback``  127.0.0.0/8 or ::1 (the host itself: health checks, the watchdog);
+``allowed``   an address in the allowed list (the proxy hosts, health-check and
+              metrics hosts: what the firewall lets in);
+``other``     anyone else: a client that bypasses the proxy (MISSION.md item 2).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+
+def _split_endpoint(text: str) -> tuple[str, int]:
+    """``10.0.0.2:8000`` / ``[::1]:8000`` / ``[::ffff:10.0.0.2]:8000`` -> (address, port)."""
+    address, _, port = text.rpartition(":")
+    address = address.strip("[]").split("%", 1)[0]
+    ip = ipaddress.ip_address(address)
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return str(ip), int(port)
+
+
+def parse_ss(text: str, port: int) -> list[dict]:
+    """Established TCP connections whose local port is ``port``, one dict per connection."""
+    connections = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 4:
+            continue
+        # With "state established" ss leaves out the State column; without it, it is first.
+        if not fields[0].isdigit():
+            fields = fields[1:]
+        local_address, local_port = _split_endpoint(fields[2])
+        if local_port != port:
+            continue
+        peer_address, peer_port = _split_endpoint(fields[3])
+        connections.append({"local": local_address, "peer": peer_address, "peer_port": peer_port})
+    return connections
+
+
+def _networks(allowed: list[str]) -> list:
+    networks = []
+    for entry in allowed:
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError as exc:
+            raise ValueError("allowed holds %r, which is not an IP address or CIDR" % entry) from exc
+    return networks
+
+
+def classify(connections: list[dict], allowed: list[str]) -> list[dict]:
+    """One row per peer address: its class and how many connections it holds."""
+    networks = _networks(allowed)
+    rows: dict[str, dict] = {}
+    for connection in connections:
+        address = connection["peer"]
+        row = rows.get(address)
+        if row is None:
+            ip = ipaddress.ip_address(address)
+            if ip.is_loopback:
+                kind = "loopback"
+            elif any(ip.version == net.version and ip in net for net in networks):
+                kind = "allowed"
+            else:
+                kind = "other"
+            row = rows[address] = {"address": address, "class": kind, "connections": 0}
+        row["connections"] += 1
+    return sorted(rows.values(), key=lambda r: (r["class"] != "other", r["address"]))
