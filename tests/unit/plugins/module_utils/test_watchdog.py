@@ -1,0 +1,818 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Unit tests for plugins/module_utils/_watchdog.py, the vLLM watchdog.
+
+The Judge gets hand-made samples on a fake clock; the Watchdog runs against a
+``World`` (the engine host as the watchdog sees it: a systemd unit answered by a
+fake ``systemctl show``, health, counters, probe, and a log of the commands run);
+two Watchdogs wired to each other play a split pair; main() runs once against a
+loopback fake vLLM and a fake systemctl script.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import stat
+import threading
+
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import requests
+
+from ansible_collections.factory_floor.llm.plugins.module_utils import _watchdog as wd
+
+UNIT = "vllm-replica.service"
+KILL = [["systemctl", "kill", "--signal=SIGKILL", UNIT]]
+WALL0 = 1_767_225_600.0
+
+
+def config(tmp_path, **overrides):
+    raw = {"unit": UNIT, "state_file": str(tmp_path / "state.json"), "status_file": str(tmp_path / "status.json"),
+           "model": "lab-chat", "lock_file": str(tmp_path / "maintenance"), "kill_commands": KILL,
+           "dropin_dir": str(tmp_path / "run-systemd")}
+    raw.update(overrides)
+    return wd.load_config(raw)
+
+
+def unit(**overrides):
+    values = {"name": UNIT, "load_state": "loaded", "active_state": "active", "sub_state": "running",
+              "result": "success", "exec_main_status": 0, "main_pid": 100, "invocation_id": "inv-1",
+              "unit_file_state": "enabled", "n_restarts": 0, "started_mono": None}
+    values.update(overrides)
+    return wd.UnitInfo(**values)
+
+
+def counters(gen=100, running=2, waiting=0, prompt=50, success=10, kv=0.1, start=1000.0):
+    return wd.Counters(num_requests_running=running, num_requests_waiting=waiting, generation_tokens_total=gen,
+                       prompt_tokens_total=prompt, request_success_total=success, num_preemptions_total=0,
+                       kv_cache_usage_perc=kv, process_start_time_seconds=start)
+
+
+def look(t, health="serving", cnt=None, u=None, peer=None, peer_error=None):
+    return wd.Sample(time=t, wall=WALL0 + t, unit=u or unit(), health=wd.Probe(health), counters=cnt,
+                     peer=peer, peer_error=peer_error)
+
+
+TIMEOUT = wd.Probe("dead", error="1-token generation did not finish within 15s", latency=15.0)
+OK = wd.Probe("serving", latency=0.2)
+
+
+# --- configuration ------------------------------------------------------------------------------------
+
+
+def test_defaults_give_a_detection_bound_under_60_seconds(tmp_path):
+    cfg = config(tmp_path)
+    assert (cfg.interval, cfg.stall_window, cfg.probe_timeout) == (5.0, 30.0, 15.0)
+    assert cfg.detection_bound == 50.0
+    assert config(tmp_path, probe=False).detection_bound == 35.0
+    # A window that is not a multiple of the interval is judged at the next look.
+    assert config(tmp_path, interval=4, stall_window=30).detection_bound == 4 + 32 + 15
+
+
+@pytest.mark.parametrize("overrides, words", [
+    ({"stall_windw": 30}, "unknown key(s) stall_windw"),
+    ({"interval": 0}, "interval must be > 0"),
+    ({"interval": "5"}, "interval must be a number"),
+    ({"stall_window": 3, "interval": 5}, "stall_window (3s) must be at least interval"),
+    ({"max_restarts": 0}, "max_restarts must be an integer >= 1"),
+    ({"role": "leader"}, "role must be one of"),
+    ({"role": "head", "status_listen": {"address": "10.0.0.1", "port": 8091}}, "needs peer_url"),
+    ({"role": "worker", "peer_url": "http://10.0.0.1:8091/state"}, "needs status_listen"),
+    ({"kill_commands": ["systemctl kill x"]}, "kill_commands must be a list of argv lists"),
+    ({"url": "spark-a:8000"}, "url:"),
+])
+def test_bad_configuration_names_the_key(tmp_path, overrides, words):
+    with pytest.raises(wd.ConfigError) as err:
+        config(tmp_path, **overrides)
+    assert words in str(err.value)
+
+
+def test_parse_unit_show():
+    text = ("LoadState=loaded\nActiveState=inactive\nSubState=dead\nResult=success\nExecMainStatus=0\nMainPID=0\n"
+            "InvocationID=\nUnitFileState=enabled\nNRestarts=3\nExecMainStartTimestampMonotonic=12500000\n")
+    info = wd.parse_unit_show(UNIT, text)
+    assert (info.active_state, info.main_pid, info.invocation_id, info.n_restarts, info.started_mono) == (
+        "inactive", None, None, 3, 12.5)
+    # vLLM's API server exits with status 0 when its engine core dies: down, although "success".
+    assert info.down and info.wanted and not info.running
+
+
+# --- hung, busy, idle ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("probe", [True, False])
+def test_hung_detected_when_nothing_moves_with_requests_running(tmp_path, probe):
+    judge = wd.Judge(config(tmp_path, probe=probe))
+    frozen = counters(gen=500, running=3)
+    verdicts = [judge.assess(look(t, cnt=frozen)) for t in range(0, 30, 5)]
+    assert {v.action for v in verdicts} == {wd.NONE}
+    assert verdicts[-1].state == wd.BUSY
+    at_window = judge.assess(look(30, cnt=frozen))
+    if probe:
+        assert (at_window.state, at_window.action) == (wd.SUSPECT, wd.PROBE)
+        assert "3 running, 0 waiting" in at_window.reason
+        verdict = judge.probed(look(30, cnt=frozen), TIMEOUT, now=45)
+        assert verdict.evidence["probe"]["latency"] == 15.0
+    else:
+        verdict = at_window
+    assert (verdict.state, verdict.action, verdict.hard) == (wd.HUNG, wd.RESTART, True)
+    assert verdict.evidence["counters"]["generation_tokens_total"] == 500
+    assert verdict.evidence["no_progress_for"] >= 30
+
+
+@pytest.mark.parametrize("hang_at", [0.1, 1.0, 2.5, 4.9])
+def test_hang_under_load_is_declared_within_the_detection_bound(tmp_path, hang_at):
+    cfg = config(tmp_path)
+    judge = wd.Judge(cfg)
+    t, gen, decided = 0.0, 0, None
+    while decided is None and t < 200:
+        if t < hang_at:
+            gen += 7
+        verdict = judge.assess(look(t, cnt=counters(gen=gen, running=4)))
+        if verdict.action == wd.PROBE:
+            verdict = judge.probed(look(t, cnt=counters(gen=gen, running=4)), TIMEOUT, now=t + cfg.probe_timeout)
+            decided = t + cfg.probe_timeout
+        t += cfg.interval
+    assert verdict.state == wd.HUNG
+    assert decided - hang_at <= cfg.detection_bound <= 60
+
+
+@pytest.mark.parametrize("field, step", [
+    ("generation_tokens_total", 1),        # one token every 25 s: slow, but a token
+    ("kv_cache_usage_perc", 0.001),        # a long chunked prefill: only the KV-cache usage moves
+    ("num_requests_waiting", 1),           # the queue changes
+])
+def test_slow_but_advancing_is_never_restarted_nor_probed(tmp_path, field, step):
+    judge = wd.Judge(config(tmp_path))
+    current = counters(gen=10, running=1, waiting=0, kv=0.2)
+    for t in range(0, 1200, 5):
+        if t % 25 == 0:
+            current = dataclasses.replace(current, **{field: getattr(current, field) + step})
+        verdict = judge.assess(look(t, cnt=current))
+        assert verdict.action == wd.NONE, (t, verdict)
+        assert verdict.state == wd.BUSY
+
+
+def test_a_probe_that_finishes_starts_the_window_again(tmp_path):
+    judge = wd.Judge(config(tmp_path))
+    frozen = counters(running=1)
+    probes = []
+    for t in range(0, 125, 5):
+        verdict = judge.assess(look(t, cnt=frozen))
+        if verdict.action == wd.PROBE:
+            probes.append(t)
+            verdict = judge.probed(look(t, cnt=frozen), OK, now=t)
+            assert (verdict.state, verdict.action) == (wd.BUSY, wd.NONE)
+            assert "finished in 0.20s" in verdict.reason
+        assert verdict.action == wd.NONE
+    # Alive but frozen counters (stale metrics): one probe per window, never a restart.
+    assert probes == [30, 60, 90, 120]
+
+
+def test_idle_engine_is_probed_and_a_silent_hang_found(tmp_path):
+    judge = wd.Judge(config(tmp_path))
+    idle = counters(running=0)
+    assert judge.assess(look(0, cnt=idle)).state == wd.SERVING
+    assert judge.assess(look(25, cnt=idle)).action == wd.NONE
+    suspect = judge.assess(look(30, cnt=idle))
+    assert (suspect.state, suspect.action) == (wd.SUSPECT, wd.PROBE)
+    assert "0 running, 0 waiting" in suspect.reason
+    assert judge.probed(look(30, cnt=idle), TIMEOUT).action == wd.RESTART
+
+
+def test_idle_without_probe_is_left_alone(tmp_path):
+    judge = wd.Judge(config(tmp_path, probe=False))
+    assert {judge.assess(look(t, cnt=counters(running=0))).action for t in range(0, 300, 5)} == {wd.NONE}
+
+
+def test_refused_probe_is_a_configuration_problem_not_a_hang(tmp_path):
+    judge = wd.Judge(config(tmp_path))
+    for t in range(0, 35, 5):
+        judge.assess(look(t, cnt=counters()))
+    verdict = judge.probed(look(30, cnt=counters()), wd.Probe("dead", error="HTTP 404", http_status=404), now=30)
+    assert (verdict.state, verdict.action) == (wd.SUSPECT, wd.NONE)
+
+
+@pytest.mark.parametrize("result", [
+    wd.Probe("dead", error="GET /health answered HTTP 503", http_status=503),
+    wd.Probe("loading", error="connection refused"),
+])
+def test_engine_dying_during_the_probe_is_dead_not_hung(tmp_path, result):
+    judge = wd.Judge(config(tmp_path))
+    for t in range(0, 35, 5):
+        judge.assess(look(t, cnt=counters()))
+    assert (judge.probed(look(30, cnt=counters()), result).state, judge.probed(look(30, cnt=counters()), result).action) == (
+        wd.DEAD, wd.NONE)
+
+
+def test_metrics_unreadable_falls_back_to_the_probe(tmp_path):
+    judge = wd.Judge(config(tmp_path))
+    assert judge.assess(look(0)).action == wd.NONE
+    verdict = judge.assess(look(30))
+    assert verdict.action == wd.PROBE and "/metrics unreadable" in verdict.reason
+
+
+def test_wrong_model_is_never_restarted(tmp_path):
+    judge = wd.Judge(config(tmp_path))
+    verdicts = [judge.assess(look(t, health="wrong_model")) for t in range(0, 3600, 60)]
+    assert {(v.state, v.action) for v in verdicts} == {(wd.WRONG_MODEL, wd.NONE)}
+
+
+# --- start-up grace, dead, down -----------------------------------------------------------------------
+
+
+def test_start_up_grace_ends_when_the_engine_serves(tmp_path):
+    judge = wd.Judge(config(tmp_path, startup_grace=1800))
+    for t in range(0, 200, 5):
+        verdict = judge.assess(look(t, health="loading"))
+        assert (verdict.state, verdict.action) == (wd.STARTING, wd.NONE)
+    first = judge.assess(look(200, cnt=counters(running=0)))
+    assert first.state == wd.SERVING and first.evidence["startup_took"] == 200
+    # The grace is over: losing the port now is judged as dead at once, not after 1800 s.
+    assert judge.assess(look(205, health="loading")).state == wd.DEAD
+    verdict = judge.assess(look(220, health="loading"))
+    assert (verdict.state, verdict.action, verdict.hard) == (wd.DEAD, wd.RESTART, True)
+
+
+def test_hang_right_after_start_up_is_not_shielded_by_the_grace(tmp_path):
+    judge = wd.Judge(config(tmp_path, startup_grace=1800))
+    judge.assess(look(0, health="loading"))
+    frozen = counters(running=2)
+    for t in range(100, 130, 5):
+        assert judge.assess(look(t, cnt=frozen)).action == wd.NONE
+    assert judge.assess(look(130, cnt=frozen)).action == wd.PROBE
+
+
+def test_engine_that_never_serves_is_restarted_after_the_grace(tmp_path):
+    judge = wd.Judge(config(tmp_path, startup_grace=600))
+    assert judge.assess(look(595, health="loading", u=unit(started_mono=1.0))).action == wd.NONE
+    verdict = judge.assess(look(601, health="loading", u=unit(started_mono=1.0)))
+    assert (verdict.state, verdict.action) == (wd.DEAD, wd.RESTART)
+    assert "start-up grace (600s" in verdict.reason
+
+
+def test_grace_counts_from_the_units_start_not_from_the_first_look(tmp_path):
+    judge = wd.Judge(config(tmp_path, startup_grace=600))
+    # The watchdog itself (re)started at t=590; the engine has been loading since t=1.
+    verdict = judge.assess(look(605, health="loading", u=unit(started_mono=1.0)))
+    assert verdict.action == wd.RESTART
+
+
+def test_dead_engine_is_left_to_systemd_while_it_restarts_it(tmp_path):
+    """SIGKILL of EngineCore: 503, the API server exits 0, Restart=always starts a new run."""
+    judge = wd.Judge(config(tmp_path))
+    judge.assess(look(0, cnt=counters()))
+    assert judge.assess(look(5, health="dead")).action == wd.NONE
+    assert judge.assess(look(9, u=unit(active_state="activating", sub_state="auto-restart"), health=None)).state == wd.STARTING
+    new_run = unit(invocation_id="inv-2", started_mono=14.0)
+    verdicts = [judge.assess(look(t, health="loading", u=new_run)) for t in range(15, 300, 5)]
+    assert {(v.state, v.action) for v in verdicts} == {(wd.STARTING, wd.NONE)}
+
+
+def test_dead_in_the_same_run_is_restarted_after_dead_confirm(tmp_path):
+    judge = wd.Judge(config(tmp_path, dead_confirm=15))
+    judge.assess(look(0, cnt=counters()))
+    assert judge.assess(look(5, health="dead")).action == wd.NONE
+    assert judge.assess(look(15, health="dead")).action == wd.NONE
+    verdict = judge.assess(look(20, health="dead"))
+    assert (verdict.state, verdict.action, verdict.hard) == (wd.DEAD, wd.RESTART, True)
+    assert verdict.evidence["not_serving_for"] == 15
+
+
+@pytest.mark.parametrize("active, result, status", [
+    ("inactive", "success", 0),      # exit 0 without Restart=always
+    ("failed", "exit-code", 1),
+    ("failed", "signal", None),
+])
+def test_unit_down_while_enabled_is_started(tmp_path, active, result, status):
+    judge = wd.Judge(config(tmp_path, down_confirm=10))
+    down = unit(active_state=active, sub_state="dead" if active == "inactive" else "failed", result=result,
+                exec_main_status=status, main_pid=None)
+    assert judge.assess(look(0, u=down, health=None)).action == wd.NONE
+    verdict = judge.assess(look(10, u=down, health=None))
+    assert (verdict.state, verdict.action, verdict.hard) == (wd.DOWN, wd.RESTART, False)
+    assert "while enabled" in verdict.reason
+
+
+@pytest.mark.parametrize("u, state", [
+    (unit(unit_file_state="disabled", active_state="inactive", sub_state="dead"), wd.NOT_WANTED),
+    (unit(load_state="not-found", unit_file_state=None), wd.NOT_WANTED),
+    (unit(active_state="activating", sub_state="auto-restart"), wd.STARTING),
+    (unit(active_state="deactivating", sub_state="stop-sigterm"), wd.STARTING),
+])
+def test_units_that_are_not_ours_or_in_systemds_hands_are_left_alone(tmp_path, u, state):
+    judge = wd.Judge(config(tmp_path))
+    verdicts = [judge.assess(look(t, u=u, health=None)) for t in range(0, 600, 5)]
+    assert {(v.state, v.action) for v in verdicts} == {(state, wd.NONE)}
+
+
+def test_systemds_own_start_limit_is_not_overridden(tmp_path):
+    judge = wd.Judge(config(tmp_path))
+    verdict = judge.assess(look(0, u=unit(active_state="failed", sub_state="failed", result="start-limit-hit"), health=None))
+    assert (verdict.state, verdict.action) == (wd.DOWN, wd.GIVE_UP)
+
+
+# --- counters after a restart -------------------------------------------------------------------------
+
+
+def test_counter_reset_after_restart_is_a_new_baseline_not_a_stall(tmp_path):
+    judge = wd.Judge(config(tmp_path))
+    for t, gen in ((0, 1000), (5, 1010), (10, 1020)):
+        judge.assess(look(t, cnt=counters(gen=gen, start=1000.0)))
+    # A new engine process in the same unit run (e.g. a container restarted its entrypoint).
+    verdict = judge.assess(look(15, cnt=counters(gen=3, prompt=1, success=0, start=2000.0)))
+    assert verdict.action == wd.NONE and verdict.evidence["counters_reset"] is True
+    # The window counts from the reset, and a moving counter after it is progress as usual.
+    for t, gen in ((20, 3), (25, 3), (30, 3), (35, 4), (40, 4)):
+        assert judge.assess(look(t, cnt=counters(gen=gen, prompt=1, success=0, start=2000.0))).action == wd.NONE
+
+
+def test_new_run_of_the_unit_starts_a_new_baseline_and_grace(tmp_path):
+    judge = wd.Judge(config(tmp_path))
+    for t in range(0, 30, 5):
+        judge.assess(look(t, cnt=counters(gen=9999)))
+    again = unit(invocation_id="inv-2", started_mono=28.0)
+    assert judge.assess(look(30, health="loading", u=again)).state == wd.STARTING
+    assert judge.assess(look(60, cnt=counters(gen=0), u=again)).evidence["startup_took"] == 32
+    assert [judge.assess(look(t, cnt=counters(gen=0), u=again)).action for t in range(65, 90, 5)] == [wd.NONE] * 5
+
+
+# --- the budget ---------------------------------------------------------------------------------------
+
+
+def test_budget_allows_the_first_restart_at_once_then_backs_off_then_is_exhausted():
+    budget = wd.Budget(max_restarts=3, window=3600, backoff=60, backoff_max=600)
+    assert budget.check([], 1000).allowed
+    history = [{"time": 1000}]
+    check = budget.check(history, 1030)
+    assert (check.allowed, check.exhausted, round(check.wait)) == (False, False, 30)
+    assert budget.check(history, 1060).allowed
+    history.append({"time": 1100})
+    assert round(budget.check(history, 1150).wait) == 70  # 120 s after the second
+    assert budget.check(history, 1220).allowed
+    history.append({"time": 1300})
+    check = budget.check(history, 1400)
+    assert (check.allowed, check.exhausted) == (False, True) and "max_restarts 3" in check.why
+    # Restarts older than the window no longer count.
+    assert budget.check(history, 1000 + 3600).used == 2
+
+
+# --- the watchdog loop against a world ----------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def wall(self):
+        return WALL0 + self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def render(u):
+    return "\n".join([
+        "LoadState=%s" % (u.load_state or ""), "ActiveState=%s" % u.active_state, "SubState=%s" % u.sub_state,
+        "Result=%s" % (u.result or ""), "ExecMainStatus=%s" % ("" if u.exec_main_status is None else u.exec_main_status),
+        "MainPID=%s" % (u.main_pid or 0), "InvocationID=%s" % (u.invocation_id or ""),
+        "UnitFileState=%s" % (u.unit_file_state or ""), "NRestarts=%s" % (u.n_restarts or 0),
+        "ExecMainStartTimestampMonotonic=%d" % ((u.started_mono or 0) * 1e6)]) + "\n"
+
+
+class World:
+    """One engine host: its unit, what the engine answers, and every command run."""
+
+    def __init__(self, clock, name="spark-a", log=None):
+        self.clock, self.name = clock, name
+        self.unit = unit(started_mono=0.0)
+        self.health = wd.Probe("serving")
+        self.counters = counters(running=0)
+        self.generate = OK
+        self.commands = log if log is not None else []
+        self.runs = 1
+
+    def run(self, argv, timeout=None):
+        if argv[1:2] == ["show"]:
+            return 0, render(self.unit)
+        self.commands.append((self.name, argv[1] if argv[0] == "systemctl" else argv[0]))
+        if argv[1:2] in (["restart"], ["start"]):
+            self.runs += 1
+            self.unit = dataclasses.replace(self.unit, active_state="active", sub_state="running", result="success",
+                                            invocation_id="inv-%d" % self.runs, started_mono=self.clock.now)
+            self.health, self.counters = wd.Probe("loading"), None
+        elif argv[1:2] == ["kill"]:
+            self.unit = dataclasses.replace(self.unit, active_state="failed", sub_state="failed", result="signal")
+            self.health, self.counters = wd.Probe("loading"), None
+        return 0, ""
+
+    def scrape(self):
+        if self.counters is None:
+            raise wd.metrics.ScrapeError("GET /metrics: cannot connect")
+        return self.counters
+
+    def watchdog(self, cfg, lines, **kwargs):
+        kwargs.setdefault("sleep", self.clock.sleep)
+        return wd.Watchdog(cfg, health_probe=lambda: self.health, generate_probe=self.probe, scrape=self.scrape,
+                           run=self.run, log=lines.append, clock=self.clock, wall=self.clock.wall, **kwargs)
+
+    def probe(self):
+        self.clock.now += self.generate.latency
+        return self.generate
+
+
+def events(lines, priority=None):
+    found = []
+    for line in lines:
+        prio, _sep, body = line[1:].partition(">")
+        if priority is None or int(prio) == priority:
+            found.append(json.loads(body)["event"])
+    return found
+
+
+def run_until(watchdog, clock, until, step=5.0, stop=None):
+    verdicts = []
+    while clock.now < until:
+        verdicts.append(watchdog.tick())
+        if stop is not None and stop(verdicts[-1]):
+            break
+        clock.now += step
+    return verdicts
+
+
+def test_watchdog_kills_a_hung_engine_then_restarts_it_and_logs_the_evidence(tmp_path):
+    clock, lines = Clock(), []
+    world = World(clock)
+    dog = world.watchdog(config(tmp_path), lines)
+    run_until(dog, clock, 20)
+    world.counters = counters(gen=777, running=3)   # SIGSTOP under load: everything freezes
+    world.generate = TIMEOUT
+    verdicts = run_until(dog, clock, 200, stop=lambda v: v.action == wd.RESTART)
+    assert verdicts[-1].state == wd.HUNG
+    assert world.commands == [("spark-a", "kill"), ("spark-a", "restart")]  # killed first: the port closes
+    restart = [json.loads(line[3:]) for line in lines if '"event": "restart"' in line][0]
+    assert line_priority(lines, "restart") == wd.WARNING
+    assert restart["evidence"]["counters"]["generation_tokens_total"] == 777
+    assert restart["evidence"]["probe"]["latency"] == 15.0
+    assert restart["budget"]["used"] == 1
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["restarts"][0]["verdict"] == wd.HUNG
+    status = json.loads((tmp_path / "status.json").read_text())
+    assert status["restarts_total"] == 1 and status["detection_bound"] == 50
+    # The restarted engine loads: a new grace, no action meanwhile.
+    assert {v.action for v in run_until(dog, clock, clock.now + 600)} == {wd.NONE}
+
+
+def line_priority(lines, event):
+    for line in lines:
+        if '"event": "%s"' % event in line:
+            return int(line[1:line.index(">")])
+    return None
+
+
+def test_watchdog_starts_a_unit_that_exited_with_status_0(tmp_path):
+    clock, lines = Clock(), []
+    world = World(clock)
+    world.unit = unit(active_state="inactive", sub_state="dead", result="success", exec_main_status=0, main_pid=None)
+    dog = world.watchdog(config(tmp_path), lines)
+    run_until(dog, clock, 30, stop=lambda v: v.action == wd.RESTART)
+    assert world.commands == [("spark-a", "restart")]   # nothing runs: nothing to kill
+
+
+def test_budget_exhausted_leaves_the_unit_failed_and_says_why(tmp_path):
+    clock, lines = Clock(), []
+    world = World(clock)
+    cfg = config(tmp_path, max_restarts=2, backoff=0)
+    dog = world.watchdog(cfg, lines)
+    for _round in range(3):
+        world.health, world.counters, world.generate = wd.Probe("serving"), counters(gen=5, running=1), TIMEOUT
+        verdicts = run_until(dog, clock, clock.now + 300, stop=lambda v: v.action in (wd.RESTART, wd.GIVE_UP))
+    assert verdicts[-1].state == wd.GAVE_UP
+    assert world.commands == [("spark-a", "kill"), ("spark-a", "restart"), ("spark-a", "kill"), ("spark-a", "restart"),
+                              ("spark-a", "daemon-reload"), ("spark-a", "kill")]
+    dropin = tmp_path / "run-systemd" / (UNIT + ".d") / wd.DROPIN_NAME
+    assert "Restart=no" in dropin.read_text()
+    assert "gave_up" in events(lines, wd.ERR)
+    gave_up = json.loads((tmp_path / "state.json").read_text())["gave_up"]
+    assert "restart budget exhausted: 2 restart(s)" in gave_up["why"]
+    assert world.unit.active_state == "failed"
+    # It stays down: no more commands, whatever the engine looks like.
+    before = list(world.commands)
+    held = run_until(dog, clock, clock.now + 3600)
+    assert world.commands == before and {v.state for v in held} == {wd.GAVE_UP}
+    assert json.loads((tmp_path / "status.json").read_text())["gave_up"]["why"] == gave_up["why"]
+    # A restarted watchdog still knows it gave up (the state file).
+    again = world.watchdog(cfg, lines)
+    assert again.tick().state == wd.GAVE_UP and world.commands == before
+    # The operator starts the unit: the watchdog resumes, with a clean history and no drop-in.
+    world.run(["systemctl", "restart", UNIT])
+    world.health, world.counters = wd.Probe("serving"), counters(running=0)
+    assert again.tick().state == wd.SERVING
+    assert not dropin.exists() and "resumed" in events(lines, wd.NOTICE)
+    assert json.loads((tmp_path / "state.json").read_text())["restarts"] == []
+
+
+def test_backoff_holds_a_second_restart_back(tmp_path):
+    clock, lines = Clock(), []
+    world = World(clock)
+    dog = world.watchdog(config(tmp_path, backoff=600, backoff_max=900, startup_grace=60), lines)
+    world.health = wd.Probe("loading")
+    run_until(dog, clock, 100, stop=lambda v: v.action == wd.RESTART)
+    assert world.commands == [("spark-a", "kill"), ("spark-a", "restart")]
+    held = run_until(dog, clock, clock.now + 300)
+    assert any("restart held back: backoff" in v.reason for v in held)
+    assert world.commands == [("spark-a", "kill"), ("spark-a", "restart")]
+
+
+# --- the maintenance lock -----------------------------------------------------------------------------
+
+
+def test_lock_is_honoured_and_the_judgement_starts_afresh_after_it(tmp_path):
+    clock, lines = Clock(), []
+    world = World(clock)
+    dog = world.watchdog(config(tmp_path), lines)
+    lock = tmp_path / "maintenance"
+    lock.write_text(json.dumps({"holder": "switch-to-replicas", "since": WALL0}) + "\n")
+    world.counters, world.generate = counters(gen=1, running=4), TIMEOUT
+    verdicts = run_until(dog, clock, 600)
+    assert {v.state for v in verdicts} == {wd.MAINTENANCE}
+    assert world.commands == []
+    assert events(lines).count("standing_down") == 1
+    status = json.loads((tmp_path / "status.json").read_text())
+    assert status["verdict"] == wd.MAINTENANCE and status["lock"]["holder"] == "switch-to-replicas"
+    lock.unlink()
+    # Still hung after the switch: judged from scratch, so a full window before the probe.
+    after = run_until(dog, clock, clock.now + 200, stop=lambda v: v.action == wd.RESTART)
+    assert "lock_released" in events(lines)
+    assert after[-1].state == wd.HUNG and 30 <= 5 * (len(after) - 1) <= 50
+
+
+def test_lock_taken_between_judgement_and_action_wins(tmp_path):
+    clock, lines = Clock(), []
+    world = World(clock)
+    dog = world.watchdog(config(tmp_path), lines)
+    run_until(dog, clock, 10)
+    world.counters = counters(gen=1, running=4)
+    world.generate = wd.Probe("dead", error="timeout", latency=15.0)
+
+    def probe_then_lock():
+        (tmp_path / "maintenance").write_text("{}")
+        return world.probe()
+
+    dog.generate_probe = probe_then_lock
+    verdicts = run_until(dog, clock, 200, stop=lambda v: v.state == wd.MAINTENANCE)
+    assert verdicts[-1].state == wd.MAINTENANCE and world.commands == []
+
+
+# --- the split pair -----------------------------------------------------------------------------------
+
+
+def split_pair(tmp_path, ack=True):
+    """Rank 0 (head) and rank 1 (worker) watchdogs, each reading the other's published state."""
+    clock, commands = Clock(), []
+    head_world = World(clock, "spark-a", commands)
+    worker_world = World(clock, "spark-b", commands)
+    worker_world.unit = dataclasses.replace(worker_world.unit, name="vllm-split.service")
+    head_world.unit = dataclasses.replace(head_world.unit, name="vllm-split.service")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    common = {"unit": "vllm-split.service", "pair_ack_timeout": 30,
+              "kill_commands": [["systemctl", "kill", "--signal=SIGKILL", "vllm-split.service"]]}
+    head_cfg = config(tmp_path / "a", role="head", peer_url="http://spark-b:8091/state",
+                      status_listen={"address": "10.0.0.1", "port": 8091}, **common)
+    worker_cfg = config(tmp_path / "b", role="worker", peer_url="http://spark-a:8091/state",
+                        status_listen={"address": "10.0.0.2", "port": 8091}, **common)
+    lines = []
+    boxes = {}
+
+    def head_sleep(seconds):
+        clock.sleep(seconds)
+        if ack:
+            boxes["worker"].tick()   # rank 1's watchdog keeps looking while rank 0 waits
+
+    head = head_world.watchdog(head_cfg, lines, sleep=head_sleep,
+                               fetch_peer=lambda: json.loads(boxes["worker"].status_json()))
+    worker = worker_world.watchdog(worker_cfg, lines, fetch_peer=lambda: json.loads(boxes["head"].status_json()))
+    boxes.update(head=head, worker=worker)
+    return clock, commands, head_world, worker_world, head, worker, lines
+
+
+def test_split_hang_restarts_the_pair_in_order(tmp_path):
+    clock, commands, head_world, worker_world, head, worker, lines = split_pair(tmp_path)
+    worker.tick()
+    head.tick()
+    head_world.counters, head_world.generate = counters(gen=42, running=2), TIMEOUT
+    for _look in range(20):
+        worker.tick()
+        if head.tick().action == wd.RESTART:
+            break
+        clock.now += 5
+    assert commands == [("spark-a", "kill"),      # rank 0 first: the API goes away
+                        ("spark-b", "kill"),      # rank 1 from the old session
+                        ("spark-b", "restart"),   # rank 1 waits for rank 0's rendezvous
+                        ("spark-a", "restart")]   # then rank 0
+    record = json.loads((tmp_path / "a" / "state.json").read_text())["restarts"][0]
+    assert record["pair"]["acked"] is True and record["verdict"] == wd.HUNG
+    assert "pair_restart_followed" in events(lines, wd.WARNING)
+    # The request is followed once only.
+    for _look in range(5):
+        worker.tick()
+    assert commands.count(("spark-b", "restart")) == 1
+
+
+def test_split_head_starts_anyway_when_rank_1_does_not_answer(tmp_path):
+    clock, commands, head_world, _worker_world, head, _worker, lines = split_pair(tmp_path, ack=False)
+    head.tick()
+    head_world.counters, head_world.generate = counters(gen=42, running=2), TIMEOUT
+    run_until(head, clock, 300, stop=lambda v: v.action == wd.RESTART)
+    assert commands == [("spark-a", "kill"), ("spark-a", "restart")]
+    assert "pair_ack_timeout" in events(lines)
+
+
+def test_a_dead_worker_is_a_dead_model(tmp_path):
+    judge = wd.Judge(config(tmp_path, role="head", peer_url="http://b/state", status_listen={"address": "a", "port": 1}))
+    failed = unit(name="vllm-split.service", active_state="failed", sub_state="failed", result="start-limit-hit")
+    peer = {"unit_state": failed.as_dict(), "started_at": WALL0}
+    assert judge.assess(look(0, cnt=counters(), peer=peer)).action == wd.NONE
+    verdict = judge.assess(look(10, cnt=counters(), peer=peer))
+    assert (verdict.state, verdict.action, verdict.hard) == (wd.DEAD, wd.RESTART, True)
+    assert "a dead worker is a dead model" in verdict.reason
+    # An unreachable rank-1 watchdog is evidence only.
+    judge.reset()
+    assert judge.assess(look(20, cnt=counters(), peer_error="connection refused")).action == wd.NONE
+
+
+def test_rank_1_older_than_rank_0_will_not_join_so_the_pair_restarts(tmp_path):
+    judge = wd.Judge(config(tmp_path, role="head", peer_url="http://b/state", status_listen={"address": "a", "port": 1}))
+    head_unit = unit(name="vllm-split.service", started_mono=1000.0, invocation_id="inv-9")
+    worker_unit = unit(name="vllm-split.service")
+    # Rank 0 was restarted alone at t=1000; rank 1 has run since t=0.
+    old_worker = {"unit_state": worker_unit.as_dict(), "started_at": WALL0}
+    verdict = judge.assess(look(1005, health="loading", u=head_unit, peer=old_worker))
+    assert (verdict.state, verdict.action) == (wd.DEAD, wd.RESTART) and "older session" in verdict.reason
+    # Started together (within pair_skew): rank 0 just waits for rank 1.
+    judge.reset()
+    fresh_worker = {"unit_state": worker_unit.as_dict(), "started_at": WALL0 + 990}
+    assert judge.assess(look(1005, health="loading", u=head_unit, peer=fresh_worker)).action == wd.NONE
+
+
+@pytest.mark.parametrize("seen, asked, decision", [
+    (None, None, "none"),
+    ("r1", {"id": "r1", "time": WALL0}, "none"),
+    ("r1", {"id": "r2", "time": WALL0 - 9999}, "follow"),   # made while rank 1's watchdog was down
+    (None, {"id": "r1", "time": WALL0 - 9999}, "adopt"),    # first contact, an old request
+    (None, {"id": "r1", "time": WALL0 - 5}, "follow"),      # first contact, rank 0 is waiting for it
+])
+def test_follow_decision(seen, asked, decision):
+    assert wd.follow_decision(seen, asked, WALL0, 60) == decision
+
+
+def test_lock_on_the_peer_stops_the_head(tmp_path):
+    clock, commands, head_world, _worker_world, head, worker, _lines = split_pair(tmp_path)
+    (tmp_path / "b" / "maintenance").write_text("{}")
+    head_world.counters, head_world.generate = counters(gen=1, running=2), TIMEOUT
+    for _look in range(40):
+        worker.tick()
+        assert head.tick().state == wd.MAINTENANCE
+        clock.now += 5
+    assert commands == []
+
+
+# --- the daemon: metrics text, status server, main() --------------------------------------------------
+
+METRICS = """# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="lab-chat"} 2.0
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="lab-chat"} 0.0
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="lab-chat"} 0.25
+# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{engine="0",model_name="lab-chat"} 1234.0
+# TYPE vllm:prompt_tokens_total counter
+vllm:prompt_tokens_total{engine="0",model_name="lab-chat"} 567.0
+# TYPE vllm:request_success_total counter
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="lab-chat"} 7.0
+vllm:request_success_total{engine="0",finished_reason="length",model_name="lab-chat"} 3.0
+# TYPE process_start_time_seconds gauge
+process_start_time_seconds 1.7672256e+09
+"""
+
+
+def test_counters_from_vllm_metrics_text():
+    c = wd.Counters.from_text(METRICS)
+    assert (c.num_requests_running, c.generation_tokens_total, c.prompt_tokens_total, c.request_success_total,
+            c.kv_cache_usage_perc) == (2.0, 1234.0, 567.0, 10.0, 0.25)
+    assert c.busy and c.num_preemptions_total is None
+
+
+class FakeEngine:
+    """Loopback server answering /health, /v1/models, /version, /metrics and /v1/completions like vLLM."""
+
+    def __init__(self):
+        engine = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status, body, ctype="application/json"):
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):  # noqa: N802
+                if self.path == "/health":
+                    return self._send(200, "")
+                if self.path == "/version":
+                    return self._send(200, '{"version": "0.32.0"}')
+                if self.path == "/v1/models":
+                    return self._send(200, '{"object": "list", "data": [{"id": "lab-chat"}]}')
+                if self.path == "/metrics":
+                    return self._send(200, METRICS, "text/plain")
+                return self._send(404, "{}")
+
+            def do_POST(self):  # noqa: N802
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                engine.completions += 1
+                return self._send(200, '{"choices": [{"text": " x"}]}')
+
+        self.completions = 0
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def engine():
+    fake = FakeEngine()
+    yield fake
+    fake.stop()
+
+
+def fake_systemctl(tmp_path, text):
+    """A systemctl that answers `show` with ``text`` and records every other call."""
+    script = tmp_path / "systemctl"
+    script.write_text("#!/bin/sh\nif [ \"$1\" = show ]; then cat <<'EOF'\n%sEOF\nelse echo \"$@\" >> %s; fi\n"
+                      % (text, tmp_path / "calls"))
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return str(script)
+
+
+def test_main_once_against_a_fake_engine(tmp_path, engine, capsys):
+    systemctl = fake_systemctl(tmp_path, render(unit(started_mono=1.0)))
+    cfg = {"unit": UNIT, "state_file": str(tmp_path / "state.json"), "status_file": str(tmp_path / "status.json"),
+           "url": engine.url + "/v1", "model": "lab-chat", "systemctl": systemctl,
+           "lock_file": str(tmp_path / "maintenance")}
+    path = tmp_path / "watchdog.json"
+    path.write_text(json.dumps(cfg))
+    assert wd.main(["--config", str(path), "--check-config"]) == 0
+    assert "hang detection bound 50s" in capsys.readouterr().out
+    assert wd.main(["--config", str(path), "--once"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    verdict = json.loads(out[-1])
+    assert verdict["state"] == wd.BUSY
+    assert verdict["evidence"]["counters"]["generation_tokens_total"] == 1234
+    assert events(out[:-1]) == ["started", "verdict"]
+    assert json.loads((tmp_path / "status.json").read_text())["verdict"] == wd.BUSY
+    assert not os.path.exists(tmp_path / "calls")   # no action taken
+
+
+def test_main_rejects_a_bad_configuration(tmp_path, capsys):
+    path = tmp_path / "watchdog.json"
+    path.write_text(json.dumps({"unit": UNIT}))
+    assert wd.main(["--config", str(path), "--check-config"]) == 2
+    assert "state_file is required" in capsys.readouterr().err
+
+
+def test_status_server_publishes_the_state(tmp_path):
+    clock = Clock()
+    world = World(clock)
+    dog = world.watchdog(config(tmp_path), [])
+    dog.tick()
+    server = wd.make_status_server(dog, "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        url = "http://127.0.0.1:%d" % server.server_address[1]
+        state = requests.get(url + "/state", timeout=5).json()
+        assert state["verdict"] == wd.SERVING and state["unit_state"]["invocation_id"] == "inv-1"
+        assert requests.get(url + "/other", timeout=5).status_code == 404
+    finally:
+        server.shutdown()
+        server.server_close()
