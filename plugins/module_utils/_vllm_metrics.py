@@ -515,7 +515,7 @@ def collect(engines, fetch, topology=TOPOLOGY_REPLICAS, window=0.0, sleep=time.s
     OSError) when the engine cannot be read; ``sleep`` and ``clock`` are injectable so
     tests can feed pairs of exposition texts without HTTP or waiting.
 
-    Returns ``{engines, total, complete, unreachable, restarts, topology, window,
+    Returns ``{engines, total, complete, unreachable_engines, restarts, topology, window,
     table, notes}``: see the module's RETURN documentation. Raises MetricsError for a
     wrong request (engine list, topology, window).
     """
@@ -550,7 +550,7 @@ def collect(engines, fetch, topology=TOPOLOGY_REPLICAS, window=0.0, sleep=time.s
         "engines": views,
         "total": _total(views, histograms, window, notes),
         "complete": not unreachable,
-        "unreachable": unreachable,
+        "unreachable_engines": unreachable,
         "restarts": [v["name"] for v in views if v["restarted"]],
         "topology": topology,
         "window": window,
@@ -605,7 +605,7 @@ def format_table(result):
     if total["kv_cache_usage_weighting"] == WEIGHTING_UNWEIGHTED and total["engines_counted"] > 1:
         note = "KV_USED unweighted mean (capacity unknown)"
     if not result["complete"]:
-        note = ("INCOMPLETE: %s left out; " % ", ".join(result["unreachable"]) + note).rstrip("; ")
+        note = ("INCOMPLETE: %s left out; " % ", ".join(result["unreachable_engines"]) + note).rstrip("; ")
     rows.append(row("TOTAL", "%d/%d up" % (counted, given),
                     dict(total, kv_usage=total["kv_cache_usage_perc_weighted_mean"]), note))
 

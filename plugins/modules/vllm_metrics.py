@@ -41,7 +41,7 @@ options:
     suboptions:
       name:
         description:
-          - Name of the engine in the result and in RV(unreachable) and RV(restarts), typically the inventory
+          - Name of the engine in the result and in RV(unreachable_engines) and RV(restarts), typically the inventory
             hostname (V(spark-a)). Must be unique.
         type: str
         required: true
@@ -113,7 +113,7 @@ EXAMPLES = r"""
       - __vllm_metrics.complete
       - __vllm_metrics.total.rates.generation_tokens_per_s >= 150
     fail_msg: >-
-      unreachable: {{ __vllm_metrics.unreachable }},
+      unreachable: {{ __vllm_metrics.unreachable_engines }},
       generation: {{ __vllm_metrics.total.rates.generation_tokens_per_s }} tokens/s
   run_once: true
 
@@ -139,7 +139,7 @@ complete:
   returned: always
   type: bool
   sample: true
-unreachable:
+unreachable_engines:
   description: Names of the engines that could not be read and are left out of RV(total).
   returned: always
   type: list

@@ -262,7 +262,7 @@ def test_two_replicas_one_sample_sums_without_rates():
     engines = FakeEngines({A["url"]: [fixture("vllm_a_t1")], B["url"]: [fixture("vllm_b_t1")]})
     result = engines.collect([A, B])
     assert engines.slept == []
-    assert result["complete"] is True and result["unreachable"] == [] and result["restarts"] == []
+    assert result["complete"] is True and result["unreachable_engines"] == [] and result["restarts"] == []
     assert result["window"] == 0.0 and result["topology"] == "replicas"
     total = result["total"]
     assert total["engines_counted"] == 2
@@ -359,7 +359,7 @@ def test_engine_down_is_reported_and_left_out_never_zero():
     assert "Connection refused" in down["error"] and "spark-c:8000/metrics" in down["error"]
     assert down["num_requests_running"] is None and down["kv_cache_usage_perc"] is None
     assert result["complete"] is False
-    assert result["unreachable"] == ["spark-c"]
+    assert result["unreachable_engines"] == ["spark-c"]
     assert result["total"]["engines_counted"] == 2
     assert result["total"]["num_requests_running"] == 21
     assert result["total"]["kv_cache_capacity_tokens"] == 1840000
@@ -372,7 +372,7 @@ def test_engine_down_in_first_sample_is_unreachable():
     engines = FakeEngines({A["url"]: [fixture("vllm_a_t0"), fixture("vllm_a_t1")],
                            B["url"]: [refused(B), fixture("vllm_b_t1")]})
     result = engines.collect([A, B], window=20)
-    assert result["unreachable"] == ["spark-b"]
+    assert result["unreachable_engines"] == ["spark-b"]
     assert by_name(result)["spark-b"]["error"].startswith("first sample: ")
     assert by_name(result)["spark-b"]["rates"] is None
     assert result["total"]["rates"] == {"generation_tokens_per_s": 111.0, "prompt_tokens_per_s": 5000.0,
@@ -383,7 +383,7 @@ def test_engine_answering_something_else_is_unreachable():
     engines = FakeEngines({A["url"]: [fixture("vllm_a_t1")],
                            B["url"]: ["# TYPE nginx_up gauge\nnginx_up 1\n"]})
     result = engines.collect([A, B])
-    assert result["unreachable"] == ["spark-b"]
+    assert result["unreachable_engines"] == ["spark-b"]
     assert "no vllm:* metric" in by_name(result)["spark-b"]["error"]
 
 
@@ -391,7 +391,7 @@ def test_all_engines_down_totals_are_null():
     engines = FakeEngines({A["url"]: [refused(A)], B["url"]: [OSError("network unreachable")]})
     result = engines.collect([A, B])
     total = result["total"]
-    assert result["unreachable"] == ["spark-a", "spark-b"]
+    assert result["unreachable_engines"] == ["spark-a", "spark-b"]
     assert total["engines_counted"] == 0
     assert total["num_requests_running"] is None and total["generation_tokens_total"] is None
     assert total["kv_cache_usage_perc_weighted_mean"] is None
@@ -565,7 +565,7 @@ def test_http_two_engines_pair_and_one_refused(http_server, closed_port, monkeyp
     assert engine["spark-a"]["reachable"] and engine["spark-b"]["reachable"]
     assert engine["spark-a"]["generation_tokens_total"] == 352220
     assert result["total"]["generation_tokens_total"] == 634200
-    assert result["unreachable"] == ["spark-c"]
+    assert result["unreachable_engines"] == ["spark-c"]
     assert "cannot connect" in engine["spark-c"]["error"]
     # real clock: 2220 tokens over ~0.2 s
     assert engine["spark-a"]["rates"]["elapsed_seconds"] >= 0.2
@@ -585,7 +585,7 @@ def test_http_timeout_is_unreachable(http_server):
     started = time.monotonic()
     result = vm.collect([{"name": "spark-a", "url": http_server.base}], vm.make_fetch(timeout=0.3))
     assert time.monotonic() - started < 1.4
-    assert result["unreachable"] == ["spark-a"]
+    assert result["unreachable_engines"] == ["spark-a"]
     assert "no answer within 0.3s" in result["engines"][0]["error"]
 
 

@@ -74,7 +74,7 @@ def test_two_replicas_one_down(run_module, server, closed_port, check_mode):
     })
     assert code == 0
     assert result["changed"] is False
-    assert result["complete"] is False and result["unreachable"] == ["spark-c"]
+    assert result["complete"] is False and result["unreachable_engines"] == ["spark-c"]
     assert result["engines"][2]["reachable"] is False and "cannot connect" in result["engines"][2]["error"]
     assert result["total"]["num_requests_running"] == 21
     assert result["total"]["kv_cache_usage_perc_weighted_mean"] == pytest.approx(0.391304, abs=1e-6)
