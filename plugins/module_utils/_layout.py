@@ -370,7 +370,7 @@ def _check_split(report, engines, split_hosts, engine_group, split_group, hv, ma
                 "split_settings_differ",
                 "The split's hosts disagree on %s (%s): every rank must be started with the same value. Set it once "
                 "in group_vars/%s.yml." % (key, "; ".join("%s on %s" % (value, _names(group))
-                                                         for value, group in sorted(seen.items())), split_group),
+                                                          for value, group in sorted(seen.items())), split_group),
                 [host for group in seen.values() for host in group], [key])
         first = hosts[0] if hosts else None
         values[key] = hv(first).get(key, first if key == "vllm_split_head" else DEFAULTS[key]) if first else None

@@ -226,7 +226,8 @@ def main(argv=None):
         parser.error("--need-gib and --floor-gib must not be negative")
 
     def log(line):
-        print(line, flush=True)
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
     if args.dry_run:
         decision = start_decision(read_facts(lambda: _read(args.meminfo)), need, floor,
@@ -244,4 +245,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -21,7 +21,7 @@ import ipaddress
 
 def _split_endpoint(text: str) -> tuple[str, int]:
     """``10.0.0.2:8000`` / ``[::1]:8000`` / ``[::ffff:10.0.0.2]:8000`` -> (address, port)."""
-    address, _, port = text.rpartition(":")
+    address, port = text.rsplit(":", 1)
     address = address.strip("[]").split("%", 1)[0]
     ip = ipaddress.ip_address(address)
     if ip.version == 6 and ip.ipv4_mapped is not None:

@@ -306,7 +306,7 @@ recommendation:
           profile's work (share x mean completion tokens) takes work / its measured tokens/s; rate = total work /
           total time. Only levels eligible in every profile.
       type: dict
-      sample: {4: 81.5, 8: 111.4, 12: 118.8}
+      sample: {"4": 81.5, "8": 111.4, "12": 118.8}
     target_seconds:
       description: O(target_seconds).
       type: float
@@ -395,9 +395,9 @@ def main():
             "duration": {"type": "float", "default": 60.0},
             "requests": {"type": "int"},
             "warmup": {"type": "int", "default": 1},
-            "short_max_tokens": {"type": "int", "default": DEFAULT_SHORT_MAX_TOKENS},
-            "long_prompt_tokens": {"type": "int", "default": DEFAULT_LONG_PROMPT_TOKENS},
-            "long_max_tokens": {"type": "int", "default": DEFAULT_LONG_MAX_TOKENS},
+            "short_max_tokens": {"type": "int", "default": DEFAULT_SHORT_MAX_TOKENS, "no_log": False},
+            "long_prompt_tokens": {"type": "int", "default": DEFAULT_LONG_PROMPT_TOKENS, "no_log": False},
+            "long_max_tokens": {"type": "int", "default": DEFAULT_LONG_MAX_TOKENS, "no_log": False},
             "ignore_eos": {"type": "bool", "default": True},
             "timeout": {"type": "float", "default": DEFAULT_TIMEOUT},
             "max_failures": {"type": "int", "default": 10},

@@ -392,7 +392,7 @@ def main():
             bfcl_tool_choice=dict(type="str", default="auto", choices=["auto", "required"]),
             timeout=dict(type="float", default=120),
             temperature=dict(type="float", default=0),
-            max_tokens=dict(type="int", default=512),
+            max_tokens=dict(type="int", default=512, no_log=False),
             streaming=dict(type="bool", default=True),
             validate_only=dict(type="bool", default=False),
         ),

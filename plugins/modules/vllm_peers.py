@@ -13,8 +13,8 @@ short_description: List who holds connections to a vLLM API port, and flag anyon
 version_added: 0.1.0
 description:
   - Reads the host's established TCP connections (C(ss -Htn state established), from iproute2) whose local port is
-    O(port), and sorts each peer address into V(loopback) (the host itself), V(allowed) (in O(allowed): the proxy hosts,
-    health-check and metrics hosts) or V(other).
+    O(port), and sorts each peer address into V(loopback) (the host itself), V(allowed) (listed in O(allowed), that is
+    the proxy hosts, health-check and metrics hosts) or V(other).
   - The firewall the C(factory_floor.llm.vllm) role installs refuses new connections from anyone else; a V(other) peer
     is a client that got past it (a connection older than the rules, a rule set that was not loaded, a process on the
     host talking to its own network address). Clients that bypass the proxy break C(least_conn) and miss the

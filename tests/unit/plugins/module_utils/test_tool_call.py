@@ -223,7 +223,7 @@ def test_parse_completion_and_stream_agree():
     plain = tc.parse_completion(completion(calls))
     streamed = tc.parse_stream(sse(calls, fragment=3))
     assert plain.finish_reason == streamed.finish_reason == "tool_calls"
-    assert plain.calls() == streamed.calls() == [(n, a) for n, a in calls]
+    assert plain.calls() == streamed.calls() == list(calls)
     assert streamed.tool_calls[0]["id"] == "chatcmpl-tool-%032x" % 0 and streamed.tool_calls[1]["type"] == "function"
     assert tc.stream_mismatch(plain, streamed) is None
 
