@@ -84,7 +84,7 @@ options:
     default: health
   unit:
     description:
-      - A systemd unit to watch while waiting for V(serving), for example V(vllm.service).
+      - A systemd unit to watch while waiting for V(serving), for example V(vllm-replica.service) or V(vllm-split.service) (the units the roles install).
       - After each probe that did not see V(serving), the module reads
         C(systemctl show -p LoadState,ActiveState,SubState,Result,ExecMainStatus UNIT).
         If the unit is C(failed), C(inactive), C(active) with SubState C(exited), or does not exist, the module fails
@@ -127,7 +127,7 @@ EXAMPLES = r"""
     url: http://127.0.0.1:8000
     model: smollm2-135m-instruct
     probe: generate
-    unit: vllm.service
+    unit: vllm-replica.service
     timeout: 1200
 
 - name: Report the state once, without waiting
@@ -234,7 +234,7 @@ unit_state:
       description: C(ExecMainStatus), the exit status of the main process.
       type: int
   sample:
-    name: vllm.service
+    name: vllm-replica.service
     load_state: loaded
     active_state: failed
     sub_state: failed

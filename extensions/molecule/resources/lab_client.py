@@ -28,10 +28,11 @@ LONG = ("You are an e-mail assistant. Summarise the thread below in two sentence
                   "quarter %d and confirm the totals before Friday." % (i, i, i % 4 + 1) for i in range(40)))
 
 
-def chat(session, url, model, prompt, max_tokens, stream=False, timeout=300):
-    return session.post(url, json={"model": model, "messages": [{"role": "user", "content": prompt}],
-                                   "max_tokens": max_tokens, "temperature": 0, "stream": stream},
-                        timeout=timeout, stream=stream)
+def chat(session, url, model, prompt, max_tokens, stream=False, timeout=300, **extra):
+    body = {"model": model, "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": max_tokens, "temperature": 0, "stream": stream}
+    body.update(extra)
+    return session.post(url, json=body, timeout=timeout, stream=stream)
 
 
 def burst(args):
@@ -107,8 +108,10 @@ def abort(args):
     """Start a long streamed completion, read a few chunks, then hang up."""
     session = requests.Session()
     session.trust_env = False
+    # ignore_eos (vLLM's sampling extension): the engine would generate all max_tokens
+    # unless the hang-up stops it, so "no request running" soon after proves it did.
     response = chat(session, args.url, args.model, "Write a very long story about a lighthouse.",
-                    args.max_tokens, stream=True)
+                    args.max_tokens, stream=True, ignore_eos=True)
     seen = 0
     for line in response.iter_lines():
         if line.startswith(b"data: "):
