@@ -664,12 +664,28 @@ class Judge:
             return Verdict(BUSY, evidence=evidence, reason="requests in progress and counters moving")
         return Verdict(SERVING, evidence=evidence, reason="serving")
 
-    def probed(self, sample: Sample, result: Probe, now: float | None = None) -> Verdict:
-        """Judge the 1-token probe made after a ``probe`` verdict for ``sample``."""
+    def probed(self, sample: Sample, result: Probe, now: float | None = None, after: "Counters | None" = None) -> Verdict:
+        """Judge the 1-token probe made after a ``probe`` verdict for ``sample``.
+
+        ``after`` is a read of the counters once the probe is over. If a progress
+        value moved between ``sample`` and then, the engine works, only too slowly
+        for the probe's bound (an idle engine that was just handed a burst of long
+        prompts): busy, not hung. A stopped engine core moves nothing, not even the
+        gauges, since vLLM's API server learns them from the engine core.
+        """
         cfg = self.config
         now = sample.time + result.latency if now is None else now
         stalled = now - self.last_progress if self.last_progress is not None else None
         evidence = self._evidence(sample, no_progress_for=_secs(stalled), probe=result.as_dict())
+        before = sample.counters
+        if (result.status != health.SERVING and after is not None and before is not None
+                and not after.went_back(before) and after.progress_key() != before.progress_key()):
+            self.last_progress = now
+            self.last_counters = after
+            evidence["counters_after_probe"] = after.as_dict()
+            return Verdict(BUSY, evidence=evidence, reason=(
+                "a 1-token generation did not finish within %gs, but progress values moved meanwhile: busy, not hung"
+                % cfg.probe_timeout))
         if result.status == health.SERVING:
             # Alive, only slow or idle: the window starts again.
             self.last_progress = now
@@ -1060,7 +1076,13 @@ class Watchdog:
         verdict = self.judge.assess(sample)
         if verdict.action == PROBE:
             result = self.generate_probe()
-            verdict = self.judge.probed(sample, result, now=self.clock())
+            after = None
+            if result.status != health.SERVING and sample.counters is not None:
+                try:
+                    after = self.scrape()
+                except Exception:  # pylint: disable=broad-except  # unreadable now: judge on the probe alone
+                    after = None
+            verdict = self.judge.probed(sample, result, now=self.clock(), after=after)
         if verdict.action == GIVE_UP:
             verdict = self._give_up(verdict, sample, verdict.reason)
         elif verdict.action == RESTART:

@@ -68,16 +68,20 @@ def burst(args):
                 results.append(record)
 
     threads = [threading.Thread(target=worker) for dummy in range(args.concurrency)]
+    began = time.time()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    seconds = time.time() - began
     by_status, by_upstream = {}, {}
     for record in results:
         by_status[str(record["status"])] = by_status.get(str(record["status"]), 0) + 1
         if record["status"] == 200:
             by_upstream[record["upstream"]] = by_upstream.get(record["upstream"], 0) + 1
     return {"n": len(results), "by_status": by_status, "by_upstream": by_upstream,
+            # completion tokens the server reported in each answer's usage, summed
+            "tokens": sum(r.get("tokens", 0) for r in results), "seconds": round(seconds, 3),
             "failures": [r for r in results if r["status"] != 200][:5]}
 
 

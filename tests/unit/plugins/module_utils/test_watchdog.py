@@ -185,6 +185,32 @@ def test_idle_engine_is_probed_and_a_silent_hang_found(tmp_path):
     assert judge.probed(look(30, cnt=idle), TIMEOUT).action == wd.RESTART
 
 
+def test_idle_engine_handed_a_burst_during_the_probe_is_busy_not_hung(tmp_path):
+    # Seen in the lab: the idle probe coincided with 8 long prompts arriving; the
+    # 1-token generation queued behind their prefill and missed its bound.
+    judge = wd.Judge(config(tmp_path))
+    idle = counters(running=0, waiting=0, prompt=50)
+    for t in range(0, 30, 5):
+        judge.assess(look(t, cnt=idle))
+    assert judge.assess(look(30, cnt=idle)).action == wd.PROBE
+    loaded = counters(running=8, waiting=1, prompt=50)
+    verdict = judge.probed(look(30, cnt=idle), TIMEOUT, now=45, after=loaded)
+    assert (verdict.state, verdict.action) == (wd.BUSY, wd.NONE)
+    assert verdict.evidence["counters_after_probe"]["num_requests_running"] == 8
+    # ... and the stall window starts again from there.
+    assert judge.assess(look(50, cnt=loaded)).action == wd.NONE
+
+
+def test_stopped_engine_core_moves_nothing_during_the_probe_and_is_hung(tmp_path):
+    judge = wd.Judge(config(tmp_path))
+    frozen = counters(running=3)
+    for t in range(0, 30, 5):
+        judge.assess(look(t, cnt=frozen))
+    assert judge.assess(look(30, cnt=frozen)).action == wd.PROBE
+    verdict = judge.probed(look(30, cnt=frozen), TIMEOUT, now=45, after=counters(running=3))
+    assert (verdict.state, verdict.action) == (wd.HUNG, wd.RESTART)
+
+
 def test_idle_without_probe_is_left_alone(tmp_path):
     judge = wd.Judge(config(tmp_path, probe=False))
     assert {judge.assess(look(t, cnt=counters(running=0))).action for t in range(0, 300, 5)} == {wd.NONE}
