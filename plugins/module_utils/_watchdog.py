@@ -207,6 +207,7 @@ class Config:
     stall_window: float = 30.0
     probe: bool = True
     probe_timeout: float = 15.0
+    cpu_progress: bool = False
     startup_grace: float = 1800.0
     dead_confirm: float = 15.0
     down_confirm: float = 10.0
@@ -274,8 +275,9 @@ def load_config(raw: dict) -> Config:
         value = values["max_restarts"]
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError("max_restarts must be an integer >= 1, got %r" % (value,))
-    if "probe" in values and not isinstance(values["probe"], bool):
-        raise ConfigError("probe must be true or false, got %r" % (values["probe"],))
+    for key in ("probe", "cpu_progress"):
+        if key in values and not isinstance(values[key], bool):
+            raise ConfigError("%s must be true or false, got %r" % (key, values[key]))
     config = Config(**values)
     if config.role not in ROLES:
         raise ConfigError("role must be one of %s, got %r" % (", ".join(ROLES), config.role))
@@ -401,11 +403,13 @@ class Counters:
     num_preemptions_total: float | None = None
     kv_cache_usage_perc: float | None = None
     process_start_time_seconds: float | None = None
+    # CPU seconds used by the engine's processes (cpu_progress only; None otherwise).
+    cpu_seconds: float | None = None
 
     # Counters only go up within one engine process.
     MONOTONIC = ("generation_tokens_total", "prompt_tokens_total", "request_success_total", "num_preemptions_total")
     # Any of these moving is progress (see the module docstring).
-    PROGRESS = MONOTONIC + ("kv_cache_usage_perc", "num_requests_running", "num_requests_waiting")
+    PROGRESS = MONOTONIC + ("kv_cache_usage_perc", "num_requests_running", "num_requests_waiting", "cpu_seconds")
 
     @classmethod
     def from_parsed(cls, parsed: dict) -> "Counters":
@@ -446,7 +450,8 @@ class Counters:
 
     def as_dict(self) -> dict:
         return {k: (int(v) if isinstance(v, float) and v.is_integer() else v)
-                for k, v in dataclasses.asdict(self).items() if k != "process_start_time_seconds"}
+                for k, v in dataclasses.asdict(self).items()
+                if k != "process_start_time_seconds" and not (k == "cpu_seconds" and v is None)}
 
 
 @dataclasses.dataclass
@@ -496,6 +501,50 @@ class Verdict:
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def process_tree_cpu_seconds(root_pid: int, proc: str = "/proc") -> float | None:
+    """CPU seconds (user + system) used by ``root_pid`` and all its descendants, or None.
+
+    Read from ``/proc/PID/stat`` (fields 14 and 15, in clock ticks). A stopped
+    process (SIGSTOP) uses none; an engine in one long CPU step uses plenty.
+    """
+    if not root_pid:
+        return None
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    parents, used = {}, {}
+    try:
+        names = os.listdir(proc)
+    except OSError:
+        return None
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc, name, "stat"), encoding="ascii", errors="replace") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        # The command name (field 2) is in parentheses and may hold spaces: split after it.
+        fields = text[text.rfind(")") + 2:].split()
+        try:
+            parents[int(name)] = int(fields[1])
+            used[int(name)] = (int(fields[11]) + int(fields[12])) / float(ticks)
+        except (IndexError, ValueError):
+            continue
+    if root_pid not in used:
+        return None
+    tree, todo = set(), [root_pid]
+    children = {}
+    for pid, ppid in parents.items():
+        children.setdefault(ppid, []).append(pid)
+    while todo:
+        pid = todo.pop()
+        if pid in tree:
+            continue
+        tree.add(pid)
+        todo.extend(children.get(pid, []))
+    return round(math.fsum(used[pid] for pid in tree if pid in used), 2)
 
 
 def _secs(value) -> float | None:
@@ -892,8 +941,9 @@ class Watchdog:
     """
 
     def __init__(self, config: Config, health_probe=None, generate_probe=None, scrape=None, run=None,
-                 fetch_peer=None, log=None, clock=time.monotonic, wall=time.time, sleep=time.sleep):
+                 fetch_peer=None, log=None, clock=time.monotonic, wall=time.time, sleep=time.sleep, cpu_seconds=None):
         self.config = config
+        self.cpu_seconds = cpu_seconds or process_tree_cpu_seconds
         self.judge = Judge(config)
         self.budget = Budget(config.max_restarts, config.restart_window, config.backoff, config.backoff_max)
         self.health_probe = health_probe or self._health_probe
@@ -1034,6 +1084,13 @@ class Watchdog:
         except Exception as exc:  # pylint: disable=broad-except  # an unreachable peer is evidence, not a crash
             return None, "%s: %s" % (type(exc).__name__, exc)
 
+    def _counters(self, unit) -> Counters:
+        """vLLM's counters, plus the engine processes' CPU seconds when cpu_progress is on."""
+        counters = self.scrape()
+        if self.config.cpu_progress and unit is not None and unit.main_pid:
+            counters = dataclasses.replace(counters, cpu_seconds=self.cpu_seconds(unit.main_pid))
+        return counters
+
     def sample(self, peer=None, peer_error=None) -> Sample:
         unit, unit_error = self._read_unit()
         sample = Sample(time=self.clock(), wall=self.wall(), unit=unit, unit_error=unit_error,
@@ -1042,7 +1099,7 @@ class Watchdog:
             sample.health = self.health_probe()
             if sample.health.status == health.SERVING:
                 try:
-                    sample.counters = self.scrape()
+                    sample.counters = self._counters(unit)
                 except Exception as exc:  # pylint: disable=broad-except  # no metrics is evidence too
                     sample.metrics_error = str(exc) or type(exc).__name__
             sample.time = self.clock()
@@ -1079,7 +1136,7 @@ class Watchdog:
             after = None
             if result.status != health.SERVING and sample.counters is not None:
                 try:
-                    after = self.scrape()
+                    after = self._counters(sample.unit)
                 except Exception:  # pylint: disable=broad-except  # unreadable now: judge on the probe alone
                     after = None
             verdict = self.judge.probed(sample, result, now=self.clock(), after=after)

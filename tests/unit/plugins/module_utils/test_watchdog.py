@@ -211,6 +211,44 @@ def test_stopped_engine_core_moves_nothing_during_the_probe_and_is_hung(tmp_path
     assert (verdict.state, verdict.action) == (wd.HUNG, wd.RESTART)
 
 
+def test_cpu_progress_keeps_one_long_cpu_step_busy(tmp_path):
+    # The CPU backend: one prefill step of 8 long prompts moved no vLLM value for
+    # more than the window, but its processes kept using CPU.
+    judge = wd.Judge(config(tmp_path, cpu_progress=True))
+    for t in range(0, 120, 5):
+        cnt = dataclasses.replace(counters(running=0), cpu_seconds=100.0 + t * 1.8)
+        verdict = judge.assess(look(t, cnt=cnt))
+        assert (verdict.action, t) == (wd.NONE, t)
+
+
+def test_cpu_progress_still_finds_a_stopped_engine_core(tmp_path):
+    judge = wd.Judge(config(tmp_path, cpu_progress=True))
+    stopped = dataclasses.replace(counters(running=3), cpu_seconds=250.0)
+    for t in range(0, 30, 5):
+        judge.assess(look(t, cnt=stopped))
+    assert judge.assess(look(30, cnt=stopped)).action == wd.PROBE
+    assert judge.probed(look(30, cnt=stopped), TIMEOUT, now=45, after=stopped).action == wd.RESTART
+
+
+def test_process_tree_cpu_seconds_reads_proc(tmp_path):
+    def stat(pid, ppid, utime, stime, name="python3"):
+        (tmp_path / str(pid)).mkdir()
+        rest = ["S", str(ppid)] + ["0"] * 9 + [str(utime), str(stime)] + ["0"] * 30
+        (tmp_path / str(pid) / "stat").write_text("%d (%s) %s\n" % (pid, name, " ".join(rest)))
+    ticks = os.sysconf("SC_CLK_TCK")
+    stat(10, 1, ticks * 2, ticks)                       # the API server (MainPID)
+    stat(11, 10, ticks * 5, 0, name="VLLM::EngineCore") # its engine core
+    stat(12, 11, ticks, 0, name="a b) c")               # a thread-ish child with an odd name
+    stat(20, 1, ticks * 100, 0)                         # someone else
+    assert wd.process_tree_cpu_seconds(10, proc=str(tmp_path)) == 9.0
+    assert wd.process_tree_cpu_seconds(99, proc=str(tmp_path)) is None
+
+
+def test_cpu_progress_must_be_a_bool(tmp_path):
+    with pytest.raises(wd.ConfigError, match="cpu_progress"):
+        config(tmp_path, cpu_progress="yes")
+
+
 def test_idle_without_probe_is_left_alone(tmp_path):
     judge = wd.Judge(config(tmp_path, probe=False))
     assert {judge.assess(look(t, cnt=counters(running=0))).action for t in range(0, 300, 5)} == {wd.NONE}
