@@ -15,6 +15,7 @@ Stdlib + requests; no Ansible imports (installed on hosts as a plain file).
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import signal
 import sys
@@ -32,12 +33,43 @@ except ImportError:  # pragma: no cover - reported by the module that installs i
 NO_PROXIES = {"http": None, "https": None, "all": None}
 
 
+def _closed_before_answer(exc):
+    """True when the server closed the connection without sending a byte of answer.
+
+    That is a kept-alive connection the server closed as it was reused (nginx
+    closes idle client connections when it reloads). Every common HTTP client
+    resends on a new connection then (the OpenAI SDK retries connection errors);
+    the request never reached an engine, since nginx answers whatever it forwarded.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, http.client.RemoteDisconnected):
+            return True
+        for arg in getattr(exc, "args", ()):
+            if isinstance(arg, BaseException) and _closed_before_answer(arg):
+                return True
+        exc = exc.__cause__ or exc.__context__ or getattr(exc, "reason", None)
+    return False
+
+
 def one_request(session, url, payload, headers, timeout):
-    """Send one chat completion; return the record for it."""
+    """Send one chat completion; return the record for it.
+
+    A kept-alive connection the server closed before answering is resent once on a
+    new connection, as HTTP clients do; the record says so (``retried``).
+    """
     started = time.time()
     record = {"t": started, "status": 0, "upstream": None, "error": None}
     try:
-        response = session.post(url, json=payload, headers=headers, timeout=timeout, proxies=dict(NO_PROXIES))
+        try:
+            response = session.post(url, json=payload, headers=headers, timeout=timeout, proxies=dict(NO_PROXIES))
+        except requests.exceptions.ConnectionError as exc:
+            if not _closed_before_answer(exc):
+                raise
+            record["retried"] = "%s: %s" % (type(exc).__name__, exc)
+            session.close()
+            response = session.post(url, json=payload, headers=headers, timeout=timeout, proxies=dict(NO_PROXIES))
         record["status"] = response.status_code
         record["upstream"] = response.headers.get("X-Factory-Floor-Upstream")
         if response.status_code != 200:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -233,3 +234,50 @@ def test_main_without_requests(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(pc, "requests", None)
     assert pc.main(["--url", "http://127.0.0.1:9/v1/chat/completions", "--model", "m", "--out", str(tmp_path / "o")]) == 2
     assert "python3-requests is required" in capsys.readouterr().err
+
+
+def _closing_server(closes):
+    """Loopback server that reads a request, then closes the first ``closes`` connections without
+    answering (as nginx closes a kept-alive connection when it reloads) and answers 200 after that."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    served = {"connections": 0}
+
+    def serve():
+        while True:
+            try:
+                conn, _addr = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                served["connections"] += 1
+                if served["connections"] <= closes:
+                    continue
+                body = b'{"object": "chat.completion", "choices": []}'
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                             b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener, served
+
+
+def test_connection_closed_before_answer_is_resent_once(session):
+    listener, served = _closing_server(closes=1)
+    try:
+        record = pc.one_request(session, "http://127.0.0.1:%d%s" % (listener.getsockname()[1], PATH), PAYLOAD, {}, 5.0)
+    finally:
+        listener.close()
+    assert record["status"] == 200 and served["connections"] == 2
+    assert "RemoteDisconnected" in record["retried"] or "Remote end closed" in record["retried"]
+
+
+def test_connection_closed_twice_is_status_zero(session):
+    listener, served = _closing_server(closes=5)
+    try:
+        record = pc.one_request(session, "http://127.0.0.1:%d%s" % (listener.getsockname()[1], PATH), PAYLOAD, {}, 5.0)
+    finally:
+        listener.close()
+    assert record["status"] == 0 and served["connections"] == 2
+    assert record["error"].startswith("ConnectionError: ")

@@ -237,7 +237,7 @@ def test_process_tree_cpu_seconds_reads_proc(tmp_path):
         (tmp_path / str(pid) / "stat").write_text("%d (%s) %s\n" % (pid, name, " ".join(rest)))
     ticks = os.sysconf("SC_CLK_TCK")
     stat(10, 1, ticks * 2, ticks)                       # the API server (MainPID)
-    stat(11, 10, ticks * 5, 0, name="VLLM::EngineCore") # its engine core
+    stat(11, 10, ticks * 5, 0, name="VLLM::EngineCore")  # its engine core
     stat(12, 11, ticks, 0, name="a b) c")               # a thread-ish child with an odd name
     stat(20, 1, ticks * 100, 0)                         # someone else
     assert wd.process_tree_cpu_seconds(10, proc=str(tmp_path)) == 9.0
