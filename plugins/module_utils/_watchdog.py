@@ -504,10 +504,13 @@ class Verdict:
 
 
 def process_tree_cpu_seconds(root_pid: int, proc: str = "/proc") -> float | None:
-    """CPU seconds (user + system) used by ``root_pid`` and all its descendants, or None.
+    """CPU seconds (user + system) used by the descendants of ``root_pid``, or None.
 
-    Read from ``/proc/PID/stat`` (fields 14 and 15, in clock ticks). A stopped
-    process (SIGSTOP) uses none; an engine in one long CPU step uses plenty.
+    ``root_pid`` is the unit's main process, vLLM's API server; it is left out: it
+    keeps answering /health and /metrics (and using CPU) while its engine core
+    hangs. The engine core (and any workers) are its descendants. Read from
+    ``/proc/PID/stat`` (fields 14 and 15, in clock ticks). A stopped process
+    (SIGSTOP) uses none; an engine in one long CPU step uses plenty.
     """
     if not root_pid:
         return None
@@ -544,7 +547,7 @@ def process_tree_cpu_seconds(root_pid: int, proc: str = "/proc") -> float | None
             continue
         tree.add(pid)
         todo.extend(children.get(pid, []))
-    return round(math.fsum(used[pid] for pid in tree if pid in used), 2)
+    return round(math.fsum(used[pid] for pid in tree if pid in used and pid != root_pid), 2)
 
 
 def _secs(value) -> float | None:
