@@ -1073,7 +1073,9 @@ class Watchdog:
     def _read_unit(self):
         cfg = self.config
         argv = [cfg.systemctl, "show", "-p", ",".join(UNIT_PROPERTIES), "--", cfg.unit]
-        rc, out = self.run(argv, cfg.request_timeout * 2)
+        # systemctl answers from PID 1, which a host starved of CPU (the 2-core lab under
+        # load) can leave waiting for more than 10 s; an unreadable unit means no verdict.
+        rc, out = self.run(argv, max(cfg.request_timeout * 2, 30.0))
         if rc != 0:
             return None, "%s failed (rc %s): %s" % (" ".join(argv), rc, out[:300])
         try:
