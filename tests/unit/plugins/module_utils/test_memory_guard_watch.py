@@ -1,0 +1,505 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The memory guard's watch (``_memory_guard_watch``): decisions on tables, then the loop
+against a fake ``/proc``, a fake cgroup tree and a fake ``systemctl`` script.
+
+The host of the tables is the lab's molecule scenario, scaled: a "database" (priority
+10, peak 0.30 GiB, holds 0.20 GiB) and a "site build" (priority 0, peak 0.30 GiB, grows
+to 0.60 GiB) next to vLLM, floor 2 GiB.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+import pytest
+
+from ansible_collections.factory_floor.llm.plugins.module_utils import _memory_guard_watch as watch
+from ansible_collections.factory_floor.llm.plugins.module_utils._memory import GIB
+
+MIB = 1024 ** 2
+ENGINES = ["vllm-replica.service", "vllm-split.service"]
+
+
+def config(**overrides):
+    data = {
+        "interval": 5,
+        "floor_gib": 2.0,
+        "resume_gib": 1.0,
+        "settle": 15,
+        "engine_units": ENGINES,
+        "workloads": [
+            {"name": "database", "unit": "mg-database.service", "peak_gib": 0.3, "priority": 10},
+            {"name": "site build", "unit": "mg-site-build.service", "peak_gib": 0.3, "priority": 0},
+        ],
+        "status_file": "",
+    }
+    data.update(overrides)
+    return watch.load_config(data)
+
+
+def reading(used_mib, state="active", invocation="i1", pids=(100,)):
+    return {"state": state, "invocation": invocation, "used": None if used_mib is None else int(used_mib * MIB),
+            "pids": list(pids), "cgroup": "/system.slice/x.service", "source": "test"}
+
+
+def actions(events):
+    return [(e["action"], e["workload"], e["reason"]) for e in events if "action" in e]
+
+
+# ------------------------------------------------------------------ configuration
+
+
+def test_config_defaults_and_bytes():
+    cfg = config()
+    assert cfg["floor"] == 2 * GIB and cfg["resume"] == GIB
+    assert [(w["name"], w["target"], w["action"], w["priority"]) for w in cfg["workloads"]] == [
+        ("database", "mg-database.service", "stop", 10), ("site build", "mg-site-build.service", "stop", 0)]
+    assert cfg["workloads"][0]["peak"] == int(round(0.3 * GIB))
+    assert cfg["own_unit"] == "factory-floor-memory-guard.service"
+
+
+@pytest.mark.parametrize("workload, message", [
+    ({"name": "model", "unit": "vllm-replica.service", "peak_gib": 80}, "never acts on"),
+    ({"name": "me", "unit": "factory-floor-memory-guard.service", "peak_gib": 1}, "never acts on"),
+    ({"name": "both", "unit": "a.service", "slice": "b.slice", "peak_gib": 1}, "one unit"),
+    ({"name": "neither", "peak_gib": 1}, "one unit"),
+    ({"name": "everything", "slice": "system.slice", "peak_gib": 1}, "systemd's own slice"),
+    ({"name": "odd", "unit": "a.socket", "peak_gib": 1}, "must be a .service"),
+    ({"name": "zero", "unit": "a.service", "peak_gib": 0}, "peak_gib must be a number > 0"),
+    ({"name": "kill", "unit": "a.service", "peak_gib": 1, "action": "kill"}, "action must be one of stop, pause"),
+    ({"name": "p", "unit": "a.service", "peak_gib": 1, "priority": "high"}, "priority must be an integer"),
+])
+def test_config_refuses(workload, message):
+    with pytest.raises(watch.ConfigError, match=message):
+        watch.load_config({"workloads": [workload]})
+
+
+def test_config_refuses_duplicates_unknown_keys_and_bad_numbers():
+    twice = {"name": "a", "unit": "a.service", "peak_gib": 1}
+    with pytest.raises(watch.ConfigError, match="declared twice"):
+        watch.load_config({"workloads": [twice, dict(twice, unit="b.service")]})
+    with pytest.raises(watch.ConfigError, match="unknown keys: flor_gib"):
+        watch.load_config({"flor_gib": 1})
+    with pytest.raises(watch.ConfigError, match="interval must be > 0"):
+        watch.load_config({"interval": 0})
+    with pytest.raises(watch.ConfigError, match="floor_gib must be a number >= 0"):
+        watch.load_config({"floor_gib": -1})
+
+
+# ------------------------------------------------------------------------ decisions
+
+
+def test_a_workload_above_its_peak_is_stopped_whatever_memavailable_says():
+    cfg, state = config(), watch.new_state()
+    events = watch.decide(cfg, 10 * GIB, {"database": reading(200), "site build": reading(420)}, state, 100.0)
+    assert actions(events) == [("stop", "site build", "peak")]
+    line = events[0]["message"]
+    assert line.startswith("memory guard: stopping site build (mg-site-build.service, priority 0): uses 0.41 GiB, "
+                           "declared peak 0.30 GiB [test]: above its declared peak by 0.11 GiB")
+    assert "MemAvailable 10.00 GiB, floor 2.00 GiB; the engines (vllm-replica.service, vllm-split.service) " \
+           "are never touched" in line
+    assert events[0]["priority"] == watch.WARNING
+    assert state["acted"]["site build"]["action"] == "stopped"
+    # Still stopping (active, same invocation) at the next look: not stopped twice.
+    assert actions(watch.decide(cfg, 10 * GIB, {"database": reading(200), "site build": reading(450)},
+                                state, 105.0)) == []
+
+
+def test_a_workload_declared_pause_is_paused_and_stays_paused():
+    cfg = config(workloads=[{"name": "site build", "unit": "mg-site-build.service", "peak_gib": 0.3,
+                             "action": "pause"}])
+    state = watch.new_state()
+    events = watch.decide(cfg, 10 * GIB, {"site build": reading(400)}, state, 100.0)
+    assert actions(events) == [("pause", "site build", "peak")]
+    assert "SIGSTOP to its processes, until its unit runs again" in events[0]["message"]
+    # Memory is plentiful, but a workload paused for its peak is not resumed: it would grow again.
+    assert actions(watch.decide(cfg, 50 * GIB, {"site build": reading(400)}, state, 200.0)) == []
+    # It is restarted (a new invocation): watched again, and within its peak now.
+    events = watch.decide(cfg, 50 * GIB, {"site build": reading(50, invocation="i2")}, state, 300.0)
+    assert actions(events) == [] and "site build" not in state["acted"]
+    assert "watching it again" in events[0]["message"]
+
+
+def test_below_the_floor_the_lowest_priority_workload_goes_first_one_at_a_time():
+    cfg, state = config(), watch.new_state()
+    within = {"database": reading(200), "site build": reading(250)}
+    events = watch.decide(cfg, int(1.5 * GIB), within, state, 100.0)
+    assert actions(events) == [("stop", "site build", "floor")]
+    assert events[0]["message"] == "memory guard: MemAvailable 1.50 GiB is below the floor 2.00 GiB"
+    assert "the lowest-priority workload still running; next: database (priority 10)" in events[1]["message"]
+    # Still below 5 s later, the build still stopping: nothing more (one at a time, settle 15 s).
+    assert actions(watch.decide(cfg, int(1.5 * GIB), within, state, 105.0)) == []
+    # After the settle time, while the build is still stopping: the database still waits.
+    assert actions(watch.decide(cfg, int(1.5 * GIB), within, state, 120.0)) == []
+    # The build has stopped, MemAvailable is still below: now the database.
+    gone = {"database": reading(200), "site build": reading(0, state="inactive")}
+    events = watch.decide(cfg, int(1.5 * GIB), gone, state, 125.0)
+    assert actions(events) == [("stop", "database", "floor")]
+    assert "nothing else is left to act on" in events[0]["message"]
+    # Nothing left: said once, at priority err; the engines are never named as a target.
+    nothing = {"database": reading(0, state="inactive"), "site build": reading(0, state="inactive")}
+    events = watch.decide(cfg, int(1.5 * GIB), nothing, state, 145.0)
+    assert actions(events) == [] and [e["priority"] for e in events] == [watch.ERR]
+    assert "no declared workload is left to act on; the engines (vllm-replica.service, vllm-split.service) " \
+           "are never stopped by the guard" in events[0]["message"]
+    assert watch.decide(cfg, int(1.5 * GIB), nothing, state, 150.0) == []
+
+
+def test_priority_ties_go_to_the_larger_user_first():
+    cfg = config(workloads=[{"name": "a", "unit": "a.service", "peak_gib": 1}, {"name": "b", "unit": "b.service",
+                                                                                 "peak_gib": 1}])
+    events = watch.decide(cfg, GIB, {"a": reading(100), "b": reading(600)}, watch.new_state(), 0.0)
+    assert actions(events) == [("stop", "b", "floor")]
+
+
+def test_a_peak_action_below_the_floor_is_the_step():
+    cfg, state = config(), watch.new_state()
+    events = watch.decide(cfg, GIB, {"database": reading(200), "site build": reading(600)}, state, 0.0)
+    # The build is over its peak and is the one step; the database waits for the settle time.
+    assert actions(events) == [("stop", "site build", "peak")]
+    assert state["last_step"] == 0.0
+
+
+def test_paused_for_the_floor_then_stopped_when_not_enough_then_others_resumed():
+    cfg = config(workloads=[
+        {"name": "database", "unit": "mg-database.service", "peak_gib": 0.3, "priority": 10, "action": "pause"},
+        {"name": "site build", "unit": "mg-site-build.service", "peak_gib": 0.3, "priority": 0, "action": "pause"},
+    ])
+    state = watch.new_state()
+    both = {"database": reading(200), "site build": reading(250)}
+    assert actions(watch.decide(cfg, GIB, both, state, 0.0)) == [("pause", "site build", "floor")]
+    # Still below after the settle time: pausing was not enough, so the same build is stopped.
+    events = watch.decide(cfg, GIB, both, state, 20.0)
+    assert actions(events) == [("stop", "site build", "floor")]
+    assert "still below the floor 20 s after it was paused" in events[0]["message"]
+    # Then the database is paused.
+    gone = {"database": reading(200), "site build": reading(0, state="inactive")}
+    assert actions(watch.decide(cfg, GIB, gone, state, 40.0)) == [("pause", "database", "floor")]
+    # Back above the floor, but not by the resume margin: stays paused.
+    assert actions(watch.decide(cfg, int(2.5 * GIB), gone, state, 60.0)) == []
+    # At floor + 1 GiB: resumed.
+    events = watch.decide(cfg, 3 * GIB, gone, state, 65.0)
+    assert actions(events) == [("resume", "database", "recovered")]
+    assert events[0]["priority"] == watch.NOTICE and "database" not in state["acted"]
+
+
+def test_a_floor_pause_that_grows_past_its_peak_is_not_resumed():
+    cfg = config(workloads=[{"name": "b", "unit": "b.service", "peak_gib": 0.3, "action": "pause"}])
+    state = watch.new_state()
+    assert actions(watch.decide(cfg, GIB, {"b": reading(200)}, state, 0.0)) == [("pause", "b", "floor")]
+    watch.decide(cfg, GIB, {"b": reading(400)}, state, 5.0)
+    assert state["acted"]["b"]["reason"] == "peak"
+    assert actions(watch.decide(cfg, 10 * GIB, {"b": reading(400)}, state, 100.0)) == []
+
+
+def test_unreadable_memavailable_still_enforces_peaks():
+    events = watch.decide(config(), None, {"database": reading(200), "site build": reading(400)},
+                          watch.new_state(), 0.0)
+    assert actions(events) == [("stop", "site build", "peak")]
+    assert events[-1]["priority"] == watch.ERR and "cannot read MemAvailable" in events[-1]["message"]
+
+
+def test_unmeasurable_workloads_are_not_judged_on_their_peak():
+    assert watch.decide(config(), 10 * GIB, {"database": reading(None), "site build": reading(None)},
+                        watch.new_state(), 0.0) == []
+
+
+# ------------------------------------------------------------- a fake host: /proc, cgroups, systemctl
+
+FAKE_SYSTEMCTL = r'''#!{python}
+import json, sys
+with open({units!r}) as handle:
+    units = json.load(handle)
+args = sys.argv[1:]
+with open({calls!r}, "a") as handle:
+    handle.write(json.dumps(args) + "\n")
+unit = args[-1]
+if args[0] == "show":
+    props = [a.split("=", 1)[1] for a in args if a.startswith("--property=")]
+    found = units.get(unit, {{"ActiveState": "inactive"}})
+    for prop in props:
+        sys.stdout.write("%s=%s\n" % (prop, found.get(prop, "")))
+elif args[0] == "stop":
+    units.setdefault(unit, {{}})["ActiveState"] = "deactivating"
+    with open({units!r}, "w") as handle:
+        json.dump(units, handle)
+else:
+    sys.exit(1)
+'''
+
+
+class FakeHost:
+    """A directory tree with ``proc/``, ``cgroup/``, ``meminfo`` and a ``systemctl`` script."""
+
+    def __init__(self, root):
+        self.root = root
+        self.proc = root / "proc"
+        self.cgroup = root / "cgroup"
+        self.meminfo = root / "meminfo"
+        self.units_file = root / "units.json"
+        self.calls_file = root / "calls.jsonl"
+        self.systemctl = root / "systemctl"
+        self.units = {}
+        self.kills = []
+        self.lines = []
+        self.proc.mkdir()
+        self.cgroup.mkdir()
+        self.systemctl.write_text(FAKE_SYSTEMCTL.format(python=sys.executable, units=str(self.units_file),
+                                                        calls=str(self.calls_file)))
+        self.systemctl.chmod(0o755)
+        self.set_available(10)
+        self.save()
+
+    def set_available(self, gib):
+        self.meminfo.write_text("MemTotal: 25165824 kB\nMemFree: 1048576 kB\nMemAvailable: %d kB\n"
+                                % int(gib * 1024 * 1024))
+
+    def save(self):
+        self.units_file.write_text(json.dumps(self.units))
+
+    def unit(self, name, cgroup, state="active", main_pid=0, invocation="inv-" + "1"):
+        self.units[name] = {"ActiveState": state, "ControlGroup": cgroup, "MainPID": str(main_pid),
+                            "InvocationID": invocation}
+        self.save()
+
+    def process(self, pid, rss_anon_mib, ppid=1, cgroup_line="", rss_file_mib=8):
+        d = self.proc / str(pid)
+        d.mkdir()
+        (d / "status").write_text("Name:\tpython3\nVmRSS:\t%d kB\nRssAnon:\t%d kB\nRssFile:\t%d kB\nRssShmem:\t0 kB\n"
+                                  % ((rss_anon_mib + rss_file_mib) * 1024, rss_anon_mib * 1024, rss_file_mib * 1024))
+        (d / "stat").write_text("%d (python3 x) S %d 1 1 0 -1\n" % (pid, ppid))
+        (d / "cgroup").write_text(cgroup_line or "0::/\n")
+
+    def cgroup_dir(self, path, pids=(), files=None):
+        d = self.cgroup / path.strip("/")
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "cgroup.procs").write_text("".join("%d\n" % p for p in pids))
+        for name, text in (files or {}).items():
+            (d / name).write_text(text)
+        return d
+
+    def calls(self):
+        if not self.calls_file.exists():
+            return []
+        return [json.loads(line) for line in self.calls_file.read_text().splitlines()]
+
+    def host(self):
+        return watch.Host(systemctl=str(self.systemctl), proc_root=str(self.proc), cgroup_root=str(self.cgroup),
+                          meminfo=str(self.meminfo), kill=lambda pid, sig: self.kills.append((pid, sig)))
+
+    def guard(self, **overrides):
+        cfg = config(status_file=str(self.root / "run" / "memory-guard.json"), systemctl=str(self.systemctl),
+                     proc_root=str(self.proc), cgroup_root=str(self.cgroup), meminfo=str(self.meminfo), **overrides)
+        clock = iter(range(1000, 100000, 5))
+        return watch.Guard(cfg, self.host(), lambda prio, line: self.lines.append((prio, line)),
+                           clock=lambda: float(next(clock)))
+
+
+@pytest.fixture
+def fake(tmp_path):
+    return FakeHost(tmp_path)
+
+
+def test_measure_cgroup_v2_reads_memory_current_minus_page_cache(fake):
+    fake.unit("mg-database.service", "/system.slice/mg-database.service")
+    fake.cgroup_dir("system.slice/mg-database.service", pids=[41], files={
+        "memory.current": "%d\n" % (260 * MIB), "memory.stat": "anon %d\nfile %d\n" % (200 * MIB, 60 * MIB)})
+    got = watch.measure(fake.host(), "mg-database.service")
+    assert got["used"] == 200 * MIB and got["pids"] == [41]
+    assert got["source"].endswith("/cgroup/system.slice/mg-database.service/memory.current - file")
+
+
+def test_measure_cgroup_v1_sums_the_rss_of_the_units_processes(fake):
+    # The lab: a hybrid host, systemd's own tree under systemd/, no memory.current.
+    cg = "/factory.slice/factory-floor.slice/factory-floor-workloads.slice/mg-site-build.service"
+    fake.unit("mg-site-build.service", cg)
+    fake.cgroup_dir("systemd" + cg, pids=[51, 52])
+    fake.process(51, 400)
+    fake.process(52, 20, ppid=51)
+    got = watch.measure(fake.host(), "mg-site-build.service")
+    assert got["used"] == 420 * MIB   # RssAnon only: the interpreter's mapped files are page cache
+    assert got["pids"] == [51, 52]
+    assert got["source"] == "RSS of 2 processes in %s/systemd%s" % (fake.cgroup, cg)
+
+
+def test_measure_finds_the_cgroup_under_a_containers_own_prefix_and_walks_a_slice(fake):
+    # systemd in a container may report its container's cgroup in front of what is mounted.
+    fake.unit("factory-floor-workloads-builds.slice",
+              "/machine.slice/libpod-abc/factory.slice/factory-floor.slice/factory-floor-workloads.slice/"
+              "factory-floor-workloads-builds.slice")
+    base = "systemd/factory.slice/factory-floor.slice/factory-floor-workloads.slice/factory-floor-workloads-builds.slice"
+    fake.cgroup_dir(base)
+    fake.cgroup_dir(base + "/run-u1.service", pids=[61])
+    fake.cgroup_dir(base + "/run-u2.service", pids=[62])
+    fake.process(61, 100)
+    fake.process(62, 150)
+    got = watch.measure(fake.host(), "factory-floor-workloads-builds.slice")
+    assert got["used"] == 250 * MIB and got["pids"] == [61, 62]
+
+
+def test_measure_falls_back_to_proc_cgroup_then_to_the_main_pid(fake):
+    fake.unit("a.service", "/system.slice/a.service")
+    fake.process(71, 30, cgroup_line="1:name=systemd:/docker/x/system.slice/a.service\n0::/\n")
+    fake.process(72, 5, cgroup_line="1:name=systemd:/system.slice/other.service\n")
+    got = watch.measure(fake.host(), "a.service")
+    assert got["pids"] == [71] and got["used"] == 30 * MIB
+    assert got["source"] == "RSS of 1 process in /proc/*/cgroup under /system.slice/a.service"
+
+    fake.unit("b.service", "", main_pid=81)
+    fake.process(81, 10)
+    fake.process(82, 7, ppid=81)
+    fake.process(83, 7, ppid=82)
+    got = watch.measure(fake.host(), "b.service")
+    assert got["pids"] == [81, 82, 83] and got["used"] == 24 * MIB
+    assert got["source"] == "RSS of 3 processes in MainPID 81 and its descendants"
+
+
+def test_measure_an_inactive_unit_holds_nothing(fake):
+    fake.unit("a.service", "", state="inactive")
+    got = watch.measure(fake.host(), "a.service")
+    assert got["used"] == 0 and got["source"] == "not running (inactive)"
+
+
+def test_tick_stops_the_build_above_its_peak_and_logs_the_evidence(fake):
+    cg_db = "/factory.slice/factory-floor.slice/factory-floor-workloads.slice/mg-database.service"
+    cg_build = "/factory.slice/factory-floor.slice/factory-floor-workloads.slice/mg-site-build.service"
+    fake.unit("mg-database.service", cg_db, main_pid=41)
+    fake.unit("mg-site-build.service", cg_build, main_pid=51)
+    fake.unit("vllm-replica.service", "/system.slice/vllm-replica.service", main_pid=31)
+    fake.cgroup_dir("systemd" + cg_db, pids=[41])
+    fake.cgroup_dir("systemd" + cg_build, pids=[51])
+    fake.cgroup_dir("systemd/system.slice/vllm-replica.service", pids=[31])
+    fake.process(41, 200)
+    fake.process(51, 240)
+    fake.process(31, 3000)
+    guard = fake.guard()
+    assert guard.tick() == []
+    # The build grows past its declared peak (0.30 GiB).
+    (fake.proc / "51" / "status").write_text("RssAnon:\t%d kB\nRssShmem:\t0 kB\n" % (600 * 1024))
+    events = guard.tick()
+    assert actions(events) == [("stop", "site build", "peak")]
+    assert ["stop", "--no-block", "--", "mg-site-build.service"] in fake.calls()
+    assert not any(call[0] == "stop" and call[-1] != "mg-site-build.service" for call in fake.calls())
+    warnings = [line for prio, line in fake.lines if prio == watch.WARNING]
+    assert len(warnings) == 1
+    assert warnings[0].startswith("memory guard: stopping site build (mg-site-build.service, priority 0): uses 0.59 GiB, "
+                                  "declared peak 0.30 GiB [RSS of 1 process in ")
+    assert "how" not in warnings[0] and "(systemctl stop mg-site-build.service)" in warnings[0]
+    infos = [line for prio, line in fake.lines if prio == watch.INFO]
+    assert any("site build (mg-site-build.service) is measured from RSS of 1 process in" in line for line in infos)
+    status = json.loads((fake.root / "run" / "memory-guard.json").read_text())
+    assert status["mem_available_gib"] == 10.0 and status["floor_gib"] == 2.0
+    build = [w for w in status["workloads"] if w["name"] == "site build"][0]
+    assert build["used_gib"] == pytest.approx(0.586, abs=0.001) and build["guard"]["action"] == "stopped"
+    assert status["events"][-1]["action"] == "stop"
+    # The stop takes effect; the next looks do nothing more.
+    assert guard.tick() == [] and guard.tick() == []
+
+
+def test_tick_pauses_only_the_workloads_processes_never_an_engines(fake):
+    # A declared slice whose cgroup tree (wrongly) lists an engine's process too.
+    cg = "/factory.slice/factory-floor.slice/factory-floor-workloads.slice/factory-floor-workloads-builds.slice"
+    fake.unit("factory-floor-workloads-builds.slice", cg)
+    fake.unit("vllm-replica.service", "/system.slice/vllm-replica.service", main_pid=31)
+    fake.cgroup_dir("systemd" + cg + "/run-u1.service", pids=[61, 31])
+    fake.cgroup_dir("systemd/system.slice/vllm-replica.service", pids=[31])
+    fake.process(61, 700)
+    fake.process(31, 10)
+    guard = fake.guard(workloads=[{"name": "builds", "slice": "factory-floor-workloads-builds.slice",
+                                   "peak_gib": 0.3, "action": "pause"}])
+    assert actions(guard.tick()) == [("pause", "builds", "peak")]
+    assert fake.kills == [(61, signal.SIGSTOP)]
+    # The guard stops: what it paused is resumed.
+    guard.resume_all("the guard stops")
+    assert fake.kills[-1] == (61, signal.SIGCONT)
+    assert "resuming (SIGCONT) builds" in fake.lines[-1][1]
+    assert json.loads((fake.root / "run" / "memory-guard.json").read_text())["workloads"][0]["guard"] is None
+
+
+def test_a_slice_that_holds_an_engine_is_never_stopped(fake):
+    fake.unit("system-builds.slice", "/system.slice/system-builds.slice")
+    fake.unit("vllm-replica.service", "/system.slice/system-builds.slice/vllm-replica.service", main_pid=31)
+    fake.cgroup_dir("systemd/system.slice/system-builds.slice/vllm-replica.service", pids=[31])
+    fake.process(31, 3000)
+    guard = fake.guard(workloads=[{"name": "builds", "slice": "system-builds.slice", "peak_gib": 0.3}])
+    events = guard.tick()
+    assert actions(events) == [("stop", "builds", "peak")]
+    assert events[0]["priority"] == watch.ERR
+    assert "FAILED: /system.slice/system-builds.slice" not in events[0]["message"]
+    assert "system-builds.slice holds vllm-replica.service: the guard never acts on the engines" in events[0]["message"]
+    assert not any(call[0] == "stop" for call in fake.calls()) and fake.kills == []
+
+
+def test_a_failed_stop_is_tried_again_at_the_next_look(fake):
+    fake.unit("mg-site-build.service", "/system.slice/mg-site-build.service", main_pid=51)
+    fake.cgroup_dir("systemd/system.slice/mg-site-build.service", pids=[51])
+    fake.process(51, 600)
+    guard = fake.guard(workloads=[{"name": "site build", "unit": "mg-site-build.service", "peak_gib": 0.3}])
+    guard.host.systemctl = "/nonexistent/systemctl"
+    # Without systemctl the unit cannot even be read: nothing is judged.
+    assert guard.tick() == []
+    guard.host.systemctl = str(fake.systemctl)
+    real_stop = guard.host.stop
+    guard.host.stop = lambda unit: "systemctl stop %s exited 1: Access denied" % unit
+    events = guard.tick()
+    assert events[0]["priority"] == watch.ERR and "FAILED: systemctl stop mg-site-build.service exited 1" in \
+        events[0]["message"]
+    assert "site build" not in guard.state["acted"]
+    guard.host.stop = real_stop
+    assert actions(guard.tick()) == [("stop", "site build", "peak")]
+
+
+def test_run_logs_what_it_watches_and_restores_a_pause_of_the_previous_run(fake):
+    fake.unit("mg-site-build.service", "/system.slice/mg-site-build.service", main_pid=51)
+    fake.cgroup_dir("systemd/system.slice/mg-site-build.service", pids=[51])
+    fake.process(51, 100)
+    status = fake.root / "run" / "memory-guard.json"
+    status.parent.mkdir()
+    status.write_text(json.dumps({"workloads": [{"name": "site build", "guard": {
+        "action": "paused", "reason": "floor", "time": 1.0, "invocation": "inv-1"}}]}))
+    guard = fake.guard(workloads=[{"name": "site build", "unit": "mg-site-build.service", "peak_gib": 0.3,
+                                   "action": "pause"}])
+    guard.run(sleep=lambda seconds: None, ticks=1)
+    assert fake.lines[0][1].startswith("memory guard: watching site build (mg-site-build.service, peak 0.30 GiB, "
+                                       "priority 0, pause) every 5 s; MemAvailable floor 2.00 GiB (resume at 3.00 GiB)")
+    assert "never acting on vllm-replica.service, vllm-split.service, factory-floor-memory-guard.service" in \
+        fake.lines[0][1]
+    assert "was paused by the previous run" in fake.lines[1][1]
+    # MemAvailable 10 GiB >= 3 GiB: the floor pause is resumed at the first look.
+    assert fake.kills[-1] == (51, signal.SIGCONT)
+
+
+def test_main_checks_a_configuration(tmp_path, capsys):
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"_comment": "Ansible managed", "workloads": [
+        {"name": "database", "unit": "mg-database.service", "peak_gib": 0.3, "priority": 10, "slice": None,
+         "action": "stop"}]}))
+    assert watch.main(["--config", str(good), "--check-config"]) == 0
+    assert "1 workloads, floor 2.00 GiB, every 5 s" in capsys.readouterr().out
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"workloads": [{"name": "m", "unit": "vllm-split.service", "peak_gib": 1}]}))
+    assert watch.main(["--config", str(bad), "--check-config"]) == 2
+    assert "never acts on" in capsys.readouterr().err
+    assert watch.main(["--config", str(tmp_path / "missing.json"), "--check-config"]) == 2
+
+
+def test_main_once_dry_run_acts_on_nothing(fake, capsys):
+    fake.unit("mg-site-build.service", "/system.slice/mg-site-build.service", main_pid=51)
+    fake.cgroup_dir("systemd/system.slice/mg-site-build.service", pids=[51])
+    fake.process(51, 600)
+    cfg = fake.root / "memory-guard.json"
+    cfg.write_text(json.dumps({
+        "workloads": [{"name": "site build", "unit": "mg-site-build.service", "peak_gib": 0.3}],
+        "status_file": str(fake.root / "status.json"), "systemctl": str(fake.systemctl),
+        "proc_root": str(fake.proc), "cgroup_root": str(fake.cgroup), "meminfo": str(fake.meminfo)}))
+    assert watch.main(["--config", str(cfg), "--once", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "<4>memory guard: stopping site build" in out and out.rstrip().endswith("(dry run)")
+    assert not any(call[0] == "stop" for call in fake.calls())
+    assert os.path.exists(str(fake.root / "status.json"))
