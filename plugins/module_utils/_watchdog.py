@@ -503,19 +503,27 @@ class Verdict:
         return dataclasses.asdict(self)
 
 
+ENGINE_CORE_COMM = "VLLM::EngineCor"
+
+
 def process_tree_cpu_seconds(root_pid: int, proc: str = "/proc") -> float | None:
-    """CPU seconds (user + system) used by the descendants of ``root_pid``, or None.
+    """CPU seconds (user + system) used by the engine core(s) under ``root_pid``, or None.
 
     ``root_pid`` is the unit's main process, vLLM's API server; it is left out: it
     keeps answering /health and /metrics (and using CPU) while its engine core
-    hangs. The engine core (and any workers) are its descendants. Read from
+    hangs. The engine core (``VLLM::EngineCore``) is its child, and it is the one
+    counted: its workers (``VLLM::Worker``) wait for its next step by polling shared
+    memory, so they keep using CPU while the engine core is stopped; the engine core,
+    in turn, polls for its workers' result during a long step, so it uses CPU for as
+    long as a step runs. Without an engine-core process among the descendants (a
+    headless split rank runs workers only) all descendants count. Read from
     ``/proc/PID/stat`` (fields 14 and 15, in clock ticks). A stopped process
-    (SIGSTOP) uses none; an engine in one long CPU step uses plenty.
+    (SIGSTOP) uses none.
     """
     if not root_pid:
         return None
     ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    parents, used = {}, {}
+    parents, used, names_of = {}, {}, {}
     try:
         names = os.listdir(proc)
     except OSError:
@@ -531,6 +539,7 @@ def process_tree_cpu_seconds(root_pid: int, proc: str = "/proc") -> float | None
         # The command name (field 2) is in parentheses and may hold spaces: split after it.
         fields = text[text.rfind(")") + 2:].split()
         try:
+            names_of[int(name)] = text[text.find("(") + 1:text.rfind(")")]
             parents[int(name)] = int(fields[1])
             used[int(name)] = (int(fields[11]) + int(fields[12])) / float(ticks)
         except (IndexError, ValueError):
@@ -547,7 +556,10 @@ def process_tree_cpu_seconds(root_pid: int, proc: str = "/proc") -> float | None
             continue
         tree.add(pid)
         todo.extend(children.get(pid, []))
-    return round(math.fsum(used[pid] for pid in tree if pid in used and pid != root_pid), 2)
+    tree.discard(root_pid)
+    # /proc's command names are cut at 15 characters: "VLLM::EngineCor".
+    cores = {pid for pid in tree if names_of.get(pid, "").startswith(ENGINE_CORE_COMM)}
+    return round(math.fsum(used[pid] for pid in (cores or tree) if pid in used), 2)
 
 
 def _secs(value) -> float | None:

@@ -237,12 +237,26 @@ def test_process_tree_cpu_seconds_reads_proc(tmp_path):
         (tmp_path / str(pid) / "stat").write_text("%d (%s) %s\n" % (pid, name, " ".join(rest)))
     ticks = os.sysconf("SC_CLK_TCK")
     stat(10, 1, ticks * 2, ticks)                       # the API server (MainPID)
-    stat(11, 10, ticks * 5, 0, name="VLLM::EngineCore")  # its engine core
-    stat(12, 11, ticks, 0, name="a b) c")               # a thread-ish child with an odd name
+    stat(11, 10, ticks * 5, 0, name="VLLM::EngineCor")  # its engine core (/proc cuts names at 15)
+    stat(12, 11, ticks * 7, 0, name="VLLM::Worker")     # its worker, polling while the core is stopped
+    stat(13, 10, ticks, 0, name="a b) c")               # another child with an odd name
     stat(20, 1, ticks * 100, 0)                         # someone else
-    # The API server itself (MainPID) is left out: it answers /health while its engine core hangs.
-    assert wd.process_tree_cpu_seconds(10, proc=str(tmp_path)) == 6.0
+    # Only the engine core counts: the API server answers /health while its engine core
+    # hangs, and the workers poll for the engine core's next step.
+    assert wd.process_tree_cpu_seconds(10, proc=str(tmp_path)) == 5.0
     assert wd.process_tree_cpu_seconds(99, proc=str(tmp_path)) is None
+
+
+def test_process_tree_cpu_seconds_without_engine_core_counts_all_descendants(tmp_path):
+    def stat(pid, ppid, utime, name):
+        (tmp_path / str(pid)).mkdir()
+        rest = ["S", str(ppid)] + ["0"] * 9 + [str(utime), "0"] + ["0"] * 30
+        (tmp_path / str(pid) / "stat").write_text("%d (%s) %s\n" % (pid, name, " ".join(rest)))
+    ticks = os.sysconf("SC_CLK_TCK")
+    stat(10, 1, ticks * 3, "vllm")          # a headless split rank: workers only
+    stat(11, 10, ticks * 2, "VLLM::Worker")
+    stat(12, 10, ticks, "python3")
+    assert wd.process_tree_cpu_seconds(10, proc=str(tmp_path)) == 3.0
 
 
 def test_cpu_progress_must_be_a_bool(tmp_path):
