@@ -748,13 +748,13 @@ class Guard:
 
     def run(self, sleep=time.sleep, ticks=None):
         config = self.config
+        watched = ", ".join("%s (%s, peak %s GiB, priority %d, %s)"
+                            % (w["name"], w["target"], _gib(w["peak"]), w["priority"], w["action"])
+                            for w in config["workloads"])
         self.log(INFO, "memory guard: watching %s every %.0f s; MemAvailable floor %s GiB (resume at %s GiB); "
                  "never acting on %s"
-                 % (", ".join("%s (%s, peak %s GiB, priority %d, %s)" % (w["name"], w["target"], _gib(w["peak"]),
-                                                                        w["priority"], w["action"])
-                              for w in config["workloads"]) or "no workloads",
-                    config["interval"], _gib(config["floor"]), _gib(config["floor"] + config["resume"]),
-                    ", ".join(config["engine_units"] + [config["own_unit"]])))
+                 % (watched or "no workloads", config["interval"], _gib(config["floor"]),
+                    _gib(config["floor"] + config["resume"]), ", ".join(config["engine_units"] + [config["own_unit"]])))
         self.restore()
         count = 0
         while ticks is None or count < ticks:

@@ -152,8 +152,8 @@ def test_below_the_floor_the_lowest_priority_workload_goes_first_one_at_a_time()
 
 
 def test_priority_ties_go_to_the_larger_user_first():
-    cfg = config(workloads=[{"name": "a", "unit": "a.service", "peak_gib": 1}, {"name": "b", "unit": "b.service",
-                                                                                 "peak_gib": 1}])
+    cfg = config(workloads=[{"name": "a", "unit": "a.service", "peak_gib": 1},
+                            {"name": "b", "unit": "b.service", "peak_gib": 1}])
     events = watch.decide(cfg, GIB, {"a": reading(100), "b": reading(600)}, watch.new_state(), 0.0)
     assert actions(events) == [("stop", "b", "floor")]
 
