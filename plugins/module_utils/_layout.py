@@ -13,11 +13,13 @@ Layouts that cannot work (each found error names the host or the variable and
 says what to change):
 
 * ``topology`` other than ``replicas`` / ``split``;
-* hosts that disagree on ``topology``: this collection names a host's topology
-  with the variable ``topology`` (there are no per-topology groups), so "a host
-  listed in both topologies" is a host whose ``topology`` (host_vars, a group's
-  vars) differs from the other hosts' - it would run one topology's units while
-  the rest of the site runs the other's;
+* a host listed in both topologies. This collection names the site's topology
+  with the variable ``topology`` (there are no per-topology groups), so that is
+  a host whose ``topology`` (host_vars, a group's vars) differs from the other
+  hosts' - it would run one topology's units while the rest of the site runs
+  the other's; and, for inventories that list hosts under groups named after
+  the topologies (``replicas``, ``split``; not the engine, proxy or split
+  group), a host in both of them;
 * no engine host, while the proxy group has hosts (a proxy with no replicas),
   or no proxy host (clients always go through the proxy);
 * two engines on one machine with the same ``vllm_port``, two engines the proxy
@@ -31,8 +33,9 @@ says what to change):
   ``vllm_split_pipeline_parallel_size`` not equal to the hosts given.
 
 A machine is identified by where Ansible connects: ``ansible_host`` (default,
-the inventory name) and ``ansible_port`` when set; ``ansible_connection=local``
-and loopback addresses without a port are the controller itself.
+the inventory name) and ``ansible_port`` when set to other than ssh's 22;
+``ansible_connection=local`` and loopback addresses without a port are the
+controller itself.
 """
 
 from __future__ import annotations
@@ -40,6 +43,11 @@ from __future__ import annotations
 import ipaddress
 
 TOPOLOGIES = ("replicas", "split")
+# Groups named after the topologies: read as "the hosts of that topology" when an
+# inventory has them (and does not use them as its engine, proxy or split group).
+TOPOLOGY_GROUPS = TOPOLOGIES
+# ssh's port: an ansible_port of 22 is the same machine as no ansible_port.
+SSH_PORT = 22
 
 # Group names and defaults as the roles and playbooks have them (a unit test
 # compares them with roles/*/defaults/main.yml).
@@ -93,7 +101,7 @@ def machine_of(name, hostvars):
         return "local", _CONTROLLER
     address = str(hostvars.get("ansible_host") or name)
     port = hostvars.get("ansible_port")
-    if port not in (None, ""):
+    if port not in (None, "") and _whole(port) != SSH_PORT:
         return "%s:%s" % (address.lower(), port), "ansible_host %s, ansible_port %s" % (address, port)
     if is_loopback(address):
         return "local", _CONTROLLER
@@ -154,15 +162,16 @@ def _port(report, host, hostvars, key, fallback_key=None):
     return port
 
 
-def _check_topology_agrees(report, hosts, hostvars):
+def _check_topology_agrees(report, hosts, hostvars, topology):
     by_value = {}
     for host in hosts:
         value = hostvars.get(host, {}).get("topology")
         by_value.setdefault("not set" if value in (None, "") else repr(str(value)), []).append(host)
     if len(by_value) <= 1:
         return
-    # The value most hosts carry is the site's; the others are the ones to fix.
-    ranked = sorted(by_value.items(), key=lambda item: (-len(item[1]), item[0]))
+    # The value most hosts carry is the site's, and on a tie the topology this run
+    # brings the site to; the others are the ones to fix.
+    ranked = sorted(by_value.items(), key=lambda item: (-len(item[1]), item[0] != repr(str(topology)), item[0]))
     odd = [host for value, group in ranked[1:] for host in group]
     said = "; ".join("%s on %s" % (value, _names(group)) for value, group in ranked)
     report.add(
@@ -172,6 +181,27 @@ def _check_topology_agrees(report, hosts, hostvars):
         "group_vars/all.yml, and remove it from the host_vars or group_vars that give %s another value."
         % (said, _names(odd), _names(odd)),
         odd, ["topology"])
+
+
+def _check_topology_groups(report, groups, topology, used):
+    """A host under both groups named after the topologies (when the inventory has them)."""
+    if any(name in used or name not in groups for name in TOPOLOGY_GROUPS):
+        return
+    first, second = (groups[name] for name in TOPOLOGY_GROUPS)
+    both = [host for host in first if host in second]
+    if not both:
+        return
+    if topology in TOPOLOGY_GROUPS:
+        drop = [name for name in TOPOLOGY_GROUPS if name != topology][0]
+        fix = "this run brings the site to topology %r. Remove %s from group '%s'" % (topology, _names(both), drop)
+    else:
+        fix = "remove %s from one of them" % _names(both)
+    report.add(
+        "topology_groups",
+        "%s %s listed in both group '%s' and group '%s': a machine runs one topology's units, the site's; %s in "
+        "hosts.yml (the site's topology is the variable topology, set once in group_vars/all.yml)."
+        % (_names(both), "is" if len(both) == 1 else "are", TOPOLOGY_GROUPS[0], TOPOLOGY_GROUPS[1], fix),
+        both, ["topology"])
 
 
 def check_layout(topology, groups, hostvars, engine_group=ENGINE_GROUP, proxy_group=PROXY_GROUP,
@@ -202,7 +232,8 @@ def check_layout(topology, groups, hostvars, engine_group=ENGINE_GROUP, proxy_gr
         report.add("topology",
                    "topology is %r: set it to 'replicas' (one full copy per machine behind the proxy) or 'split' "
                    "(one model over two machines) in group_vars/all.yml." % (topology,), [], ["topology"])
-    _check_topology_agrees(report, everyone, hostvars)
+    _check_topology_agrees(report, everyone, hostvars, topology)
+    _check_topology_groups(report, groups, topology, (engine_group, proxy_group, split_group))
 
     # --- groups
     if not engines:

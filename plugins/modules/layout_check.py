@@ -16,20 +16,21 @@ description:
     to change. Run it first in C(deploy.yml) and the switch playbooks, on the controller
     (C(delegate_to: localhost), C(run_once)); the C(layout) entry point of the C(factory_floor.llm.vllm) role does
     that and builds the arguments from the inventory."
-  - "Refused: O(topology) other than V(replicas)/V(split); hosts that disagree on C(topology) (this collection
-    has no per-topology groups: the variable C(topology) names the site's topology, so a host listed in both
-    topologies is one whose C(topology) differs from the other hosts'); an empty engine group while the proxy
-    group has hosts (a proxy with no replicas), or no proxy host; two engines on one machine with the same
-    C(vllm_port); two engines the proxy would reach at the same C(nginx_proxy_backend_address:vllm_port); the
-    proxy's port equal to C(vllm_port) on a machine that runs both; a loopback C(nginx_proxy_backend_address)
-    or C(vllm_listen_host) while a proxy runs on another machine."
+  - "Refused: O(topology) other than V(replicas)/V(split); a host listed in both topologies - this collection
+    has no per-topology groups (the variable C(topology) names the site's topology), so that is a host whose
+    C(topology) differs from the other hosts', or, in an inventory that lists hosts under groups named
+    C(replicas) and C(split) (neither of them the engine, proxy or split group), a host in both; an empty engine
+    group while the proxy group has hosts (a proxy with no replicas), or no proxy host; two engines on one machine
+    with the same C(vllm_port); two engines the proxy would reach at the same
+    C(nginx_proxy_backend_address:vllm_port); the proxy's port equal to C(vllm_port) on a machine that runs both;
+    a loopback C(nginx_proxy_backend_address) or C(vllm_listen_host) while a proxy runs on another machine."
   - "For V(split) also: other than exactly two machines; C(vllm_split_group) not holding the same hosts as the
     engine group; both ranks on one machine; C(vllm_split_head) outside the group; ranks that disagree on the
     parallel sizes or the head; C(vllm_split_tensor_parallel_size) x C(vllm_split_pipeline_parallel_size) not
     equal to the number of hosts (one rank per host)."
   - A machine is identified by where Ansible connects to it - C(ansible_host) (default, the inventory name) and
-    C(ansible_port) when set. C(ansible_connection=local), and loopback addresses without C(ansible_port), are
-    the controller itself.
+    C(ansible_port) when set to other than ssh's 22. C(ansible_connection=local), and loopback addresses without
+    C(ansible_port), are the controller itself.
   - The module only reads its arguments; it never connects to a host.
 author:
   - Factory Floor maintainers (@factory-floor)
@@ -46,8 +47,8 @@ options:
   groups:
     description:
       - Inventory groups by name, each a list of inventory host names (the C(groups) magic variable, or the part
-        of it naming O(engine_group), O(proxy_group) and O(split_group)). A group missing here is reported as not
-        in the inventory.
+        of it naming O(engine_group), O(proxy_group) and O(split_group), and the groups C(replicas) and C(split)
+        when the inventory has them). A group missing here is reported as not in the inventory.
     type: dict
     required: true
   hostvars:
@@ -127,9 +128,9 @@ errors:
   contains:
     check:
       description:
-        - Which check failed - V(topology), V(topology_differs), V(no_engines), V(no_proxy), V(port_value),
-          V(port_shared), V(upstream_shared), V(proxy_port_shared), V(loopback_backend), V(loopback_listen),
-          V(split_group), V(split_hosts), V(split_settings_differ), V(split_head), V(split_parallel),
+        - Which check failed - V(topology), V(topology_differs), V(topology_groups), V(no_engines), V(no_proxy),
+          V(port_value), V(port_shared), V(upstream_shared), V(proxy_port_shared), V(loopback_backend),
+          V(loopback_listen), V(split_group), V(split_hosts), V(split_settings_differ), V(split_head), V(split_parallel),
           V(split_machines).
       type: str
       sample: split_hosts

@@ -135,6 +135,10 @@ IMPOSSIBLE = [
                                    spark_1={"ansible_host": "192.0.2.11"}, spark_1b={"ansible_host": "192.0.2.11"}),
                  "port_shared", ["spark-1", "spark-1b", "vllm_port", "8000", "8001", "host_vars/spark-1b.yml"],
                  id="two-replicas-one-host-one-port"),
+    pytest.param("replicas", *site(["spark-1", "spark-1b"], ["spark-1"], spark_1={"ansible_host": "192.0.2.11"},
+                                   spark_1b={"ansible_host": "192.0.2.11", "ansible_port": "22"}),
+                 "port_shared", ["spark-1 and spark-1b", "ansible_host 192.0.2.11", "vllm_port"],
+                 id="two-replicas-one-host-one-port-ssh-port-spelled-out"),
     pytest.param("replicas", *site(["a", "b"], ["a"], a={"ansible_connection": "local"},
                                    b={"ansible_connection": "local"}),
                  "port_shared", ["a and b", "ansible_connection=local", "vllm_port"],
@@ -162,6 +166,19 @@ IMPOSSIBLE = [
                  id="host-in-both-topologies"),
     pytest.param("replicas", *site(["a", "b"], ["gw"], a={"topology": "replicas"}, b={"topology": "replicas"}),
                  "topology_differs", ["topology", "gw", "not set"], id="topology-not-set-on-the-proxy-host"),
+    pytest.param("replicas", *site(["a", "b"], ["a"], a={"topology": "replicas"}, b={"topology": "split"}),
+                 "topology_differs", ["topology", "'split' on b", "give b another value"],
+                 id="host-in-both-topologies-one-to-one"),
+    pytest.param("split", *site(["a", "b"], ["a"], a={"topology": "replicas"}, b={"topology": "split"}),
+                 "topology_differs", ["topology", "'replicas' on a", "give a another value"],
+                 id="host-in-both-topologies-one-to-one-switching-to-split"),
+    pytest.param("replicas", {"gb10": ["a", "b"], "proxy": ["a"], "replicas": ["a", "b"], "split": ["b"]}, {},
+                 "topology_groups", ["b is listed in both group 'replicas' and group 'split'", "topology 'replicas'",
+                                     "Remove b from group 'split'", "group_vars/all.yml"],
+                 id="host-in-both-topology-groups"),
+    pytest.param("split", {"gb10": ["a", "b"], "proxy": ["a"], "replicas": ["a", "b"], "split": ["a", "b"]}, {},
+                 "topology_groups", ["a, b are listed in both", "topology 'split'", "Remove a, b from group 'replicas'"],
+                 id="hosts-in-both-topology-groups-switching-to-split"),
     pytest.param("both", *site(["a"], ["a"]), "topology", ["topology", "'both'", "replicas", "split"],
                  id="topology-unknown"),
     pytest.param("", *site(["a"], ["a"]), "topology", ["topology", "replicas", "split"], id="topology-empty"),
@@ -243,6 +260,25 @@ def test_split_group_missing_from_the_inventory():
     assert "only in gb10: a, b" in result["errors"][0]["message"]
 
 
+@pytest.mark.parametrize("split_group", ["split", "replicas"])
+def test_topology_named_group_in_use_is_not_a_topology_list(split_group):
+    """A group the layout uses (here as vllm_split_group) is not read as the hosts of a topology."""
+    groups = {"gb10": ["a", "b"], "proxy": ["a"], "replicas": ["a", "b"], "split": ["a", "b"]}
+    assert check_layout("split", groups, {}, split_group=split_group)["errors"] == []
+
+
+def test_topology_groups_without_overlap_are_fine():
+    groups = {"gb10": ["a", "b"], "proxy": ["a"], "replicas": ["a", "b"], "split": []}
+    assert check_layout("replicas", groups, {})["errors"] == []
+
+
+def test_topology_groups_with_an_unknown_topology():
+    groups = {"gb10": ["a"], "proxy": ["a"], "replicas": ["a"], "split": ["a"]}
+    result = check_layout("both", groups, {})
+    assert [error["check"] for error in result["errors"]] == ["topology", "topology_groups"]
+    assert "remove a from one of them" in result["errors"][1]["message"]
+
+
 def test_all_problems_reported_at_once():
     groups, hostvars = site(["a", "a2", "b"], ["a"], a={"ansible_host": "h", "ff_proxy_port": 8000},
                             a2={"ansible_host": "h", "topology": "split"}, b={"vllm_listen_host": "127.0.0.1"})
@@ -283,6 +319,8 @@ def test_is_loopback(address, expected):
     ("Spark-1", {}, "spark-1"),
     ("spark-1", {"ansible_host": "127.0.0.1", "ansible_port": 2222}, "127.0.0.1:2222"),
     ("spark-1", {"ansible_host": "127.0.0.1"}, "local"),
+    ("spark-1", {"ansible_host": "192.0.2.11", "ansible_port": 22}, "192.0.2.11"),
+    ("spark-1", {"ansible_host": "192.0.2.11", "ansible_port": "2222"}, "192.0.2.11:2222"),
     ("spark-1", {"ansible_connection": "local", "ansible_host": "192.0.2.11"}, "local"),
 ])
 def test_machine_of(name, hostvars, key):
