@@ -8,11 +8,13 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 import pytest
+import yaml
 
 from ansible_collections.factory_floor.llm.plugins.modules import layout_check as module
 
@@ -79,6 +81,7 @@ PLAYBOOK = """
 - name: Layout check only
   hosts: gb10:proxy
   gather_facts: false
+  vars: %s
   tasks:
     - name: Check the layout
       ansible.builtin.include_role:
@@ -89,9 +92,11 @@ PLAYBOOK = """
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 
 
-def playbook(tmp_path, inventory, *extra):
+def playbook(tmp_path, inventory, *extra, play_topology=None):
+    """Run the layout entry point on ``inventory``; ``play_topology`` sets topology as a play variable, as the
+    switch playbooks do."""
     path = tmp_path / "layout.yml"
-    path.write_text(PLAYBOOK)
+    path.write_text(PLAYBOOK % ("{topology: %s}" % play_topology if play_topology else "{}"))
     env = dict(os.environ,
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build", "collections"),
                ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
@@ -144,3 +149,71 @@ def test_second_replica_on_the_same_machine_and_port_is_refused(tmp_path):
     assert rc != 0
     assert "spark-1 and spark-1b are the same machine (ansible_host 192.0.2.11)" in output
     assert "vllm_port" in output
+
+
+@needs_ansible_playbook
+def test_a_host_in_both_topology_groups_is_refused(tmp_path):
+    inventory = tmp_path / "site"
+    shutil.copytree(os.path.join(ROOT, "inventory", "example"), inventory)
+    with open(inventory / "hosts.yml", "a", encoding="utf-8") as handle:
+        handle.write("    replicas:\n      hosts:\n        spark-1:\n        spark-2:\n"
+                     "    split:\n      hosts:\n        spark-2:\n")
+    rc, output = playbook(tmp_path, inventory)
+    assert rc != 0
+    assert "spark-2 is listed in both group 'replicas' and group 'split'" in output
+
+
+# ------------------------------- the molecule scenario "single"'s layouts
+# extensions/molecule/single/vars/layouts.yml: the impossible layouts the lab scenario
+# runs with deploy.yml / switch-to-split.yml; here through the layout check alone,
+# so the words the scenario looks for are what the check says.
+
+SCENARIO = os.path.join(ROOT, "extensions", "molecule", "single")
+
+
+def _scenario_layouts():
+    path = os.path.join(SCENARIO, "vars", "layouts.yml")
+    if not os.path.exists(path):  # a tree without extensions/ (the built collection)
+        return [pytest.param(None, id="no-scenario", marks=pytest.mark.skip(reason="%s not present" % path))]
+    with open(path, encoding="utf-8") as handle:
+        return [pytest.param(layout, id=layout["name"]) for layout in yaml.safe_load(handle)["single_layouts"]]
+
+
+def _grown(inventory):
+    """inventory/lab-single with spark-b listed under gb10, the edit verify.yml makes."""
+    shutil.copytree(os.path.join(ROOT, "inventory", "lab-single"), inventory)
+    hosts = (inventory / "hosts.yml").read_text()
+    anchor = "          nginx_proxy_backend_address: 127.0.0.1\n"
+    assert hosts.count(anchor) == 1
+    (inventory / "hosts.yml").write_text(hosts.replace(anchor, anchor + "        spark-b:\n"))
+    return inventory
+
+
+@needs_ansible_playbook
+def test_the_single_scenario_grown_inventory_passes(tmp_path):
+    rc, output = playbook(tmp_path, _grown(tmp_path / "grown"), "-v")
+    assert rc == 0, output
+    # the proxy on spark-a reaches its own replica over loopback, spark-b's by name
+    assert "127.0.0.1:8000" in output and "spark-b:8000" in output, output
+
+
+@needs_ansible_playbook
+@pytest.mark.parametrize("layout", _scenario_layouts())
+def test_the_single_scenario_layouts_are_refused(tmp_path, layout):
+    inventory = tmp_path / layout["name"]
+    if layout["base"] == "grown":
+        _grown(inventory)
+    else:
+        shutil.copytree(os.path.join(ROOT, "inventory", "lab-single"), inventory)
+    for path, content in (layout.get("files") or {}).items():
+        (inventory / path).write_text(content)
+    # The switch playbooks set topology to the target in the play (vars: topology: "{{ switch_to }}").
+    playbook_name = layout.get("playbook", "deploy.yml")
+    assert os.path.exists(os.path.join(ROOT, "playbooks", playbook_name))
+    target = playbook_name[len("switch-to-"):-len(".yml")] if playbook_name.startswith("switch-to-") else None
+    rc, output = playbook(tmp_path, inventory, *layout.get("args", []), play_topology=target)
+    assert rc != 0, output
+    flat = re.sub(r"\s+", " ", output)
+    assert "The inventory describes a layout that cannot work" in flat
+    for word in layout["words"]:
+        assert re.sub(r"\s+", " ", word) in flat, (word, output)
