@@ -6,11 +6,9 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 pytest.importorskip("matplotlib")
 
@@ -25,31 +23,24 @@ LEVELS = [
 ]
 
 
-def run_module(args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exited:
-            concurrency_plot.main()
-    return exited.value.code, json.loads(capsys.readouterr().out)
-
-
-def test_writes_a_png_once_then_changes_nothing(tmp_path, capsys):
+def test_writes_a_png_once_then_changes_nothing(tmp_path, run_module):
     dest = str(tmp_path / "spark-a.png")
     args = {"levels": LEVELS, "dest": dest, "recommended": 12, "target_seconds": 30, "title": "spark-a", "mode": "0644"}
-    code, result = run_module(dict(args, _ansible_check_mode=True), capsys)
+    code, result = run_module(concurrency_plot, dict(args, _ansible_check_mode=True))
     assert (code, result["changed"]) == (0, True)
     assert not os.path.exists(dest)
-    code, result = run_module(args, capsys)
+    code, result = run_module(concurrency_plot, args)
     assert (code, result["changed"], result["profiles"]) == (0, True, ["short", "long"])
     with open(dest, "rb") as handle:
         assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
     assert oct(os.stat(dest).st_mode & 0o777) == "0o644"
-    code, result = run_module(args, capsys)
+    code, result = run_module(concurrency_plot, args)
     assert (code, result["changed"]) == (0, False)
-    code, result = run_module(dict(args, recommended=8, _ansible_check_mode=True), capsys)
+    code, result = run_module(concurrency_plot, dict(args, recommended=8, _ansible_check_mode=True))
     assert (code, result["changed"]) == (0, True)
 
 
-def test_missing_directory(tmp_path, capsys):
-    code, result = run_module({"levels": LEVELS, "dest": str(tmp_path / "no" / "x.png")}, capsys)
+def test_missing_directory(tmp_path, run_module):
+    code, result = run_module(concurrency_plot, {"levels": LEVELS, "dest": str(tmp_path / "no" / "x.png")})
     assert code == 1
     assert "does not exist" in result["msg"]

@@ -7,29 +7,19 @@ a loopback stand-in for vLLM's HTTP shape, not vLLM."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.factory_floor.llm.plugins.modules import concurrency_sweep
 
 
-def run_module(args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exited:
-            concurrency_sweep.main()
-    return exited.value.code, json.loads(capsys.readouterr().out)
-
-
 @pytest.mark.parametrize("check_mode", [False, True])
-def test_sweep_returns_levels_table_and_recommendation(fake_openai, capsys, check_mode):
+def test_sweep_returns_levels_table_and_recommendation(fake_openai, run_module, check_mode):
     fake_openai.between = 0.005
-    code, result = run_module({
+    code, result = run_module(concurrency_sweep, {
         "url": fake_openai.base, "model": "lab-chat", "concurrency": [1, 2], "requests": 4,
         "long_prompt_tokens": 600, "long_max_tokens": 16, "short_max_tokens": 8, "target_seconds": 30,
         "shares": {"short": 3, "long": 1}, "_ansible_check_mode": check_mode,
-    }, capsys)
+    })
     assert code == 0, result
     assert result["changed"] is False
     assert [(r["profile"], r["concurrency"], r["requests_ok"]) for r in result["levels"]] == [
@@ -49,23 +39,24 @@ def test_sweep_returns_levels_table_and_recommendation(fake_openai, capsys, chec
     ({"target_seconds": -1}, "target_seconds must be a positive"),
     ({"profiles": ["short"], "shares": {"long": 1}}, "shares name profiles that are not swept: long"),
 ])
-def test_bad_parameters_fail_before_any_request(fake_openai, capsys, args, match):
-    code, result = run_module(dict({"url": fake_openai.base, "model": "lab-chat"}, **args), capsys)
+def test_bad_parameters_fail_before_any_request(fake_openai, run_module, args, match):
+    code, result = run_module(concurrency_sweep, dict({"url": fake_openai.base, "model": "lab-chat"}, **args))
     assert code == 1
     assert match in result["msg"]
     assert fake_openai.bodies == []
 
 
-def test_engine_not_reachable(capsys):
-    code, result = run_module({"url": "http://127.0.0.1:9", "model": "lab-chat", "requests": 1}, capsys)
+def test_engine_not_reachable(run_module):
+    code, result = run_module(concurrency_sweep, {"url": "http://127.0.0.1:9", "model": "lab-chat", "requests": 1})
     assert code == 1
     assert result["msg"].startswith("concurrency_sweep against http://127.0.0.1:9: GET http://127.0.0.1:9/v1/models")
 
 
-def test_failing_engine_is_reported_not_recommended(fake_openai, capsys):
+def test_failing_engine_is_reported_not_recommended(fake_openai, run_module):
     fake_openai.mode = "status"
-    code, result = run_module({"url": fake_openai.base, "model": "lab-chat", "profiles": ["short"], "warmup": 0,
-                               "concurrency": [2], "duration": 5, "max_failures": 3}, capsys)
+    code, result = run_module(concurrency_sweep, {
+        "url": fake_openai.base, "model": "lab-chat", "profiles": ["short"], "warmup": 0,
+        "concurrency": [2], "duration": 5, "max_failures": 3})
     assert code == 0
     row = result["levels"][0]
     assert row["requests_ok"] == 0 and 3 <= row["requests_failed"] <= 4

