@@ -493,8 +493,8 @@ def decide(config, mem_available, readings, state, now):
     for workload in workloads:
         record = acted.get(workload["name"])
         reading = readings.get(workload["name"])
-        if record is None or reading is None:
-            continue
+        if record is None or reading is None or reading["state"] == "unknown":
+            continue  # no reading (systemctl failed): nothing is known to have changed
         running = reading["state"] in RUNNING_STATES
         if record["action"] == "stopped" and not running:
             record["seen_down"] = True

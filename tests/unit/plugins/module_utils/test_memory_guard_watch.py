@@ -189,6 +189,15 @@ def test_paused_for_the_floor_then_stopped_when_not_enough_then_others_resumed()
     assert events[0]["priority"] == watch.NOTICE and "database" not in state["acted"]
 
 
+def test_a_failed_reading_does_not_forget_a_pause():
+    cfg = config(workloads=[{"name": "b", "unit": "b.service", "peak_gib": 0.3, "action": "pause"}])
+    state = watch.new_state()
+    assert actions(watch.decide(cfg, 10 * GIB, {"b": reading(400)}, state, 0.0)) == [("pause", "b", "peak")]
+    # systemctl did not answer: the state is unknown, not "stopped".
+    assert watch.decide(cfg, 10 * GIB, {"b": reading(None, state="unknown", invocation="")}, state, 5.0) == []
+    assert state["acted"]["b"]["action"] == "paused"
+
+
 def test_a_floor_pause_that_grows_past_its_peak_is_not_resumed():
     cfg = config(workloads=[{"name": "b", "unit": "b.service", "peak_gib": 0.3, "action": "pause"}])
     state = watch.new_state()
