@@ -46,8 +46,10 @@ import hashlib
 import json
 import os
 import re
+import threading
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 
 try:
     import requests
@@ -1031,19 +1033,67 @@ def score(results: list) -> dict:
 
 
 def run_suite(url: str, cases: list, tools: dict, model: str, api_key=None, timeout: float = 120.0,
-              temperature: float = 0.0, max_tokens: int = 512, streaming: bool = True, session=None) -> list:
-    """Run every case in order against ``url`` (the server's base URL); return the per-case results."""
+              temperature: float = 0.0, max_tokens: int = 512, streaming: bool = True, concurrency: int = 1,
+              session_factory=None) -> list:
+    """Run the cases against ``url`` (the server's base URL); return the per-case results in the order of ``cases``.
+
+    Up to ``concurrency`` cases run at once, each in its own thread with its own
+    session (``session_factory()``, by default ``requests.Session``; a session is
+    never shared between threads). A case's requests (non-streamed, then streamed)
+    stay one after the other inside it. Given the same answers, the results do
+    not depend on ``concurrency``: they are collected in the order of ``cases``.
+
+    :class:`AbortRun` (HTTP 401/403/404) stops the run: no case after the
+    aborting one starts, the cases already running finish, and the cases before
+    it still run, so the abort raised is the first in the order of ``cases``,
+    the one a run one case at a time would raise.
+    """
     if not HAS_REQUESTS:
         raise RuntimeError("the Python library requests is required: %s" % REQUESTS_IMPORT_ERROR)
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError("concurrency must be 1 (one case at a time) or more, got %r" % (concurrency,))
     endpoint = normalize_url(url) + "/v1/chat/completions"
-    own = session is None
-    if own:
-        session = requests.Session()
+    new_session = session_factory or requests.Session
+    sessions = []
+    sessions_lock = threading.Lock()
+    per_thread = threading.local()
+    # Index of the first case that raised; the cases after it are skipped.
+    stop = {"at": len(cases)}
+    stop_lock = threading.Lock()
+
+    def thread_session():
+        session = getattr(per_thread, "session", None)
+        if session is None:
+            session = per_thread.session = new_session()
+            with sessions_lock:
+                sessions.append(session)
+        return session
+
+    def one(index, case):
+        with stop_lock:
+            if index > stop["at"]:  # an earlier case aborted the run: send nothing more
+                return None
+        try:
+            return run_case(thread_session(), endpoint, case, tools, model, api_key, timeout, temperature,
+                            max_tokens, streaming)
+        except BaseException:
+            with stop_lock:
+                stop["at"] = min(stop["at"], index)
+            raise
+
+    workers = min(concurrency, len(cases))
     try:
-        return [run_case(session, endpoint, case, tools, model, api_key, timeout, temperature, max_tokens, streaming)
-                for case in cases]
+        if workers <= 1:
+            return [one(index, case) for index, case in enumerate(cases)]
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tool-call") as pool:
+            futures = [pool.submit(one, index, case) for index, case in enumerate(cases)]
+        # Leaving the with block waited for every case.
+        for future in futures:  # the first error in the order of the cases, as one case at a time meets it
+            if future.exception() is not None:
+                raise future.exception()
+        return [future.result() for future in futures]
     finally:
-        if own:
+        for session in sessions:
             session.close()
 
 

@@ -145,6 +145,18 @@ options:
       - Turning it off halves the requests but no longer tests the streamed tool-call path clients use.
     type: bool
     default: true
+  concurrency:
+    description:
+      - How many cases run at once, each in its own thread with its own HTTP session. V(1) runs them one after another.
+      - vLLM batches concurrent requests, so cases run together take little more than the slowest of them instead of
+        their sum. That matters where the gate runs while no engine serves clients (a topology switch).
+      - A case's own requests (non-streamed, then streamed) still run one after the other. The results come back in the
+        suite's order and are scored the same way whatever the value.
+      - Each request then shares the engine with up to O(concurrency) - 1 others, so the C(latency) of each case in
+        RV(results) includes that sharing, and O(timeout) must allow for it.
+      - Must be 1 or more.
+    type: int
+    default: 4
   validate_only:
     description:
       - Only read and check the suite and the selection, and return RV(suite_digest), RV(selected) and RV(total)
@@ -155,7 +167,11 @@ options:
 notes:
   - The server is reached from the host the module runs on. vLLM replicas are firewalled to the proxy and
     themselves, so run it on the replica's own host with O(url=http://127.0.0.1:PORT).
-  - Cases run one after another; each takes two generations (one with O(streaming=false)).
+  - Up to O(concurrency) cases run at once; each takes two generations, one after the other (one with
+    O(streaming=false)).
+  - "vLLM does not promise the same greedy output for a prompt in batches of different sizes (unless started with
+    E(VLLM_BATCH_INVARIANT) set to C(1)), so an answer may differ between runs with different O(concurrency), as it
+    may between runs on an engine that serves other clients. O(concurrency) is not part of RV(suite_digest)."
   - Returned keys avoid the names C(failed) and C(changed) for case lists, which Ansible reserves.
 seealso:
   - name: vLLM tool calling
@@ -272,7 +288,9 @@ results:
       type: list
       elements: str
     latency:
-      description: Seconds the non-streamed request took, from sending it to the whole answer.
+      description:
+        - Seconds the non-streamed request took, from sending it to the whole answer.
+        - With O(concurrency) above 1 the engine served other cases' requests meanwhile; this is included.
       type: float
     stream_latency:
       description: Seconds the streamed request took, from sending it to C(data [DONE]); null without O(streaming).
@@ -305,7 +323,9 @@ latency_max:
   type: float
   sample: 6.02
 elapsed:
-  description: Seconds the whole run took.
+  description:
+    - Seconds the whole run took (wall time, reading the suite included). With O(concurrency) above 1 this is less than
+      the sum of the latencies.
   returned: always
   type: float
   sample: 81.4
@@ -394,6 +414,7 @@ def main():
             temperature=dict(type="float", default=0),
             max_tokens=dict(type="int", default=512, no_log=False),
             streaming=dict(type="bool", default=True),
+            concurrency=dict(type="int", default=4),
             validate_only=dict(type="bool", default=False),
         ),
         required_by={"bfcl_categories": ["bfcl_path"]},
@@ -411,6 +432,8 @@ def main():
     for name in ("timeout", "max_tokens"):
         if params[name] <= 0:
             module.fail_json(msg="%s must be more than 0, got %s" % (name, params[name]))
+    if params["concurrency"] < 1:
+        module.fail_json(msg="concurrency must be 1 (one case at a time) or more, got %s" % params["concurrency"])
     if params["bfcl_limit"] < 0:
         module.fail_json(msg="bfcl_limit must be 0 (all) or more, got %s" % params["bfcl_limit"])
 
@@ -438,7 +461,7 @@ def main():
             model = first_model(url, params["api_key"])
         results = run_suite(url, cases, suite["tools"], model, api_key=params["api_key"], timeout=params["timeout"],
                             temperature=params["temperature"], max_tokens=params["max_tokens"],
-                            streaming=params["streaming"])
+                            streaming=params["streaming"], concurrency=params["concurrency"])
     except AbortRun as exc:
         module.fail_json(msg="Tool-calling test against %s stopped: %s" % (url, exc), url=url,
                          elapsed=round(time.monotonic() - started, 3))

@@ -27,6 +27,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils import _tool_cal
 from ansible_collections.factory_floor.llm.plugins.modules import tool_call_test
 from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_tool_call import (
     BFCL_FACTORIAL,
+    BFCL_IRRELEVANT,
     BFCL_TRIANGLE,
     CALL_IN_CONTENT,
     DEFAULT_SUITE,
@@ -42,7 +43,9 @@ class FakeOpenAI:
     """Answers chat completions from ``self.answers``: last user message -> (calls, content, finish_reason).
 
     ``self.stream_answers`` overrides what the streamed request gets. ``self.oracle``
-    (a callable taking the request body) answers instead when set.
+    (a callable taking the request body) answers instead when set. ``self.hold``
+    (a callable taking the request body), when set, runs before a chat completion is
+    answered (a barrier, a sleep); ``self.peak`` is the most requests in flight at once.
     """
 
     def __init__(self):
@@ -53,6 +56,10 @@ class FakeOpenAI:
         self.api_key = None
         self.status = 200
         self.requests = []
+        self.hold = None
+        self.peak = 0
+        self._in_flight = 0
+        self._lock = threading.Lock()
         self.port = None
         self._server = None
 
@@ -90,7 +97,17 @@ class FakeOpenAI:
 
             def do_POST(self):  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append(body)
+                with fake._lock:  # pylint: disable=protected-access
+                    fake.requests.append(body)
+                    fake._in_flight += 1  # pylint: disable=protected-access
+                    fake.peak = max(fake.peak, fake._in_flight)  # pylint: disable=protected-access
+                try:
+                    return self._answer(body)
+                finally:
+                    with fake._lock:  # pylint: disable=protected-access
+                        fake._in_flight -= 1  # pylint: disable=protected-access
+
+            def _answer(self, body):
                 if not self._authorized():
                     return
                 if self.path != "/v1/chat/completions":
@@ -98,6 +115,8 @@ class FakeOpenAI:
                 if fake.status != 200:
                     return self._json(fake.status, {"object": "error", "message": "The model `%s` does not exist." % body["model"],
                                                     "type": "NotFoundError", "param": None, "code": fake.status})
+                if fake.hold is not None:
+                    fake.hold(body)
                 if fake.oracle is not None:
                     answer = fake.oracle(body)
                 else:
@@ -194,11 +213,15 @@ def test_scores_recorded_shapes(server, run, check_mode):
     assert len(result["suite_digest"]) == 64
 
     # Every case was asked twice, plain then streamed, with the case's tools and tool_choice, greedy.
-    assert [b["stream"] for b in server.requests] == [False, True] * 4
-    first = server.requests[0]
+    asked = {}
+    for body in server.requests:
+        asked.setdefault(body["messages"][-1]["content"], []).append(body)
+    assert [[b["stream"] for b in bodies] for bodies in asked.values()] == [[False, True]] * 4
+    first = asked["Weather in Paris?"][0]
     assert first["temperature"] == 0 and first["tool_choice"] == "required" and first["max_tokens"] == 512
     assert [t["function"]["name"] for t in first["tools"]] == ["get_weather", "get_stock_price"]
-    assert "tools" in server.requests[6] and server.requests[6]["tool_choice"] == "auto"
+    capital = asked["Capital of France?"][0]
+    assert "tools" in capital and capital["tool_choice"] == "auto"
 
 
 def test_streamed_call_must_equal_plain_call(server, run):
@@ -291,7 +314,8 @@ def test_bfcl_cases(server, run, tmp_path):
     assert result["passed_cases"] == ["bfcl_simple_python_0", "bfcl_irrelevance_0"]
     assert result["failed_cases"][0]["id"] == "bfcl_simple_python_1"
     assert result["by_category"]["bfcl_simple"] == {"total": 2, "passed": 1, "score": 50.0}
-    assert server.requests[0]["tool_choice"] == "required" and server.requests[-1]["tool_choice"] == "auto"
+    choices = {b["messages"][-1]["content"]: b["tool_choice"] for b in server.requests}
+    assert choices[BFCL_TRIANGLE] == "required" and choices[BFCL_IRRELEVANT] == "auto"
 
 
 def test_api_key_sent_never_shown(server, run):
@@ -310,18 +334,23 @@ def test_api_key_from_env(server, run, monkeypatch):
     assert code == 0 and result["score"] == 100.0
 
 
-def test_rejected_key_stops_at_once(server, run):
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_rejected_key_stops_at_once(server, run, concurrency):
+    """One at a time, the first request is the last; 4 at once, the 4 cases' first requests are."""
     server.api_key = "sk-right"
-    code, result = run({"url": server.url, "api_key": "sk-wrong", "model": "lab-chat", "suite": SUITE})
-    assert code == 1 and len(server.requests) == 1
+    code, result = run({"url": server.url, "api_key": "sk-wrong", "model": "lab-chat", "suite": SUITE,
+                        "concurrency": concurrency})
+    assert code == 1 and 1 <= len(server.requests) <= concurrency
+    assert not any(body["stream"] for body in server.requests)
     assert result["msg"].startswith("Tool-calling test against %s stopped: POST %s/v1/chat/completions answered HTTP 401 "
                                     "(the server rejected the api_key)" % (server.url, server.url))
 
 
-def test_model_not_served_stops_at_once(server, run):
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_model_not_served_stops_at_once(server, run, concurrency):
     server.status = 404
-    code, result = run({"url": server.url, "model": "qwen3-next", "suite": SUITE})
-    assert code == 1 and len(server.requests) == 1
+    code, result = run({"url": server.url, "model": "qwen3-next", "suite": SUITE, "concurrency": concurrency})
+    assert code == 1 and 1 <= len(server.requests) <= concurrency
     assert "answered HTTP 404 (wrong URL, or the server does not serve model 'qwen3-next')" in result["msg"]
     assert "does not exist" in result["msg"]
 
@@ -349,6 +378,8 @@ def test_nothing_listening(run):
     ({}, "one of the following is required: suite, bfcl_categories"),
     ({"bfcl_categories": ["simple"]}, "missing parameter(s) required by 'bfcl_categories': bfcl_path"),
     ({"suite": SUITE, "timeout": 0}, "timeout must be more than 0"),
+    ({"suite": SUITE, "concurrency": 0}, "concurrency must be 1 (one case at a time) or more, got 0"),
+    ({"suite": SUITE, "concurrency": -2}, "concurrency must be 1 (one case at a time) or more, got -2"),
     ({"suite": SUITE, "url": "127.0.0.1:8000"}, "url must be an http:// or https:// URL"),
     ({"suite": 5}, "suite must be a mapping, a path or a list of those"),
 ])
@@ -386,3 +417,27 @@ def test_validate_only_sends_nothing(server, run):
     assert result["suite_digest"] == planned["suite_digest"] and result["selected"] == ["paris", "oslo"]
     code, other = run({"url": server.url, "suite": SUITE, "categories": ["single"], "validate_only": True, "temperature": 0.5})
     assert other["suite_digest"] != planned["suite_digest"]
+
+
+def test_cases_run_at_once_and_report_as_one_at_a_time(server, run):
+    """Default concurrency 4 over HTTP: the 4 cases' plain requests are in flight together; the result is the one of
+    a run with concurrency 1 but for the latencies and the wall time."""
+    answer_small(server)
+    code, one_at_a_time = run({"url": server.url, "model": "lab-chat", "suite": SUITE, "concurrency": 1})
+    assert code == 0 and server.peak == 1
+
+    barrier = threading.Barrier(4, timeout=10)
+    server.hold = lambda body: None if body["stream"] else barrier.wait()
+    server.peak = 0
+    code, at_once = run({"url": server.url, "model": "lab-chat", "suite": SUITE})
+    assert code == 0, at_once
+    assert server.peak == 4
+
+    def timeless(result):
+        result = dict(result, results=[{k: v for k, v in r.items() if k not in ("latency", "stream_latency")}
+                                       for r in result["results"]])
+        return {k: v for k, v in result.items() if k not in ("latency_mean", "latency_max", "elapsed", "invocation")}
+
+    assert timeless(at_once) == timeless(one_at_a_time)
+    assert [r["id"] for r in at_once["results"]] == at_once["selected"] == ["paris", "oslo", "two", "capital"]
+    assert at_once["elapsed"] > 0 and at_once["latency_max"] <= at_once["elapsed"]
