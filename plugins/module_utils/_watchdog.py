@@ -405,6 +405,8 @@ class Counters:
     process_start_time_seconds: float | None = None
     # CPU seconds used by the engine's processes (cpu_progress only; None otherwise).
     cpu_seconds: float | None = None
+    # The engine's processes that were stopped (state T) when cpu_seconds was read.
+    cpu_stopped: tuple = ()
 
     # Counters only go up within one engine process.
     MONOTONIC = ("generation_tokens_total", "prompt_tokens_total", "request_success_total", "num_preemptions_total")
@@ -434,8 +436,13 @@ class Counters:
         """Requests are running or waiting."""
         return (self.num_requests_running or 0) > 0 or (self.num_requests_waiting or 0) > 0
 
-    def progress_key(self) -> tuple:
-        return tuple(getattr(self, name) for name in self.PROGRESS)
+    def moved_since(self, before: "Counters") -> bool:
+        """A progress value moved. CPU time does not count while an engine process is (or was) stopped:
+        the workers of a stopped engine core keep polling for its next step."""
+        names = self.PROGRESS
+        if self.cpu_stopped or before.cpu_stopped:
+            names = tuple(name for name in names if name != "cpu_seconds")
+        return any(getattr(self, name) != getattr(before, name) for name in names)
 
     def went_back(self, before: "Counters") -> bool:
         """A new engine process: its start time changed, or a counter went down."""
@@ -449,9 +456,10 @@ class Counters:
         return False
 
     def as_dict(self) -> dict:
-        return {k: (int(v) if isinstance(v, float) and v.is_integer() else v)
+        return {k: (int(v) if isinstance(v, float) and v.is_integer() else list(v) if isinstance(v, tuple) else v)
                 for k, v in dataclasses.asdict(self).items()
-                if k != "process_start_time_seconds" and not (k == "cpu_seconds" and v is None)}
+                if k != "process_start_time_seconds" and not (k == "cpu_seconds" and v is None)
+                and not (k == "cpu_stopped" and not v)}
 
 
 @dataclasses.dataclass
@@ -503,31 +511,30 @@ class Verdict:
         return dataclasses.asdict(self)
 
 
-ENGINE_CORE_COMM = "VLLM::EngineCor"
+def engine_cpu(root_pid: int, proc: str = "/proc") -> tuple:
+    """CPU seconds (user + system) used by the processes under ``root_pid``, and which of them are stopped.
 
-
-def process_tree_cpu_seconds(root_pid: int, proc: str = "/proc") -> float | None:
-    """CPU seconds (user + system) used by the engine core(s) under ``root_pid``, or None.
-
-    ``root_pid`` is the unit's main process, vLLM's API server; it is left out: it
-    keeps answering /health and /metrics (and using CPU) while its engine core
-    hangs. The engine core (``VLLM::EngineCore``) is its child, and it is the one
-    counted: its workers (``VLLM::Worker``) wait for its next step by polling shared
-    memory, so they keep using CPU while the engine core is stopped; the engine core,
-    in turn, polls for its workers' result during a long step, so it uses CPU for as
-    long as a step runs. Without an engine-core process among the descendants (a
-    headless split rank runs workers only) all descendants count. Read from
-    ``/proc/PID/stat`` (fields 14 and 15, in clock ticks). A stopped process
-    (SIGSTOP) uses none.
+    Returns ``(seconds, stopped)``: ``seconds`` is None when ``root_pid`` is not
+    there; ``stopped`` lists the descendants in state T or t (SIGSTOP, a tracer)
+    as ``"NAME pid PID"``. ``root_pid`` is the unit's main process, vLLM's API
+    server; it is left out: it keeps answering /health and /metrics (and using CPU)
+    while its engine hangs. Its descendants are the engine core
+    (``VLLM::EngineCore``) and the workers (``VLLM::Worker``; a headless split rank
+    runs workers only). All of them count: during one long step the engine core
+    waits for its workers without using CPU while the workers compute. A worker also
+    keeps polling shared memory (using CPU) for the next step of an engine core that
+    is stopped, so the caller must not take CPU as progress while ``stopped`` is not
+    empty (:meth:`Counters.moved_since`). Read from ``/proc/PID/stat`` (field 3 the
+    state, fields 14 and 15 the CPU time in clock ticks).
     """
     if not root_pid:
-        return None
+        return None, []
     ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    parents, used, names_of = {}, {}, {}
+    parents, used, names_of, states = {}, {}, {}, {}
     try:
         names = os.listdir(proc)
     except OSError:
-        return None
+        return None, []
     for name in names:
         if not name.isdigit():
             continue
@@ -540,12 +547,13 @@ def process_tree_cpu_seconds(root_pid: int, proc: str = "/proc") -> float | None
         fields = text[text.rfind(")") + 2:].split()
         try:
             names_of[int(name)] = text[text.find("(") + 1:text.rfind(")")]
+            states[int(name)] = fields[0]
             parents[int(name)] = int(fields[1])
             used[int(name)] = (int(fields[11]) + int(fields[12])) / float(ticks)
         except (IndexError, ValueError):
             continue
     if root_pid not in used:
-        return None
+        return None, []
     tree, todo = set(), [root_pid]
     children = {}
     for pid, ppid in parents.items():
@@ -557,9 +565,13 @@ def process_tree_cpu_seconds(root_pid: int, proc: str = "/proc") -> float | None
         tree.add(pid)
         todo.extend(children.get(pid, []))
     tree.discard(root_pid)
-    # /proc's command names are cut at 15 characters: "VLLM::EngineCor".
-    cores = {pid for pid in tree if names_of.get(pid, "").startswith(ENGINE_CORE_COMM)}
-    return round(math.fsum(used[pid] for pid in (cores or tree) if pid in used), 2)
+    stopped = ["%s pid %d" % (names_of.get(pid, "?"), pid) for pid in sorted(tree) if states.get(pid) in ("T", "t")]
+    return round(math.fsum(used[pid] for pid in tree if pid in used), 2), stopped
+
+
+def process_tree_cpu_seconds(root_pid: int, proc: str = "/proc") -> float | None:
+    """CPU seconds used by the processes under ``root_pid`` (see :func:`engine_cpu`), or None."""
+    return engine_cpu(root_pid, proc)[0]
 
 
 def _secs(value) -> float | None:
@@ -707,7 +719,7 @@ class Judge:
                 self.last_progress = now
                 if before is not None:
                     extra["counters_reset"] = True
-            elif counters.progress_key() != before.progress_key():
+            elif counters.moved_since(before):
                 self.last_progress = now
             self.last_counters = counters
         elif self.last_progress is None:
@@ -743,7 +755,7 @@ class Judge:
         evidence = self._evidence(sample, no_progress_for=_secs(stalled), probe=result.as_dict())
         before = sample.counters
         if (result.status != health.SERVING and after is not None and before is not None
-                and not after.went_back(before) and after.progress_key() != before.progress_key()):
+                and not after.went_back(before) and after.moved_since(before)):
             self.last_progress = now
             self.last_counters = after
             evidence["counters_after_probe"] = after.as_dict()
@@ -952,13 +964,14 @@ class Watchdog:
 
     ``health_probe()`` and ``generate_probe()`` -> :class:`Probe`; ``scrape()`` -> :class:`Counters`
     (raises on failure); ``run(argv, timeout)`` -> ``(rc, output)``; ``fetch_peer()`` -> dict (raises
-    on failure); ``log(line)``; ``clock`` (monotonic), ``wall`` (UNIX time) and ``sleep``.
+    on failure); ``log(line)``; ``clock`` (monotonic), ``wall`` (UNIX time) and ``sleep``; ``cpu_seconds(main_pid)`` ->
+    ``(seconds, stopped)`` as :func:`engine_cpu`.
     """
 
     def __init__(self, config: Config, health_probe=None, generate_probe=None, scrape=None, run=None,
                  fetch_peer=None, log=None, clock=time.monotonic, wall=time.time, sleep=time.sleep, cpu_seconds=None):
         self.config = config
-        self.cpu_seconds = cpu_seconds or process_tree_cpu_seconds
+        self.cpu_seconds = cpu_seconds or engine_cpu
         self.judge = Judge(config)
         self.budget = Budget(config.max_restarts, config.restart_window, config.backoff, config.backoff_max)
         self.health_probe = health_probe or self._health_probe
@@ -1105,7 +1118,8 @@ class Watchdog:
         """vLLM's counters, plus the engine processes' CPU seconds when cpu_progress is on."""
         counters = self.scrape()
         if self.config.cpu_progress and unit is not None and unit.main_pid:
-            counters = dataclasses.replace(counters, cpu_seconds=self.cpu_seconds(unit.main_pid))
+            seconds, stopped = self.cpu_seconds(unit.main_pid)
+            counters = dataclasses.replace(counters, cpu_seconds=seconds, cpu_stopped=tuple(stopped))
         return counters
 
     def sample(self, peer=None, peer_error=None) -> Sample:

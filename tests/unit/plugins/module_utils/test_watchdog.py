@@ -230,33 +230,62 @@ def test_cpu_progress_still_finds_a_stopped_engine_core(tmp_path):
     assert judge.probed(look(30, cnt=stopped), TIMEOUT, now=45, after=stopped).action == wd.RESTART
 
 
-def test_process_tree_cpu_seconds_reads_proc(tmp_path):
-    def stat(pid, ppid, utime, stime, name="python3"):
-        (tmp_path / str(pid)).mkdir()
-        rest = ["S", str(ppid)] + ["0"] * 9 + [str(utime), str(stime)] + ["0"] * 30
-        (tmp_path / str(pid) / "stat").write_text("%d (%s) %s\n" % (pid, name, " ".join(rest)))
-    ticks = os.sysconf("SC_CLK_TCK")
-    stat(10, 1, ticks * 2, ticks)                       # the API server (MainPID)
-    stat(11, 10, ticks * 5, 0, name="VLLM::EngineCor")  # its engine core (/proc cuts names at 15)
-    stat(12, 11, ticks * 7, 0, name="VLLM::Worker")     # its worker, polling while the core is stopped
-    stat(13, 10, ticks, 0, name="a b) c")               # another child with an odd name
-    stat(20, 1, ticks * 100, 0)                         # someone else
-    # Only the engine core counts: the API server answers /health while its engine core
-    # hangs, and the workers poll for the engine core's next step.
-    assert wd.process_tree_cpu_seconds(10, proc=str(tmp_path)) == 5.0
-    assert wd.process_tree_cpu_seconds(99, proc=str(tmp_path)) is None
+def _stat(tmp_path, pid, ppid, utime, stime=0, name="python3", state="S"):
+    (tmp_path / str(pid)).mkdir()
+    rest = [state, str(ppid)] + ["0"] * 9 + [str(utime), str(stime)] + ["0"] * 30
+    (tmp_path / str(pid) / "stat").write_text("%d (%s) %s\n" % (pid, name, " ".join(rest)))
 
 
-def test_process_tree_cpu_seconds_without_engine_core_counts_all_descendants(tmp_path):
-    def stat(pid, ppid, utime, name):
-        (tmp_path / str(pid)).mkdir()
-        rest = ["S", str(ppid)] + ["0"] * 9 + [str(utime), "0"] + ["0"] * 30
-        (tmp_path / str(pid) / "stat").write_text("%d (%s) %s\n" % (pid, name, " ".join(rest)))
+def test_engine_cpu_reads_proc(tmp_path):
     ticks = os.sysconf("SC_CLK_TCK")
-    stat(10, 1, ticks * 3, "vllm")          # a headless split rank: workers only
-    stat(11, 10, ticks * 2, "VLLM::Worker")
-    stat(12, 10, ticks, "python3")
-    assert wd.process_tree_cpu_seconds(10, proc=str(tmp_path)) == 3.0
+    _stat(tmp_path, 10, 1, ticks * 2, ticks)                       # the API server (MainPID)
+    _stat(tmp_path, 11, 10, ticks * 5, name="VLLM::EngineCor")     # its engine core (/proc cuts names at 15)
+    _stat(tmp_path, 12, 11, ticks * 7, name="VLLM::Worker")        # its worker: computes during a long step
+    _stat(tmp_path, 13, 10, ticks, name="a b) c")                  # another child with an odd name
+    _stat(tmp_path, 20, 1, ticks * 100)                            # someone else
+    # The API server is left out: it answers /health while its engine hangs.
+    assert wd.engine_cpu(10, proc=str(tmp_path)) == (13.0, [])
+    assert wd.process_tree_cpu_seconds(10, proc=str(tmp_path)) == 13.0
+    assert wd.engine_cpu(99, proc=str(tmp_path)) == (None, [])
+
+
+def test_engine_cpu_names_a_stopped_engine_core(tmp_path):
+    ticks = os.sysconf("SC_CLK_TCK")
+    _stat(tmp_path, 10, 1, ticks)
+    _stat(tmp_path, 11, 10, ticks * 5, name="VLLM::EngineCor", state="T")
+    _stat(tmp_path, 12, 11, ticks * 7, name="VLLM::Worker", state="R")
+    assert wd.engine_cpu(10, proc=str(tmp_path)) == (12.0, ["VLLM::EngineCor pid 11"])
+
+
+def test_cpu_of_spinning_workers_is_no_progress_while_the_engine_core_is_stopped(tmp_path):
+    # Lab, SIGSTOP of the engine core under load: its worker kept polling shared
+    # memory for the next step, so the engine's CPU time went on rising.
+    judge = wd.Judge(config(tmp_path, cpu_progress=True))
+    judge.assess(look(0, cnt=dataclasses.replace(counters(running=3), cpu_seconds=250.0)))
+    for t in range(5, 30, 5):
+        cnt = dataclasses.replace(counters(running=3), cpu_seconds=250.0 + t, cpu_stopped=("VLLM::EngineCor pid 11",))
+        assert judge.assess(look(t, cnt=cnt)).action == wd.NONE
+    last = dataclasses.replace(counters(running=3), cpu_seconds=290.0, cpu_stopped=("VLLM::EngineCor pid 11",))
+    verdict = judge.assess(look(30, cnt=last))
+    assert verdict.action == wd.PROBE
+    assert verdict.evidence["counters"]["cpu_stopped"] == ["VLLM::EngineCor pid 11"]
+    after = dataclasses.replace(last, cpu_seconds=300.0)
+    assert judge.probed(look(30, cnt=last), TIMEOUT, now=45, after=after).action == wd.RESTART
+
+
+def test_cpu_progress_keeps_the_first_long_step_after_an_idle_probe_busy(tmp_path):
+    # Lab, proxy scenario: an idle engine is probed when its window ends; 15 s later a
+    # burst of long prompts arrives, and its first step moves no vLLM value for 45 s
+    # (no request counted running yet) while the workers compute.
+    judge = wd.Judge(config(tmp_path, cpu_progress=True))
+    idle = dataclasses.replace(counters(running=0), cpu_seconds=9.5)
+    for t in range(0, 30, 5):
+        judge.assess(look(t, cnt=idle))
+    assert judge.assess(look(30, cnt=idle)).action == wd.PROBE
+    assert judge.probed(look(30, cnt=idle), OK, now=30.1).action == wd.NONE
+    for t in range(35, 120, 5):
+        cnt = dataclasses.replace(counters(running=0), cpu_seconds=9.5 + (t - 45) * 0.9 if t > 45 else 9.5)
+        assert (judge.assess(look(t, cnt=cnt)).action, t) == (wd.NONE, t)
 
 
 def test_cpu_progress_must_be_a_bool(tmp_path):
