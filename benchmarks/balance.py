@@ -374,7 +374,8 @@ def main():
         balancing["ratio_least_conn_vs_round_robin_requests"] = ratio(lc_s["requests_per_min"], rr_s["requests_per_min"])
         balancing["ratio_least_conn_vs_round_robin_e2e_p95"] = ratio(lc_s["e2e_p95"], rr_s["e2e_p95"])
         result["balancing"] = balancing
-        print("ratio least_conn / round-robin: tokens/s %s, requests/min %s, e2e p95 %s (below 1 is better)"
+        print("ratio least_conn / round-robin: tokens/s %s, requests/min %s (above 1: least_conn better), "
+              "e2e p95 %s (below 1: least_conn better)"
               % (balancing["ratio_least_conn_vs_round_robin_tokens"],
                  balancing["ratio_least_conn_vs_round_robin_requests"],
                  balancing["ratio_least_conn_vs_round_robin_e2e_p95"]))

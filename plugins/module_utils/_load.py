@@ -540,6 +540,7 @@ def recommend(levels, target_seconds=None, metric="e2e", shares=None, tolerance=
         raise LoadError("shares must be >= 0 and not all 0, got %r" % shares)
     shares = {p: s / total for p, s in shares.items()}
     target_text = ("%s p95 <= %g s" % (metric, target_seconds)) if target_seconds is not None else "no latency target"
+    within_text = ("within " + target_text) if target_seconds is not None else "(no latency target)"
     reasoning = []
     eligible = {}
     for row in sorted(levels, key=lambda r: (profiles.index(r["profile"]), r["concurrency"])):
@@ -555,7 +556,7 @@ def recommend(levels, target_seconds=None, metric="e2e", shares=None, tolerance=
             reasoning.append("%s at %d: not eligible, %s" % (row["profile"], row["concurrency"], why))
             continue
         eligible.setdefault(row["profile"], {})[row["concurrency"]] = row
-        if target_seconds is not None and row["requests_ok"] < MIN_SAMPLES_FOR_P95:
+        if row["requests_ok"] < MIN_SAMPLES_FOR_P95:
             reasoning.append("%s at %d: p95 from only %d requests; run longer levels for a firmer figure"
                              % (row["profile"], row["concurrency"], row["requests_ok"]))
 
@@ -571,8 +572,8 @@ def recommend(levels, target_seconds=None, metric="e2e", shares=None, tolerance=
         per_profile[profile] = pick
         note = "" if pick == best else (" (%d gives %.1f, within %g%%: the lower level wins)"
                                         % (best, rows[best]["tokens_per_s"], tolerance * 100))
-        reasoning.append("%s: %d concurrent requests, %.1f tokens/s, the most with %s%s"
-                         % (profile, pick, rows[pick]["tokens_per_s"], target_text, note))
+        reasoning.append("%s: %d concurrent requests, %.1f tokens/s, the most %s%s"
+                         % (profile, pick, rows[pick]["tokens_per_s"], within_text, note))
 
     mixed = {}
     active = [p for p in profiles if shares[p] > 0]
@@ -590,16 +591,23 @@ def recommend(levels, target_seconds=None, metric="e2e", shares=None, tolerance=
     elif mixed:
         choice = _pick(list(mixed.items()), tolerance)
     mix_text = ", ".join("%s %d%%" % (p, round(shares[p] * 100)) for p in profiles)
+    swept = sorted({row["concurrency"] for row in levels})
+    if choice is not None and choice == swept[-1]:
+        reasoning.append("%d is the highest level swept: throughput may still rise above it; sweep higher levels "
+                         "(with vllm_max_num_seqs raised to the highest) before taking it as the best" % choice)
     if choice is None:
         reasoning.append("no level meets %s in every profile (%s): keep the current max_num_seqs, or relax the "
                          "target" % (target_text, mix_text))
     elif len(active) == 1:
-        reasoning.append("max_num_seqs %d: the best %s throughput with %s" % (choice, active[0], target_text))
+        reasoning.append("max_num_seqs %d: the best %s throughput %s" % (choice, active[0], within_text))
     else:
+        among = ("among levels that meet %s in every profile" % target_text) if target_seconds is not None \
+            else "among the levels swept (no latency target)"
         reasoning.append("max_num_seqs %d: %.1f tokens/s estimated for the mix (%s) from the per-profile runs, the "
-                         "most among levels that meet %s in every profile (%s)"
-                         % (choice, mixed[choice], mix_text, target_text,
+                         "most %s (%s)"
+                         % (choice, mixed[choice], mix_text, among,
                             ", ".join("%d: %.1f" % (c, mixed[c]) for c in sorted(mixed))))
+
     return {
         "max_num_seqs": choice,
         "per_profile": per_profile,

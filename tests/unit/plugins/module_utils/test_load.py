@@ -314,6 +314,24 @@ def test_recommend_one_profile(levels, target, expected):
     assert result["reasoning"][-1].startswith("max_num_seqs %d" % expected if expected else "no level meets")
 
 
+def test_recommend_says_when_the_pick_is_the_highest_level_swept():
+    # Lab sweep 2026-11-29 (spark-a, levels 1-12, no target): 12, the highest swept, was
+    # the pick; more may be better. A level below the highest carries no such note.
+    result = recommend(table("short", {8: 82, 12: 92}))
+    assert result["max_num_seqs"] == 12
+    assert any(line.startswith("12 is the highest level swept") for line in result["reasoning"])
+    result = recommend(table("long", SEED_LONG))
+    assert result["max_num_seqs"] == 8
+    assert not any("highest level swept" in line for line in result["reasoning"])
+
+
+def test_recommend_warns_of_few_samples_without_a_target_too():
+    # The lab's long levels: one wave each, p50 = p95.
+    result = recommend([level("long", 4, 3.6, ok=4), level("long", 8, 4.0, ok=8)])
+    assert "long at 4: p95 from only 4 requests; run longer levels for a firmer figure" in result["reasoning"]
+    assert "(no latency target)" in result["reasoning"][-1]
+
+
 def mixed_seed(long_e2e=None):
     # The seed's tables with 12 measured too (short 130, long 110: not in the report).
     return (table("short", {**SEED_SHORT, 12: 130})
