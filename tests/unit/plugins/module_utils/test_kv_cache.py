@@ -88,6 +88,16 @@ def test_one_gib_of_cpu_kv_space(config, bytes_per_token, tokens):
     assert plan["per_host"]["source"] == "kv_cache_space_gib"
 
 
+def test_lab_split_of_the_tiny_model_is_the_lab_log_figure():
+    # The lab's split (tiny-random, tensor parallelism 2 over spark-a and spark-b, 1 GiB of KV
+    # space per rank): each rank holds 1 of the 2 KV heads, 512 B/token. vLLM printed, in CI's
+    # switch scenario (2026-11-29): "CPU KV cache size: 2,097,152 tokens, Maximum concurrency
+    # for 4,096 tokens per request: 512.00x".
+    plan = plan_kv_cache(TINY_HEAD64, kv_cache_space_gib=1, tensor_parallel_size=2)
+    assert plan["per_host"]["kv_tokens"] == 1048576
+    assert plan["split"]["kv_tokens"] == 2097152
+
+
 @pytest.mark.parametrize("block_size", [16, 32, 64, 128, 256])
 def test_smollm2_block_size_does_not_change_the_figure(block_size):
     assert plan_kv_cache(SMOLLM2_135M, kv_cache_space_gib=1, block_size=block_size)["per_host"]["kv_tokens"] == 46592
