@@ -101,9 +101,17 @@ class FakeOpenAI:
                     fake.requests.append(body)
                     fake._in_flight += 1  # pylint: disable=protected-access
                     fake.peak = max(fake.peak, fake._in_flight)  # pylint: disable=protected-access
+                self._counted = True
                 try:
                     return self._answer(body)
                 finally:
+                    self._answered()
+
+            def _answered(self):
+                # Out of flight before the answer is written: once the client has it, it may send
+                # its next request before this thread gets here again.
+                if getattr(self, "_counted", False):
+                    self._counted = False
                     with fake._lock:  # pylint: disable=protected-access
                         fake._in_flight -= 1  # pylint: disable=protected-access
 
@@ -124,6 +132,7 @@ class FakeOpenAI:
                     table = fake.stream_answers if body["stream"] and prompt in fake.stream_answers else fake.answers
                     answer = table.get(prompt, (None, "I do not know.", None))
                 calls, content, finish = answer
+                self._answered()
                 if not body["stream"]:
                     return self._json(200, completion(calls, content, finish, model=body["model"]))
                 self.send_response(200)
