@@ -569,11 +569,6 @@ def engine_cpu(root_pid: int, proc: str = "/proc") -> tuple:
     return round(math.fsum(used[pid] for pid in tree if pid in used), 2), stopped
 
 
-def process_tree_cpu_seconds(root_pid: int, proc: str = "/proc") -> float | None:
-    """CPU seconds used by the processes under ``root_pid`` (see :func:`engine_cpu`), or None."""
-    return engine_cpu(root_pid, proc)[0]
-
-
 def _secs(value) -> float | None:
     return None if value is None else round(value, 1)
 

@@ -245,7 +245,6 @@ def test_engine_cpu_reads_proc(tmp_path):
     _stat(tmp_path, 20, 1, ticks * 100)                            # someone else
     # The API server is left out: it answers /health while its engine hangs.
     assert wd.engine_cpu(10, proc=str(tmp_path)) == (13.0, [])
-    assert wd.process_tree_cpu_seconds(10, proc=str(tmp_path)) == 13.0
     assert wd.engine_cpu(99, proc=str(tmp_path)) == (None, [])
 
 
