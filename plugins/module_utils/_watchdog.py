@@ -87,7 +87,8 @@ judge (one place decides): it judges the model through rank 0's API as a replica
 watchdog does, and also calls the model dead when rank 1's unit is down (for
 ``down_confirm``) or started more than ``pair_skew`` seconds before rank 0's current run
 while rank 0 has not served. Every restart by the head is a pair restart, in this
-order: (1) kill rank 0 (the API goes away first), (2) publish a restart request,
+order: (1) kill rank 0 (the API goes away first) and stop its unit (so systemd's
+``Restart=`` does not start it again meanwhile), (2) publish a restart request,
 (3) rank 1's watchdog kills and restarts rank 1 and acknowledges, (4) rank 0 is started
 (after the acknowledgement, or after ``pair_ack_timeout`` seconds without one). Rank 1
 retries its connection to rank 0's rendezvous until rank 0 listens, so starting rank 1
@@ -1221,6 +1222,11 @@ class Watchdog:
         if running and (verdict.hard or cfg.role == ROLE_HEAD):
             record["kill"] = self._kill()
         if cfg.role == ROLE_HEAD:
+            # Hold rank 0 down while rank 1 restarts: the unit's Restart=always would start it
+            # again RestartSec after the kill, and a new rank 0 must not meet the old rank 1.
+            hold = [cfg.systemctl, "stop", cfg.unit]
+            rc, out = self.run(hold, cfg.command_timeout)
+            record["hold"] = {"argv": hold, "rc": rc, "output": out[-200:]}
             record["pair"] = self._pair_request(verdict)
         argv = cfg.restart_argv()
         rc, out = self.run(argv, cfg.command_timeout)

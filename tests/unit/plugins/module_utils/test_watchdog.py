@@ -506,19 +506,41 @@ class World:
         self.generate = OK
         self.commands = log if log is not None else []
         self.runs = 1
+        self.restart_at = None   # like systemd's Restart=always, RestartSec=5 after a kill
+        self.restart_no = False  # a Restart=no drop-in read by daemon-reload
+        self.dropin = None
+
+    def _start(self):
+        self.runs += 1
+        self.restart_at = None
+        self.unit = dataclasses.replace(self.unit, active_state="active", sub_state="running", result="success",
+                                        invocation_id="inv-%d" % self.runs, started_mono=self.clock.now)
+        self.health, self.counters = wd.Probe("loading"), None
 
     def run(self, argv, timeout=None):
+        if self.restart_at is not None and self.clock.now >= self.restart_at:
+            self.commands.append((self.name, "auto-restart"))
+            self._start()
         if argv[1:2] == ["show"]:
             return 0, render(self.unit)
         self.commands.append((self.name, argv[1] if argv[0] == "systemctl" else argv[0]))
         if argv[1:2] in (["restart"], ["start"]):
-            self.runs += 1
-            self.unit = dataclasses.replace(self.unit, active_state="active", sub_state="running", result="success",
-                                            invocation_id="inv-%d" % self.runs, started_mono=self.clock.now)
-            self.health, self.counters = wd.Probe("loading"), None
+            self._start()
         elif argv[1:2] == ["kill"]:
-            self.unit = dataclasses.replace(self.unit, active_state="failed", sub_state="failed", result="signal")
             self.health, self.counters = wd.Probe("loading"), None
+            if self.restart_no:
+                self.unit = dataclasses.replace(self.unit, active_state="failed", sub_state="failed", result="signal")
+            else:
+                self.unit = dataclasses.replace(self.unit, active_state="activating", sub_state="auto-restart",
+                                                result="signal")
+                self.restart_at = self.clock.now + 5
+        elif argv[1:2] == ["daemon-reload"]:
+            self.restart_no = self.dropin is not None and os.path.exists(self.dropin) and "Restart=no" in open(
+                self.dropin, encoding="utf-8").read()
+        elif argv[1:2] == ["stop"]:
+            self.unit = dataclasses.replace(self.unit, active_state="inactive", sub_state="dead")
+            self.health, self.counters = wd.Probe("loading"), None
+            self.restart_at = None
         return 0, ""
 
     def scrape(self):
@@ -528,6 +550,7 @@ class World:
 
     def watchdog(self, cfg, lines, **kwargs):
         kwargs.setdefault("sleep", self.clock.sleep)
+        self.dropin = os.path.join(cfg.dropin_dir, "%s.d" % cfg.unit, wd.DROPIN_NAME)
         return wd.Watchdog(cfg, health_probe=lambda: self.health, generate_probe=self.probe, scrape=self.scrape,
                            run=self.run, log=lines.append, clock=self.clock, wall=self.clock.wall, **kwargs)
 
@@ -723,6 +746,7 @@ def test_split_hang_restarts_the_pair_in_order(tmp_path):
             break
         clock.now += 5
     assert commands == [("spark-a", "kill"),      # rank 0 first: the API goes away
+                        ("spark-a", "stop"),      # and stays down (no Restart= meanwhile)
                         ("spark-b", "kill"),      # rank 1 from the old session
                         ("spark-b", "restart"),   # rank 1 waits for rank 0's rendezvous
                         ("spark-a", "restart")]   # then rank 0
@@ -740,7 +764,8 @@ def test_split_head_starts_anyway_when_rank_1_does_not_answer(tmp_path):
     head.tick()
     head_world.counters, head_world.generate = counters(gen=42, running=2), TIMEOUT
     run_until(head, clock, 300, stop=lambda v: v.action == wd.RESTART)
-    assert commands == [("spark-a", "kill"), ("spark-a", "restart")]
+    # Held down for the whole wait (60 s, far past RestartSec): no rank 0 meets the old rank 1.
+    assert commands == [("spark-a", "kill"), ("spark-a", "stop"), ("spark-a", "restart")]
     assert "pair_ack_timeout" in events(lines)
 
 
