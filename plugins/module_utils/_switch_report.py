@@ -14,6 +14,9 @@ Definitions (all times epoch seconds, durations seconds):
   the new topology passed its health probe), falling back to ``in_rotation``;
 - ``after_serving``: every non-200 a client saw that *started* after
   first_serving; the product promises none (MISSION.md item 1).
+- ``ok_with_failures``: the outcome of a switch that went through (``ok``) while
+  more requests than ``max_failures_after_serving`` failed after first_serving,
+  when the caller sets that bar (switch-model.yml: 0, the model serves throughout).
 
 The probe client appends to its log, so it may also hold an earlier switch's
 requests: only those that started at or after the timeline's ``start`` count.
@@ -61,19 +64,37 @@ def longest_gap(records):
     return round(best[0], 3), best[1], best[2]
 
 
-def summarize(records, timeline, engines=None, tool_score=None, outcome="ok", reason=None):
-    """Return the report dict (see module docstring for definitions)."""
+def _by_status(records):
+    """Request counts by HTTP status, keyed by the status as a string ("0": no HTTP answer)."""
+    counts = {}
+    for record in records:
+        key = str(record.get("status"))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def summarize(records, timeline, engines=None, tool_score=None, outcome="ok", reason=None,
+              max_failures_after_serving=None):
+    """Return the report dict (see module docstring for definitions).
+
+    With ``max_failures_after_serving`` (a number of requests), an ``ok`` outcome with
+    more failures after first_serving than that becomes ``ok_with_failures``, and the
+    reason (unless given) says how many failed.
+    """
     timeline = {k: float(v) for k, v in (timeline or {}).items() if v is not None}
     if "start" in timeline:
         records = [r for r in records if r["t"] >= timeline["start"]]
-    by_status = {}
-    for record in records:
-        key = str(record.get("status"))
-        by_status[key] = by_status.get(key, 0) + 1
+    by_status = _by_status(records)
     first_serving = timeline.get("first_serving", timeline.get("in_rotation"))
     after = [r for r in records if first_serving is not None and r["t"] >= first_serving and r.get("status") != 200]
     gap, gap_from, gap_to = longest_gap(records) if records else (0.0, None, None)
     start = timeline.get("start", records[0]["t"] if records else None)
+    if outcome == "ok" and max_failures_after_serving is not None and len(after) > max_failures_after_serving:
+        outcome = "ok_with_failures"
+        reason = reason or ("%d of %d requests through the proxy were not answered 200 after the model served "
+                            "(by status %s); the bar is %d"
+                            % (len(after), len(records), json.dumps(_by_status(after), sort_keys=True),
+                               max_failures_after_serving))
     report = {
         "outcome": outcome,
         "reason": reason,

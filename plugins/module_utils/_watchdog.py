@@ -904,8 +904,10 @@ def write_atomic(path: str, text: str, mode: int = 0o644) -> None:
 def read_lock(path: str, wall: float) -> dict | None:
     """The maintenance lock, or None when the file does not exist.
 
-    The switch writes ``{"holder": ..., "since": ...}``; any other content still counts
-    as a lock. ``age`` is seconds since the file was last written.
+    The playbooks write ``{"holder": ..., "since": ..., "run": ..., "by": ..., "expires": ...}``
+    (_maintenance_lock.py); only ``holder`` and ``since`` are read here, and any other content
+    still counts as a lock (``expires`` too is ignored: the lock is honoured while the file
+    exists). ``age`` is seconds since the file was last written.
     """
     try:
         stat = os.stat(path)

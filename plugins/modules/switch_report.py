@@ -39,13 +39,21 @@ options:
     description: Score 0-100 of the tool-calling gate, when it ran.
     type: float
   outcome:
-    description: How the switch ended.
+    description:
+      - How the switch ended. V(ok_with_failures) is a switch that went through while clients saw failed requests
+        (see O(max_failures_after_serving)).
     type: str
-    choices: [ok, unchanged, rolled_back, failed]
+    choices: [ok, ok_with_failures, unchanged, rolled_back, failed]
     default: ok
   reason:
-    description: Why it ended that way (for C(rolled_back) and C(failed)).
+    description: Why it ended that way (for C(rolled_back), C(failed) and C(ok_with_failures)).
     type: str
+  max_failures_after_serving:
+    description:
+      - The bar for RV(failures_after_serving), in requests. When O(outcome=ok) and more requests than this failed,
+        the outcome returned is V(ok_with_failures) and, unless O(reason) is given, the reason says how many failed.
+      - Unset, the outcome is returned as given.
+    type: int
 author:
   - Factory Floor maintainers (@factory-floor)
 """
@@ -116,11 +124,12 @@ timeline:
   returned: always
   type: dict
 outcome:
-  description: The outcome given.
+  description: The outcome given, or V(ok_with_failures) when O(outcome=ok) and O(max_failures_after_serving) was exceeded.
   returned: always
   type: str
+  sample: ok
 reason:
-  description: The reason given.
+  description: The reason given, or for V(ok_with_failures) without one, how many requests failed.
   returned: always
   type: str
 engines:
@@ -172,8 +181,9 @@ def main():
             timeline=dict(type="dict", default={}),
             engines=dict(type="dict", default={}),
             tool_score=dict(type="float"),
-            outcome=dict(type="str", default="ok", choices=["ok", "unchanged", "rolled_back", "failed"]),
+            outcome=dict(type="str", default="ok", choices=["ok", "ok_with_failures", "unchanged", "rolled_back", "failed"]),
             reason=dict(type="str"),
+            max_failures_after_serving=dict(type="int"),
         ),
         supports_check_mode=True,
     )
@@ -186,7 +196,8 @@ def main():
         except OSError as exc:
             module.fail_json(msg="Could not read the probe client's log %s: %s" % (path, exc))
     report = summarize(load_records(text), module.params["timeline"], module.params["engines"],
-                       module.params["tool_score"], module.params["outcome"], module.params["reason"])
+                       module.params["tool_score"], module.params["outcome"], module.params["reason"],
+                       module.params["max_failures_after_serving"])
     module.exit_json(changed=False, **report)
 
 

@@ -173,6 +173,37 @@ def test_summarize_passes_given_values_through():
         "rolled_back", "tool-calling score 70 below 80", {"spark-a": "serving"}, 86.0)
 
 
+@pytest.mark.parametrize("outcome, bar, expected", [
+    ("ok", 0, "ok_with_failures"),          # 2 failed after first_serving, bar 0
+    ("ok", 1, "ok_with_failures"),
+    ("ok", 2, "ok"),                        # at the bar
+    ("ok", None, "ok"),                     # no bar: as given (switch.yml)
+    ("rolled_back", 0, "rolled_back"),      # only a switch that went through is downgraded
+    ("failed", 0, "failed"),
+    ("unchanged", 0, "unchanged"),
+])
+def test_summarize_failures_after_serving_against_the_bar(outcome, bar, expected):
+    report = sr.summarize(switch_records(), TIMELINE, outcome=outcome, max_failures_after_serving=bar)
+    assert report["failures_after_serving"] == 2
+    assert report["outcome"] == expected
+    if expected == "ok_with_failures":
+        assert report["reason"] == ('2 of 20 requests through the proxy were not answered 200 after the model served '
+                                    '(by status {"502": 1, "503": 1}); the bar is %d' % bar)
+        assert report["table"][0] == "switch outcome: ok_with_failures (%s)" % report["reason"]
+    else:
+        assert report["reason"] is None
+
+
+def test_summarize_keeps_a_given_reason_with_failures():
+    report = sr.summarize(switch_records(), TIMELINE, reason="see the probe log", max_failures_after_serving=0)
+    assert (report["outcome"], report["reason"]) == ("ok_with_failures", "see the probe log")
+
+
+def test_summarize_no_failures_is_ok_with_a_bar_of_0():
+    report = sr.summarize(series((200, 5)), {"start": T0, "first_serving": T0}, max_failures_after_serving=0)
+    assert (report["outcome"], report["reason"], report["failures_after_serving"]) == ("ok", None, 0)
+
+
 def test_table_has_the_numbers():
     report = sr.summarize(switch_records(), TIMELINE, engines={"spark-a": "serving", "spark-b": "loading"},
                           tool_score=86, outcome="rolled_back", reason="spark-b did not come up")

@@ -71,6 +71,16 @@ def test_given_values_are_returned(run_module, probe_log):
     assert "tool-calling score: 86.0" in result["table"]
 
 
+def test_failures_over_the_bar_make_ok_with_failures(run_module, probe_log):
+    code, result = run_module(module, {"probe_log": str(probe_log), "timeline": TIMELINE, "max_failures_after_serving": 0})
+    assert code == 0, result
+    assert result["outcome"] == "ok_with_failures" and result["failures_after_serving"] == 1
+    assert result["reason"] == ('1 of 18 requests through the proxy were not answered 200 after the model served '
+                                '(by status {"502": 1}); the bar is 0')
+    code, result = run_module(module, {"probe_log": str(probe_log), "timeline": TIMELINE, "max_failures_after_serving": 1})
+    assert code == 0 and result["outcome"] == "ok" and result["reason"] is None
+
+
 def test_missing_log_is_zero_requests(run_module, tmp_path):
     code, result = run_module(module, {"probe_log": str(tmp_path / "never-written.jsonl"), "timeline": TIMELINE})
     assert code == 0, result

@@ -1,0 +1,246 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The maintenance lock the switch and model-upgrade playbooks hold on an engine host.
+
+While the file exists, the host's watchdog takes no action (``_watchdog.read_lock``: any
+content counts as a lock; it shows ``holder`` and ``since``). The playbooks write one JSON
+object on one line::
+
+    {"holder": "switch-model", "since": 1795950000.0, "run": "20261129T110000Z-3f9a1c",
+     "by": "ops@controller", "expires": 1795964400.0}
+
+- ``holder``: which playbook (and step) holds it;
+- ``since``: epoch seconds the holding run started;
+- ``run``: the id of the run that wrote it; only that run rewrites or removes it;
+- ``by``: who ran it (user@controller);
+- ``expires``: epoch seconds after which another run may take it over (the writer is
+  presumed dead). A lock without ``expires`` (written by hand, by ``touch``, by an older
+  version of the playbooks) never expires: it stays until someone removes the file.
+
+The watchdog honours the file whatever ``expires`` says; the expiry only decides whether
+another run may take the lock over. Pure logic plus small file operations (a path and
+the time are passed in), unit-tested without Ansible.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import tempfile
+
+# What a lock is, compared with the run that asks.
+FREE = "free"          # no file
+OURS = "ours"          # written by this run
+EXPIRED = "expired"    # another run's, past its expiry: may be taken over
+HELD = "held"          # another run's (or unknown content), not expired: hands off
+
+FIELDS = ("holder", "since", "run", "by", "expires")
+
+
+class LockHeld(Exception):
+    """The lock belongs to someone else and has not expired. ``lock`` is what the file holds."""
+
+    def __init__(self, lock: dict, message: str):
+        super().__init__(message)
+        self.lock = lock
+
+
+def _number(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _text(value):
+    return None if value is None else str(value)[:200]
+
+
+def parse(text: str) -> dict:
+    """The fields of a lock file's content; a field that is absent or of the wrong type is None.
+
+    Content that is not a JSON object (a hand-written note, ``touch``) is a lock without an
+    owner or expiry: its first 100 characters become the holder (as the watchdog shows it).
+    """
+    lock = dict.fromkeys(FIELDS)
+    stripped = text.strip()
+    if not stripped:
+        return lock
+    try:
+        data = json.loads(stripped)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        lock["holder"] = stripped[:100]
+        return lock
+    lock.update(holder=_text(data.get("holder")), run=_text(data.get("run")), by=_text(data.get("by")),
+                since=_number(data.get("since")), expires=_number(data.get("expires")))
+    return lock
+
+
+def read(path: str) -> dict | None:
+    """The lock at ``path`` (:func:`parse` plus ``path`` and ``mtime``, epoch seconds), or None when absent.
+
+    A file that exists but cannot be read is a lock of unknown holder: held.
+    """
+    try:
+        mtime = os.stat(path).st_mtime
+    except FileNotFoundError:
+        return None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lock = parse(handle.read(4096))
+    except OSError as exc:
+        lock = dict.fromkeys(FIELDS)
+        lock["holder"] = "unknown (unreadable: %s)" % (exc.strerror or exc)
+    lock.update(path=path, mtime=mtime)
+    return lock
+
+
+def state_of(lock: dict | None, run: str, now: float) -> str:
+    """:data:`FREE`, :data:`OURS`, :data:`EXPIRED` or :data:`HELD` for the run ``run`` at ``now`` (epoch seconds)."""
+    if lock is None:
+        return FREE
+    if lock.get("run") is not None and lock["run"] == run:
+        return OURS
+    if lock.get("expires") is not None and lock["expires"] <= now:
+        return EXPIRED
+    return HELD
+
+
+def render(holder: str, since: float, run: str, by: str, expires: float) -> str:
+    """The file content this run writes (one JSON line; ``holder`` and ``since`` first, as the watchdog reads them)."""
+    return json.dumps({"holder": holder, "since": since, "run": run, "by": by, "expires": expires}) + "\n"
+
+
+def _when(epoch: float, now: float) -> str:
+    stamp = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    delta = now - epoch
+    span = abs(delta)
+    if span < 120:
+        words = "%d s" % round(span)
+    elif span < 7200:
+        words = "%d min" % round(span / 60)
+    else:
+        words = "%.1f h" % (span / 3600)
+    return "%s (%s)" % (stamp, ("%s ago" if delta >= 0 else "in %s") % words)
+
+
+def describe(lock: dict, now: float) -> str:
+    """Who holds ``lock``, since when and until when, in words."""
+    who = lock.get("holder") or "an unnamed holder"
+    extra = []
+    if lock.get("run"):
+        extra.append("run " + lock["run"])
+    if lock.get("by"):
+        extra.append("by " + lock["by"])
+    if extra:
+        who += " (%s)" % ", ".join(extra)
+    if lock.get("since") is not None:
+        since = "since " + _when(lock["since"], now)
+    elif lock.get("mtime") is not None:
+        since = "file written " + _when(lock["mtime"], now)
+    else:
+        since = "since an unknown time"
+    if lock.get("expires") is not None:
+        until = ("expired " if lock["expires"] <= now else "expires ") + _when(lock["expires"], now)
+    else:
+        until = "no expiry: it stays until the file is removed"
+    return "%s, %s; %s" % (who, since, until)
+
+
+def held_message(lock: dict, now: float) -> str:
+    """Why this run refuses to take a lock another run holds, and what to do."""
+    return ("The maintenance lock %s is held by %s. Another switch or model upgrade is running on this host, "
+            "or one that ended without releasing it. If that run is dead (interrupted, its controller lost), "
+            "remove the file (rm %s) and run again."
+            % (lock.get("path"), describe(lock, now), lock.get("path")))
+
+
+def _write_temp(path: str, content: str, mode: int) -> str:
+    directory = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+def create(path: str, content: str, mode: int = 0o644) -> bool:
+    """Create ``path`` with ``content`` only if it does not exist (atomic); False when it already exists."""
+    tmp = _write_temp(path, content, mode)
+    try:
+        os.link(tmp, path)  # fails with FileExistsError when another writer got there first
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    return True
+
+
+def replace(path: str, content: str, mode: int = 0o644) -> None:
+    """Write ``content`` to ``path`` in one step (a reader sees the old or the new content, never half)."""
+    tmp = _write_temp(path, content, mode)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def take(path: str, holder: str, since: float, run: str, by: str, expires: float, now: float,
+         mode: int = 0o644, check: bool = False) -> dict:
+    """Take the lock for ``run``: create it, rewrite our own, or take over an expired one.
+
+    Our own lock with the same ``holder``, ``since`` and ``by`` is left as it is (its
+    expiry is not pushed back), so taking it twice changes nothing. Returns ``{"changed",
+    "previous", "state"}`` (``state`` of the lock as found, see :func:`state_of`). Raises
+    :class:`LockHeld` when another run holds it and it has not expired, also when another
+    writer takes it between our look and our write. With ``check``, only says what it would do.
+    """
+    previous = read(path)
+    state = state_of(previous, run, now)
+    if state == HELD:
+        raise LockHeld(previous, held_message(previous, now))
+    wanted = {"holder": holder, "since": since, "run": run, "by": by}
+    if state == OURS and all(previous.get(key) == value for key, value in wanted.items()):
+        return {"changed": False, "previous": previous, "state": state}
+    if check:
+        return {"changed": True, "previous": previous, "state": state}
+    content = render(holder, since, run, by, expires)
+    if state == FREE:
+        if not create(path, content, mode):
+            # Another writer created it between our look and our write: judge theirs.
+            return take(path, holder, since, run, by, expires, now, mode)
+    else:
+        replace(path, content, mode)
+        # Two runs taking over the same expired lock: the last writer wins, the other stops.
+        after = read(path)
+        if state_of(after, run, now) != OURS:
+            raise LockHeld(after, held_message(after, now))
+    return {"changed": True, "previous": previous, "state": state}
+
+
+def release(path: str, run: str, now: float, check: bool = False) -> dict:
+    """Remove the lock if ``run`` wrote it; leave anyone else's in place.
+
+    Returns ``{"changed", "previous", "state"}``; ``state`` :data:`HELD` or :data:`EXPIRED`
+    means the file was someone else's and is left.
+    """
+    previous = read(path)
+    state = state_of(previous, run, now)
+    if state != OURS:
+        return {"changed": False, "previous": previous, "state": state}
+    if not check:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+    return {"changed": True, "previous": previous, "state": state}
