@@ -173,7 +173,7 @@ def test_summarize_passes_given_values_through():
         "rolled_back", "tool-calling score 70 below 80", {"spark-a": "serving"}, 86.0)
 
 
-@pytest.mark.parametrize("outcome, bar, expected", [
+@pytest.mark.parametrize("outcome, limit, expected", [
     ("ok", 0, "ok_with_failures"),          # 2 failed after first_serving, bar 0
     ("ok", 1, "ok_with_failures"),
     ("ok", 2, "ok"),                        # at the bar
@@ -182,13 +182,13 @@ def test_summarize_passes_given_values_through():
     ("failed", 0, "failed"),
     ("unchanged", 0, "unchanged"),
 ])
-def test_summarize_failures_after_serving_against_the_bar(outcome, bar, expected):
-    report = sr.summarize(switch_records(), TIMELINE, outcome=outcome, max_failures_after_serving=bar)
+def test_summarize_failures_after_serving_against_the_bar(outcome, limit, expected):
+    report = sr.summarize(switch_records(), TIMELINE, outcome=outcome, max_failures_after_serving=limit)
     assert report["failures_after_serving"] == 2
     assert report["outcome"] == expected
     if expected == "ok_with_failures":
         assert report["reason"] == ('2 of 20 requests through the proxy were not answered 200 after the model served '
-                                    '(by status {"502": 1, "503": 1}); the bar is %d' % bar)
+                                    '(by status {"502": 1, "503": 1}); the bar is %d' % limit)
         assert report["table"][0] == "switch outcome: ok_with_failures (%s)" % report["reason"]
     else:
         assert report["reason"] is None
