@@ -15,7 +15,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLL_ROOT))
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 export LAB_PIP := $(BIN)/pip
 
-APT_PACKAGES := podman runc debootstrap netavark aardvark-dns nftables curl git python3-venv
+APT_PACKAGES := podman runc debootstrap netavark aardvark-dns iptables nftables curl git python3-venv
 
 .PHONY: help deps apt venv collection lab-image lab-up lab-down demo test test-quick units lint sanity molecule build clean
 
