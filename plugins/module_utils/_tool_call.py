@@ -1097,6 +1097,37 @@ def run_suite(url: str, cases: list, tools: dict, model: str, api_key=None, time
             session.close()
 
 
+def combine_runs(runs: list) -> dict:
+    """Judge each case by majority over repeated runs of the same cases (a tie fails).
+
+    ``runs`` is a list of result lists, each in the same case order (``run_suite``'s
+    return). A case whose verdict differs between runs is *flipped*: greedy decoding
+    is not batch-invariant, and the same build can pass a case once and fail it the
+    next time. Returns ``results`` (per case: the first run's result that agrees with
+    the majority, its ``passed`` the majority verdict, ``verdicts`` every run's),
+    ``flipped`` (case ids, in case order) and ``scores`` (each run's score).
+    """
+    if not runs or any(len(run) != len(runs[0]) for run in runs):
+        raise ValueError("combine_runs needs one or more runs of the same cases")
+    results = []
+    flipped = []
+    for index in range(len(runs[0])):
+        verdicts = [bool(run[index]["passed"]) for run in runs]
+        ids = {run[index]["id"] for run in runs}
+        if len(ids) != 1:
+            raise ValueError("runs list different cases at position %d: %s" % (index, sorted(ids)))
+        passed = sum(verdicts) * 2 > len(verdicts)
+        chosen = next(run[index] for run in runs if bool(run[index]["passed"]) == passed)
+        result = dict(chosen, passed=passed, verdicts=verdicts)
+        if len(set(verdicts)) > 1:
+            flipped.append(result["id"])
+            if not passed:
+                result["reasons"] = list(result["reasons"]) + [
+                    "passed in %d of %d runs (a majority is needed)" % (sum(verdicts), len(verdicts))]
+        results.append(result)
+    return {"results": results, "flipped": flipped, "scores": [score(run)["score"] for run in runs]}
+
+
 def first_model(url: str, api_key=None, timeout: float = 10.0, session=None) -> str:
     """The first model id ``GET /v1/models`` lists."""
     target = normalize_url(url) + "/v1/models"

@@ -154,9 +154,22 @@ options:
         suite's order and are scored the same way whatever the value.
       - Each request then shares the engine with up to O(concurrency) - 1 others, so the C(latency) of each case in
         RV(results) includes that sharing, and O(timeout) must allow for it.
+      - Above 1 a case's answer can depend on what else is in the batch (see the notes); the default runs cases one at
+        a time so that a verdict does not flip with batching.
       - Must be 1 or more.
     type: int
-    default: 4
+    default: 1
+  repeat:
+    description:
+      - How many times the whole selection runs. With more than one run each case is judged by majority over the runs
+        (a tie fails), RV(flipped_cases) names the cases whose verdict differed between runs, and RV(run_scores) gives
+        each run's score.
+      - Greedy decoding is not batch-invariant, and on some builds not even run-to-run invariant, so a case near the
+        model's ability can pass once and fail the next time. Use several runs to measure a build's spread before
+        choosing C(tool_gate_min_score) and C(tool_gate_tolerance); the gate's time grows with each run.
+      - Must be 1 or more. Not part of RV(suite_digest).
+    type: int
+    default: 1
   validate_only:
     description:
       - Only read and check the suite and the selection, and return RV(suite_digest), RV(selected) and RV(total)
@@ -299,6 +312,10 @@ results:
       description: The calls of the non-streamed answer, each C(name) and C(arguments) (parsed when valid JSON).
       type: list
       elements: dict
+    verdicts:
+      description: The case's verdict in each run (one boolean per O(repeat)); C(passed) is their majority.
+      type: list
+      elements: bool
   sample:
     - id: single_integer
       category: single
@@ -307,6 +324,7 @@ results:
       latency: 1.84
       stream_latency: 1.91
       calls: [{name: search_flights, arguments: {origin: LHR, destination: JFK, date: "2025-03-14", passengers: 3}}]
+      verdicts: [true]
 by_category:
   description: Per category, C(total), C(passed) and C(score) (percent, one decimal).
   returned: success, unless O(validate_only)
@@ -350,6 +368,25 @@ suite_name:
   returned: success
   type: str
   sample: default
+repeat:
+  description: How many times the selection ran (O(repeat)); each case's verdict is the majority over the runs.
+  returned: success, unless O(validate_only)
+  type: int
+  sample: 3
+run_scores:
+  description: Each run's score (percent, 0-100, one decimal), in the order they ran. One entry with O(repeat=1).
+  returned: success, unless O(validate_only)
+  type: list
+  elements: float
+  sample: [72.2, 66.7, 72.2]
+flipped_cases:
+  description:
+    - Ids of the cases whose verdict differed between the runs (empty with O(repeat=1)). Their majority verdict counts
+      in RV(score); each appears in RV(results) with C(verdicts), one boolean per run.
+  returned: success, unless O(validate_only)
+  type: list
+  elements: str
+  sample: [multi_turn_answer_from_result]
 suite_digest:
   description:
     - sha256 (hex) of what decides the score - the selected cases, the tools they offer, O(temperature),
@@ -368,6 +405,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._tool_call impor
     REQUESTS_IMPORT_ERROR,
     AbortRun,
     SuiteError,
+    combine_runs,
     first_model,
     load_bfcl,
     load_suite_file,
@@ -414,7 +452,8 @@ def main():
             temperature=dict(type="float", default=0),
             max_tokens=dict(type="int", default=512, no_log=False),
             streaming=dict(type="bool", default=True),
-            concurrency=dict(type="int", default=4),
+            concurrency=dict(type="int", default=1),
+            repeat=dict(type="int", default=1),
             validate_only=dict(type="bool", default=False),
         ),
         required_by={"bfcl_categories": ["bfcl_path"]},
@@ -432,8 +471,9 @@ def main():
     for name in ("timeout", "max_tokens"):
         if params[name] <= 0:
             module.fail_json(msg="%s must be more than 0, got %s" % (name, params[name]))
-    if params["concurrency"] < 1:
-        module.fail_json(msg="concurrency must be 1 (one case at a time) or more, got %s" % params["concurrency"])
+    for name in ("concurrency", "repeat"):
+        if params[name] < 1:
+            module.fail_json(msg="%s must be 1 or more, got %s" % (name, params[name]))
     if params["bfcl_limit"] < 0:
         module.fail_json(msg="bfcl_limit must be 0 (all) or more, got %s" % params["bfcl_limit"])
 
@@ -459,13 +499,16 @@ def main():
     try:
         if not model:
             model = first_model(url, params["api_key"])
-        results = run_suite(url, cases, suite["tools"], model, api_key=params["api_key"], timeout=params["timeout"],
-                            temperature=params["temperature"], max_tokens=params["max_tokens"],
-                            streaming=params["streaming"], concurrency=params["concurrency"])
+        runs = [run_suite(url, cases, suite["tools"], model, api_key=params["api_key"], timeout=params["timeout"],
+                          temperature=params["temperature"], max_tokens=params["max_tokens"],
+                          streaming=params["streaming"], concurrency=params["concurrency"])
+                for _ in range(params["repeat"])]
     except AbortRun as exc:
         module.fail_json(msg="Tool-calling test against %s stopped: %s" % (url, exc), url=url,
                          elapsed=round(time.monotonic() - started, 3))
 
+    combined = combine_runs(runs)
+    results = combined["results"]
     if not any(r["answered"] for r in results):
         module.fail_json(msg="Tool-calling test against %s: no request got an HTTP answer; first error: %s" % (
             url, results[0]["reasons"][0]), url=url, elapsed=round(time.monotonic() - started, 3))
@@ -482,7 +525,7 @@ def main():
         passed_cases=[r["id"] for r in results if r["passed"]],
         failed_cases=failed,
         results=[dict(id=r["id"], category=r["category"], passed=r["passed"], reasons=r["reasons"], latency=r["latency"],
-                      stream_latency=r["stream_latency"], calls=r["calls"]) for r in results],
+                      stream_latency=r["stream_latency"], calls=r["calls"], verdicts=r["verdicts"]) for r in results],
         by_category=summary["by_category"],
         latency_mean=summary["latency_mean"],
         latency_max=summary["latency_max"],
@@ -492,6 +535,9 @@ def main():
         suite_name=suite["name"],
         suite_digest=digest,
         selected=[r["id"] for r in results],
+        repeat=params["repeat"],
+        run_scores=combined["scores"],
+        flipped_cases=combined["flipped"],
     )
 
 

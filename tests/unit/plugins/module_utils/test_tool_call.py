@@ -873,3 +873,33 @@ def test_concurrency_below_one_is_refused(concurrency):
     with pytest.raises(ValueError, match=r"^concurrency must be 1 \(one case at a time\) or more, got "):
         run_cases(engine, concurrency)
     assert engine.bodies == []
+
+
+def _verdict(case_id, passed):
+    return {"id": case_id, "category": "single", "passed": passed, "reasons": [] if passed else ["wrong"],
+            "latency": 1.0}
+
+
+@pytest.mark.parametrize("verdicts, passed, flipped", [
+    ([True], True, False),
+    ([False], False, False),
+    ([True, False], False, True),  # a tie fails
+    ([True, True, False], True, True),
+    ([False, True, False], False, True),
+    ([True, True, True], True, False),
+])
+def test_combine_runs_majority(verdicts, passed, flipped):
+    runs = [[_verdict("a", v), _verdict("b", True)] for v in verdicts]
+    combined = tc.combine_runs(runs)
+    first = combined["results"][0]
+    assert first["passed"] is passed and first["verdicts"] == verdicts
+    assert combined["flipped"] == (["a"] if flipped else [])
+    assert combined["results"][1]["passed"] is True
+    assert combined["scores"] == [100.0 if v else 50.0 for v in verdicts]
+
+
+def test_combine_runs_refuses_mismatched_runs():
+    with pytest.raises(ValueError, match="different cases at position 0"):
+        tc.combine_runs([[_verdict("a", True)], [_verdict("b", True)]])
+    with pytest.raises(ValueError, match="one or more runs"):
+        tc.combine_runs([])

@@ -195,7 +195,8 @@ def answer_small(server):
 
 
 RETURN_KEYS = {"changed", "score", "total", "passed_count", "failed_count", "passed_cases", "failed_cases", "results",
-               "by_category", "latency_mean", "latency_max", "elapsed", "model", "url", "suite_name", "suite_digest"}
+               "by_category", "latency_mean", "latency_max", "elapsed", "model", "url", "suite_name", "suite_digest",
+               "repeat", "run_scores", "flipped_cases"}
 
 
 @pytest.mark.parametrize("check_mode", [False, True])
@@ -387,8 +388,9 @@ def test_nothing_listening(run):
     ({}, "one of the following is required: suite, bfcl_categories"),
     ({"bfcl_categories": ["simple"]}, "missing parameter(s) required by 'bfcl_categories': bfcl_path"),
     ({"suite": SUITE, "timeout": 0}, "timeout must be more than 0"),
-    ({"suite": SUITE, "concurrency": 0}, "concurrency must be 1 (one case at a time) or more, got 0"),
-    ({"suite": SUITE, "concurrency": -2}, "concurrency must be 1 (one case at a time) or more, got -2"),
+    ({"suite": SUITE, "concurrency": 0}, "concurrency must be 1 or more, got 0"),
+    ({"suite": SUITE, "concurrency": -2}, "concurrency must be 1 or more, got -2"),
+    ({"suite": SUITE, "repeat": 0}, "repeat must be 1 or more, got 0"),
     ({"suite": SUITE, "url": "127.0.0.1:8000"}, "url must be an http:// or https:// URL"),
     ({"suite": 5}, "suite must be a mapping, a path or a list of those"),
 ])
@@ -429,16 +431,16 @@ def test_validate_only_sends_nothing(server, run):
 
 
 def test_cases_run_at_once_and_report_as_one_at_a_time(server, run):
-    """Default concurrency 4 over HTTP: the 4 cases' plain requests are in flight together; the result is the one of
-    a run with concurrency 1 but for the latencies and the wall time."""
+    """Concurrency 4 over HTTP: the 4 cases' plain requests are in flight together; the result is the one of a run
+    one case at a time (the default) but for the latencies and the wall time."""
     answer_small(server)
-    code, one_at_a_time = run({"url": server.url, "model": "lab-chat", "suite": SUITE, "concurrency": 1})
+    code, one_at_a_time = run({"url": server.url, "model": "lab-chat", "suite": SUITE})
     assert code == 0 and server.peak == 1
 
     barrier = threading.Barrier(4, timeout=10)
     server.hold = lambda body: None if body["stream"] else barrier.wait()
     server.peak = 0
-    code, at_once = run({"url": server.url, "model": "lab-chat", "suite": SUITE})
+    code, at_once = run({"url": server.url, "model": "lab-chat", "suite": SUITE, "concurrency": 4})
     assert code == 0, at_once
     assert server.peak == 4
 
@@ -450,3 +452,45 @@ def test_cases_run_at_once_and_report_as_one_at_a_time(server, run):
     assert timeless(at_once) == timeless(one_at_a_time)
     assert [r["id"] for r in at_once["results"]] == at_once["selected"] == ["paris", "oslo", "two", "capital"]
     assert at_once["elapsed"] > 0 and at_once["latency_max"] <= at_once["elapsed"]
+
+
+def test_repeat_judges_by_majority_and_names_flipped_cases(server, run):
+    """A build whose answer to one case changes from run to run (as greedy decoding does with batching): three runs,
+    the case passes in two, so it counts as passed and is named as flipped; a case that passes once in three fails."""
+    answer_small(server)
+    seen = {"oslo": 0, "paris": 0}
+    right_oslo = ([("get_weather", {"city": "Oslo"})], None, None)
+    wrong_paris = ([("get_weather", {"city": "Lyon"})], None, None)
+
+    def oracle(body):
+        text = body["messages"][-1]["content"]
+        usual = server.answers[text]
+        if text == "Weather in Oslo?":
+            if not body["stream"]:
+                seen["oslo"] += 1
+            return right_oslo if seen["oslo"] in (1, 3) else usual  # right in runs 1 and 3
+        if text == "Weather in Paris?":
+            if not body["stream"]:
+                seen["paris"] += 1
+            return usual if seen["paris"] == 2 else wrong_paris  # right only in run 2
+        return usual
+
+    server.oracle = oracle
+    code, result = run({"url": server.url, "model": "lab-chat", "suite": SUITE, "repeat": 3})
+    assert code == 0, result
+    assert result["repeat"] == 3 and result["flipped_cases"] == ["paris", "oslo"]
+    by_id = {r["id"]: r for r in result["results"]}
+    assert by_id["oslo"]["verdicts"] == [True, False, True] and by_id["oslo"]["passed"] is True
+    assert by_id["paris"]["verdicts"] == [False, True, False] and by_id["paris"]["passed"] is False
+    assert by_id["two"]["verdicts"] == [True, True, True]
+    assert result["run_scores"] == [75.0, 75.0, 75.0] and result["score"] == 75.0
+    [paris] = result["failed_cases"]
+    assert paris["id"] == "paris" and "passed in 1 of 3 runs (a majority is needed)" in paris["reasons"]
+    assert len(server.requests) == 3 * 4 * 2
+
+
+def test_one_run_flips_nothing(server, run):
+    answer_small(server)
+    code, result = run({"url": server.url, "model": "lab-chat", "suite": SUITE})
+    assert code == 0 and result["repeat"] == 1 and result["flipped_cases"] == [] and result["run_scores"] == [75.0]
+    assert all(len(r["verdicts"]) == 1 for r in result["results"])
