@@ -40,6 +40,7 @@ and the module share):
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 import traceback
 
@@ -171,6 +172,7 @@ class WaitResult:
     message: str | None = None
     unit: UnitState | None = None
     journal: list = dataclasses.field(default_factory=list)
+    processes: list = dataclasses.field(default_factory=list)
 
 
 def normalize_url(base_url: str) -> str:
@@ -412,6 +414,7 @@ def wait(
     request_timeout: float = REQUEST_TIMEOUT,
     unit_state=None,
     unit_journal=None,
+    unit_processes=None,
     clock=time.monotonic,
     sleep=time.sleep,
     session=None,
@@ -433,6 +436,10 @@ def wait(
       land in ``WaitResult.journal``. ``unit_state`` is only read while the
       endpoint is not serving, after each probe. It may raise
       :class:`UnitStateError`; that propagates.
+
+    On a timeout, ``unit_journal()`` and ``unit_processes()`` (what each process of
+    the unit is doing, see :func:`process_lines`) are called once, when given, and
+    their lines end the message: a start-up that never finishes says why.
 
     ``clock`` (seconds, monotonic) and ``sleep`` are injectable so tests control time.
     """
@@ -488,7 +495,15 @@ def wait(
             wanted = "serving" if wait_for == "serving" else "dead (no longer serving)"
             message = "vLLM at %s was not %s after %ss (timeout %ss, %d attempts, probe %s); %s" % (
                 base, wanted, _fmt(now - started), _fmt(timeout), attempts, kind, seen)
-            return _ended(False, "timeout", last, base, now - started, attempts, message)
+            journal = list(unit_journal()) if unit_journal is not None else []
+            processes = list(unit_processes()) if unit_processes is not None else []
+            if journal:
+                message += "\nLast %d journal lines of the unit:\n%s" % (len(journal), "\n".join(journal))
+            if processes:
+                message += "\nThe unit's processes (%s):\n%s" % (PROCESS_COLUMNS, "\n".join(processes))
+            result = _ended(False, "timeout", last, base, now - started, attempts, message, journal=journal)
+            result.processes = processes
+            return result
         sleep(min(interval, deadline - now))
 
 
@@ -526,6 +541,64 @@ def systemd_unit_state(unit: str, run_command, systemctl: str = "systemctl") -> 
         result=values.get("Result") or None,
         exec_main_status=exec_main_status,
     )
+
+
+PROCESS_COLUMNS = "pid name state cpu_seconds last_core allowed_cores"
+
+
+def process_lines(root_pid: int, proc_dir: str = "/proc") -> list:
+    """One line per process in the tree under ``root_pid`` (itself included), from ``/proc``.
+
+    Columns: :data:`PROCESS_COLUMNS` - state as ``/proc/PID/status`` says it (R, S,
+    D, T ...), CPU seconds (utime + stime, at the kernel's 100 ticks a second),
+    the core it last ran on, and the cores it may run on (``Cpus_allowed_list``).
+    A process runnable (R) for minutes with no CPU seconds gained is held somewhere.
+    Processes that vanish while being read are left out. Never raises.
+    """
+    parents = {}
+    try:
+        names = os.listdir(proc_dir)
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc_dir, name, "stat"), encoding="utf-8", errors="replace") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 36:
+            parents[int(name)] = (int(fields[1]), fields)
+    tree = [root_pid] if root_pid in parents else []
+    for pid in tree:  # grows while it is walked: breadth first
+        tree.extend(sorted(child for child, (ppid, _) in parents.items() if ppid == pid and child not in tree))
+    lines = []
+    for pid in tree:
+        fields = parents[pid][1]
+        status = {}
+        try:
+            with open(os.path.join(proc_dir, str(pid), "status"), encoding="utf-8", errors="replace") as handle:
+                for line in handle:
+                    key, _, value = line.partition(":")
+                    status[key] = value.strip()
+        except OSError:
+            continue
+        cpu = (int(fields[11]) + int(fields[12])) / 100.0
+        lines.append("%d %s %s %.1f %s %s" % (pid, status.get("Name", "?"), (status.get("State") or "?").split()[0],
+                                              cpu, fields[36], status.get("Cpus_allowed_list", "?")))
+    return lines
+
+
+def unit_process_lines(unit: str, run_command, systemctl: str = "systemctl", proc_dir: str = "/proc") -> list:
+    """:func:`process_lines` of the unit's main process (``systemctl show -p MainPID``). Never raises."""
+    try:
+        rc, out, _err = run_command([systemctl, "show", "-p", "MainPID", "--value", "--", unit])
+        pid = int((out or "").strip() or 0) if rc == 0 else 0
+    except Exception:  # pylint: disable=broad-except
+        return []
+    return process_lines(pid, proc_dir) if pid > 0 else []
 
 
 def systemd_journal(unit: str, run_command, lines: int = 30, journalctl: str = "journalctl") -> list:

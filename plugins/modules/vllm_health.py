@@ -241,11 +241,23 @@ unit_state:
     result: exit-code
     exec_main_status: 1
 journal:
-  description: The unit's last 30 journal lines (C(journalctl -u UNIT -n 30 --no-pager)), when the module failed because O(unit) stopped.
-  returned: on failure, when O(unit) stopped
+  description:
+    - The unit's last 30 journal lines (C(journalctl -u UNIT -n 30 --no-pager)), when the module failed because O(unit)
+      stopped or the wait timed out. Also at the end of C(msg).
+  returned: on failure, when O(unit) is set and it stopped or the wait timed out
   type: list
   elements: str
   sample: ["Jan 01 12:00:00 spark-a python[812]: ValueError: No available memory for the cache blocks."]
+processes:
+  description:
+    - When the wait timed out, one line per process of O(unit) (its MainPID and descendants, from C(/proc)) - pid, name,
+      state (R running or runnable, S sleeping, D uninterruptible, T stopped), CPU seconds (utime + stime), the core it
+      last ran on, and the cores it may run on (C(Cpus_allowed_list)). A start-up that never finishes shows here whether
+      its processes compute, wait, are stopped, or are runnable without getting CPU. Also at the end of C(msg).
+  returned: on failure, when O(unit) is set and the wait timed out
+  type: list
+  elements: str
+  sample: ["812 python3 S 41.2 1 0-1", "901 VLLM::EngineCor R 0.3 0 0"]
 """
 
 import functools
@@ -260,6 +272,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_health imp
     normalize_url,
     systemd_journal,
     systemd_unit_state,
+    unit_process_lines,
     wait,
 )
 
@@ -304,12 +317,13 @@ def main():
     except ValueError as exc:
         module.fail_json(msg=str(exc))
 
-    unit_state = unit_journal = None
+    unit_state = unit_journal = unit_processes = None
     if params["unit"]:
         systemctl = module.get_bin_path("systemctl", required=True)
         journalctl = module.get_bin_path("journalctl") or "journalctl"
         unit_state = functools.partial(systemd_unit_state, params["unit"], module.run_command, systemctl=systemctl)
         unit_journal = functools.partial(systemd_journal, params["unit"], module.run_command, journalctl=journalctl)
+        unit_processes = functools.partial(unit_process_lines, params["unit"], module.run_command, systemctl=systemctl)
 
     try:
         outcome = wait(
@@ -323,6 +337,7 @@ def main():
             generate_timeout=params["generate_timeout"],
             unit_state=unit_state,
             unit_journal=unit_journal,
+            unit_processes=unit_processes,
         )
     except ValueError as exc:
         module.fail_json(msg=str(exc))
@@ -336,6 +351,9 @@ def main():
     if outcome.unit is not None:
         result["unit_state"] = outcome.unit.as_dict()
         result["journal"] = outcome.journal
+    if outcome.reason == "timeout":
+        result["journal"] = outcome.journal
+        result["processes"] = outcome.processes
     module.fail_json(msg=outcome.message, **result)
 
 

@@ -366,6 +366,59 @@ def test_timeout_names_endpoint_elapsed_and_last_state():
         "last status loading, last error: GET %s/health: connection refused (nothing listens on the port yet)" % (url, url))
 
 
+def test_timeout_says_what_the_unit_was_doing():
+    """A start-up that never finishes: the message ends with the unit's journal and its processes."""
+    url = "http://127.0.0.1:%d" % free_port()
+    clock = FakeTime()
+    calls = []
+    outcome = vh.wait(url, timeout=3, interval=2, clock=clock.clock, sleep=clock.sleep,
+                      unit_state=lambda: vh.UnitState(name="vllm-replica.service", active_state="active", sub_state="running"),
+                      unit_journal=lambda: calls.append("journal") or ["loading weights"],
+                      unit_processes=lambda: calls.append("processes") or ["901 VLLM::EngineCor R 0.3 0 0"])
+    assert not outcome.ok and outcome.reason == "timeout" and calls == ["journal", "processes"]
+    assert outcome.journal == ["loading weights"] and outcome.processes == ["901 VLLM::EngineCor R 0.3 0 0"]
+    assert outcome.message.endswith(
+        "\nLast 1 journal lines of the unit:\nloading weights"
+        "\nThe unit's processes (pid name state cpu_seconds last_core allowed_cores):\n901 VLLM::EngineCor R 0.3 0 0")
+
+
+def _fake_proc(tmp_path, pid, ppid, name, state, utime, stime, core, allowed):
+    folder = tmp_path / str(pid)
+    folder.mkdir()
+    # Fields after "(comm) ": state ppid ... utime is field 14, stime 15, processor 39 (1-based over the whole line).
+    rest = [state, str(ppid)] + ["0"] * 9 + [str(utime), str(stime)] + ["0"] * 23 + [str(core)] + ["0"] * 5
+    (folder / "stat").write_text("%d (%s) %s\n" % (pid, name, " ".join(rest)), encoding="utf-8")
+    (folder / "status").write_text("Name:\t%s\nState:\t%s (x)\nCpus_allowed_list:\t%s\n" % (name, state, allowed),
+                                   encoding="utf-8")
+
+
+def test_process_lines_walks_the_tree_under_the_main_pid(tmp_path):
+    _fake_proc(tmp_path, 1, 0, "systemd", "S", 5, 5, 0, "0-1")
+    _fake_proc(tmp_path, 812, 1, "python3", "S", 4000, 120, 1, "0-1")
+    _fake_proc(tmp_path, 901, 812, "VLLM::EngineCor", "R", 30, 0, 0, "0")
+    _fake_proc(tmp_path, 950, 901, "VLLM::Worker", "R", 100, 50, 1, "1")
+    _fake_proc(tmp_path, 77, 1, "nginx", "S", 1, 1, 0, "0-1")
+    (tmp_path / "self").mkdir()
+    assert vh.process_lines(812, str(tmp_path)) == [
+        "812 python3 S 41.2 1 0-1", "901 VLLM::EngineCor R 0.3 0 0", "950 VLLM::Worker R 1.5 1 1"]
+    assert vh.process_lines(4242, str(tmp_path)) == []
+    assert vh.process_lines(812, str(tmp_path / "missing")) == []
+
+
+def test_unit_process_lines_reads_the_main_pid(tmp_path):
+    _fake_proc(tmp_path, 812, 1, "python3", "S", 100, 0, 1, "0-1")
+    seen = []
+
+    def run(argv):
+        seen.append(argv)
+        return 0, "812\n", ""
+
+    assert vh.unit_process_lines("vllm-replica.service", run, proc_dir=str(tmp_path)) == ["812 python3 S 1.0 1 0-1"]
+    assert seen == [["systemctl", "show", "-p", "MainPID", "--value", "--", "vllm-replica.service"]]
+    assert vh.unit_process_lines("x.service", lambda argv: (0, "0\n", ""), proc_dir=str(tmp_path)) == []
+    assert vh.unit_process_lines("x.service", lambda argv: (1, "", "no"), proc_dir=str(tmp_path)) == []
+
+
 def test_timeout_zero_probes_once_and_reports():
     clock = FakeTime()
     outcome = vh.wait("http://127.0.0.1:%d" % free_port(), timeout=0, clock=clock.clock, sleep=clock.sleep)
@@ -409,10 +462,12 @@ def test_unit_down_fails_at_once_with_journal(state):
                                    unit("active", "running"), unit("deactivating", "stop-sigterm")])
 def test_unit_still_working_keeps_waiting(state):
     clock = FakeTime()
+    read = []
     outcome = vh.wait("http://127.0.0.1:%d" % free_port(), timeout=4, interval=2,
-                      unit_state=lambda: state, unit_journal=lambda: pytest.fail("journal read"),
+                      unit_state=lambda: state, unit_journal=lambda: read.append(clock.clock()) or [],
                       clock=clock.clock, sleep=clock.sleep)
     assert outcome.reason == "timeout" and outcome.attempts == 3
+    assert read == [pytest.approx(1004.0)]  # the journal only once the wait gave up (FakeTime starts at 1000)
 
 
 def test_unit_goes_down_while_waiting():

@@ -108,7 +108,11 @@ def test_unit_running_is_watched_until_timeout(run_module, systemd):
     code, result = run_module(vllm_health, {"url": "http://127.0.0.1:%d" % free_port(), "unit": "vllm", "timeout": 0.3, "interval": 0.1})
     assert code == 1 and result["msg"].startswith("vLLM at ")
     assert "unit_state" not in result
-    assert len(systemd["calls"]) == result["attempts"]
+    # The state after every probe; on the timeout, once, the journal and the unit's processes.
+    assert len(systemd["calls"]) == result["attempts"] + 2
+    assert systemd["calls"][-2:] == [["/usr/bin/journalctl", "-u", "vllm", "-n", "30", "--no-pager"],
+                                     ["/usr/bin/systemctl", "show", "-p", "MainPID", "--value", "--", "vllm"]]
+    assert "journal" in result and "processes" in result
 
 
 def test_unit_state_unreadable(run_module, monkeypatch, systemd):
