@@ -43,7 +43,7 @@ bad() {
 }
 pkg_fix() {
   if in_apt_list "$1"; then
-    echo "apt-get install $1   (in the Makefile's APT_PACKAGES; \`make apt\` installs it unless .cache/apt.done is already there)"
+    echo "apt-get install $1   (one of the Makefile's APT_PACKAGES; make apt installs them when .cache/apt.done is absent)"
   else
     echo "apt-get install $1"
   fi
