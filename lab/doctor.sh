@@ -249,8 +249,8 @@ check_memory() {
   if [ $((avail + held)) -ge $MEM_NEED_MIB ]; then
     ok memory "$(gib $avail) GiB available + $(gib $held) GiB held by running containers ($(gib $MEM_NEED_MIB) GiB needed)"
   else
-    bad req memory "$(gib $avail) GiB available + $(gib $held) GiB held by running containers" \
-      "up to 3 vLLM CPU servers of ~3 GiB RSS each, plus 2 GiB for ansible/molecule and the lab hosts ($(gib $MEM_NEED_MIB) GiB)" \
+    bad req memory "$(gib $avail) GiB available + $(gib $held) GiB held by running containers, $(gib $MEM_NEED_MIB) GiB needed" \
+      "up to 3 vLLM CPU servers of ~3 GiB RSS each, plus 2 GiB for ansible/molecule and the lab hosts" \
       "free memory (stop what else runs here) or use a machine with more"
   fi
 }
@@ -262,7 +262,9 @@ gib() { printf '%d.%d' $(($1 / 1024)) $(($1 % 1024 * 10 / 1024)); }
 #                  the debootstrap tree (~0.3 GiB) while step 1 runs;
 #   podman storage 7.3 GiB at the peak (base 0.3 + build container 3.7 + the
 #                  committed layer 3.7; 4.0 GiB once the build container is gone);
-#   TMPDIR         7.4 GiB at the peak: podman commit copies the layer there first;
+#   TMPDIR         7.4 GiB at the peak, the rest of df's growth during podman
+#                  commit (outside both above): its copy of the layer, which goes
+#                  to image_copy_tmp_dir, $TMPDIR or /var/tmp;
 #   the project    .venv 0.8 GiB, .venv-sanity and ansible-test's virtualenvs.
 # Paths on one file system add up.
 storage_root() {
@@ -270,8 +272,8 @@ storage_root() {
   r=$(sed -n 's/^[[:space:]]*graphroot[[:space:]]*=[[:space:]]*"\(.*\)"/\1/p' /etc/containers/storage.conf 2>/dev/null | head -n 1)
   echo "${r:-/var/lib/containers/storage}"
 }
-DISK_NEEDS="${LAB_CACHE:-/var/cache/factory-floor}|1536|lab image cache (wheels, models, debs)
-$(storage_root)|8192|podman storage (lab image, build container)
+DISK_NEEDS="${LAB_CACHE:-/var/cache/factory-floor}|1536|lab image cache: wheels, models, debs
+$(storage_root)|8192|podman storage: lab image, build container
 ${TMPDIR:-/var/tmp}|8192|podman commit's copy of the image layer
 $(cd "$here/.." && pwd)|2048|the virtualenvs and build/ in the project"
 check_disk() {
@@ -284,7 +286,7 @@ check_disk() {
     [ -n "${sum[$mnt]+x}" ] || { sum[$mnt]=0; detail[$mnt]=""; what_for[$mnt]=""; mnts+="$mnt "; }
     sum[$mnt]=$((sum[$mnt] + need))
     detail[$mnt]+="${detail[$mnt]:+ + }$path $(gib "$need")"
-    what_for[$mnt]+="${what_for[$mnt]:+; }$what"
+    what_for[$mnt]+="${what_for[$mnt]:+ + }$path $(gib "$need") GiB ($what)"
   done <<<"$DISK_NEEDS"
   for m in $mnts; do
     total=${sum[$m]}
@@ -294,7 +296,7 @@ check_disk() {
       ok "disk $m" "$(gib "$avail") GiB free ($(gib "$total") GiB needed: $parts)"
     else
       bad req "disk $m" "$(gib "$avail") GiB free, $(gib "$total") GiB needed" \
-        "${what_for[$m]}: $parts" \
+        "${what_for[$m]} (peaks measured building the lab image)" \
         "free space on $m, or point LAB_CACHE / TMPDIR / podman's graphroot at a file system with room"
     fi
   done
