@@ -17,13 +17,14 @@ export LAB_PIP := $(BIN)/pip
 
 APT_PACKAGES := podman runc debootstrap netavark aardvark-dns iptables nftables curl git python3-venv
 
-.PHONY: help deps apt venv collection lab-image lab-up lab-down demo test test-quick units lint sanity molecule build clean
+.PHONY: help deps apt doctor lab-doctor venv collection lab-image lab-up lab-down demo test test-quick units lint sanity molecule build clean
 
 help:
 	@echo "make demo        build the lab, deploy the split topology, switch to replicas, print the report"
 	@echo "make test        units, ansible-lint, ansible-test sanity and the molecule scenarios"
 	@echo "make test-quick  units, lint and sanity only"
 	@echo "make lab-up / lab-down   start / remove the lab hosts (spark-a, spark-b, gateway)"
+	@echo "make doctor      check this machine has what the lab and the tests need (installs nothing)"
 
 apt: .cache/apt.done
 .cache/apt.done:
@@ -45,7 +46,18 @@ $(COLL_LINK):
 
 deps: apt venv collection
 
-lab-image: deps
+# The doctor names what is missing, with its fix, and fails: `doctor` alone never
+# installs anything; `lab-doctor` runs it once `make apt` has, so building or
+# booting the lab (lab-image, and lab-up, demo, molecule through it) stops there
+# (serial make runs it before deps' virtualenv).
+DOCTOR := APT_PACKAGES="$(APT_PACKAGES)" bash lab/doctor.sh
+doctor:
+	@$(DOCTOR)
+
+lab-doctor: apt
+	@$(DOCTOR)
+
+lab-image: lab-doctor deps
 	bash lab/build-image.sh
 
 lab-up: lab-image
