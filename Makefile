@@ -26,15 +26,18 @@ help:
 	@echo "make lab-up / lab-down   start / remove the lab hosts (spark-a, spark-b, gateway)"
 	@echo "make doctor      check this machine has what the lab and the tests need (installs nothing)"
 
-apt: .cache/apt.done
-.cache/apt.done:
+# The stamp names the list's hash: a machine that installed an older list installs
+# again when a package is added.
+APT_STAMP := .cache/apt.$(shell printf '%s' "$(APT_PACKAGES)" | sha256sum | cut -c1-12).done
+apt: $(APT_STAMP)
+$(APT_STAMP):
 	@mkdir -p .cache
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES)
 	@touch $@
 
 venv: $(VENV)/.done
-$(VENV)/.done: requirements.txt .cache/apt.done
+$(VENV)/.done: requirements.txt | $(APT_STAMP)
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q -r requirements.txt
 	@touch $@
@@ -82,7 +85,7 @@ lint: venv collection
 SANITY_VENV := .venv-sanity
 SANITY_HOME := $(abspath build/ansible-test-home)
 ANSIBLE_TEST_REQS := $(VENV)/lib/python3*/site-packages/ansible_test/_data/requirements
-$(SANITY_VENV)/.done: requirements.txt .cache/apt.done
+$(SANITY_VENV)/.done: requirements.txt | $(APT_STAMP)
 	python3 -m venv $(SANITY_VENV)
 	$(SANITY_VENV)/bin/pip install -q "$$(grep '^ansible-core==' requirements.txt)"
 	@touch $@
