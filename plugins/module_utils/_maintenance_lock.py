@@ -114,7 +114,8 @@ def render(holder: str, since: float, run: str, by: str, expires: float) -> str:
     return json.dumps({"holder": holder, "since": since, "run": run, "by": by, "expires": expires}) + "\n"
 
 
-def _when(epoch: float, now: float) -> str:
+def when(epoch: float, now: float) -> str:
+    """``epoch`` in words for people, UTC and relative to ``now``: ``2026-11-29 11:00:00 UTC (10 min ago)``."""
     stamp = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     delta = now - epoch
     span = abs(delta)
@@ -138,13 +139,13 @@ def describe(lock: dict, now: float) -> str:
     if extra:
         who += " (%s)" % ", ".join(extra)
     if lock.get("since") is not None:
-        since = "since " + _when(lock["since"], now)
+        since = "since " + when(lock["since"], now)
     elif lock.get("mtime") is not None:
-        since = "file written " + _when(lock["mtime"], now)
+        since = "file written " + when(lock["mtime"], now)
     else:
         since = "since an unknown time"
     if lock.get("expires") is not None:
-        until = ("expired " if lock["expires"] <= now else "expires ") + _when(lock["expires"], now)
+        until = ("expired " if lock["expires"] <= now else "expires ") + when(lock["expires"], now)
     else:
         until = "no expiry: it stays until the file is removed"
     return "%s, %s; %s" % (who, since, until)

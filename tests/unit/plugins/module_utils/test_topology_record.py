@@ -1,0 +1,211 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Unit tests for plugins/module_utils/_topology_record.py (record files in a tmp dir, time passed in)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_record as tr
+
+T0 = 1795950000.0   # when the record was written
+NOW = T0 + 1500.0   # "now" in these tests: 25 min later
+RUN = "20261129T110000Z-3f9a1c"
+INVENTORY = ["/srv/ff/inventory/site"]
+
+
+def record_text(topology="replicas", playbook="switch-to-replicas.yml", by="ops@ctl", since=T0, run=RUN, note=""):
+    return json.dumps({"topology": topology, "since": since, "by": by, "playbook": playbook, "run": run, "note": note})
+
+
+def record(**fields):
+    parsed = tr.parse(record_text(**fields))
+    parsed["path"] = tr.PATH
+    return parsed
+
+
+@pytest.fixture
+def path(tmp_path):
+    return tmp_path / "topology.json"
+
+
+# --- parse() / read() ---------------------------------------------------------------------------
+
+
+def test_parse_reads_every_field():
+    assert tr.parse(record_text(note="n")) == {
+        "topology": "replicas", "since": T0, "by": "ops@ctl", "playbook": "switch-to-replicas.yml", "run": RUN,
+        "note": "n", "error": None}
+
+
+@pytest.mark.parametrize("text, error", [
+    ("", "not JSON"),
+    ("split", "not JSON"),
+    ('["split"]', "not a JSON object"),
+    ('{"topology": "both"}', 'topology "both" is neither replicas nor split'),
+    ('{"since": 1}', "topology null is neither replicas nor split"),
+])
+def test_parse_without_a_topology_says_why(text, error):
+    parsed = tr.parse(text)
+    assert parsed["topology"] is None
+    assert parsed["error"].startswith(error)
+
+
+def test_parse_ignores_fields_of_the_wrong_type():
+    parsed = tr.parse('{"topology": "split", "since": "yesterday", "by": 7, "run": null}')
+    assert parsed["topology"] == "split" and parsed["error"] is None
+    assert parsed["since"] is None and parsed["by"] == "7" and parsed["run"] is None
+
+
+def test_read_absent_is_none(path):
+    assert tr.read(str(path)) is None
+
+
+def test_read_adds_path_and_mtime(path):
+    path.write_text(record_text(topology="split"))
+    read = tr.read(str(path))
+    assert read["topology"] == "split" and read["path"] == str(path)
+    assert read["mtime"] == pytest.approx(os.stat(path).st_mtime)
+
+
+def test_read_of_a_directory_is_unreadable(path):
+    path.mkdir()
+    read = tr.read(str(path))
+    assert read["topology"] is None and read["error"].startswith("unreadable")
+
+
+# --- state_of() ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("recorded, topology, state", [
+    (None, "replicas", tr.ABSENT),
+    ("replicas", "replicas", tr.AGREES),
+    ("split", "split", tr.AGREES),
+    ("replicas", "split", tr.DIFFERS),
+    ("split", "replicas", tr.DIFFERS),
+    ("unreadable", "split", tr.INVALID),
+])
+def test_state_of(recorded, topology, state):
+    found = None if recorded is None else (tr.parse("garbage") if recorded == "unreadable" else record(topology=recorded))
+    assert tr.state_of(found, topology) == state
+
+
+# --- describe() ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fields, words", [
+    ({}, "switched to replicas by ops@ctl with switch-to-replicas.yml (run %s) on 2026-11-29 11:00:00 UTC (25 min ago)"
+     % RUN),
+    ({"playbook": "deploy.yml"}, "brought to replicas by ops@ctl with deploy.yml (run %s) on 2026-11-29 11:00:00 UTC"
+     % RUN),
+    ({"topology": "split", "playbook": "switch-to-replicas.yml", "note": "the switch to replicas rolled back"},
+     "switched to split by ops@ctl with switch-to-replicas.yml (run %s) on 2026-11-29 11:00:00 UTC (25 min ago); "
+     "the switch to replicas rolled back" % RUN),
+    ({"by": "", "playbook": "", "run": ""}, "brought to replicas by an unknown user on 2026-11-29 11:00:00 UTC"),
+])
+def test_describe(fields, words):
+    assert tr.describe(record(**fields), NOW).startswith(words)
+
+
+def test_describe_without_since_uses_the_file_time():
+    found = tr.parse('{"topology": "split"}')
+    found["mtime"] = T0
+    assert tr.describe(found, NOW) == "brought to split by an unknown user, recorded 2026-11-29 11:00:00 UTC (25 min ago)"
+
+
+# --- inventory_file() / switch_command() ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("sources, expected", [
+    (["/srv/ff/inventory/site"], "/srv/ff/inventory/site/group_vars/all.yml"),
+    (["/srv/ff/inventory/site/"], "/srv/ff/inventory/site/group_vars/all.yml"),
+    (["/srv/ff/inventory/site/hosts.yml", "/other"], "/srv/ff/inventory/site/group_vars/all.yml"),
+    (["/srv/ff/inventory/site/hosts"], "/srv/ff/inventory/site/group_vars/all.yml"),
+    (["inventory/lab"], "inventory/lab/group_vars/all.yml"),
+    (["hosts.ini"], "./group_vars/all.yml"),
+    ([], "inventory/<site>/group_vars/all.yml"),
+    (None, "inventory/<site>/group_vars/all.yml"),
+])
+def test_inventory_file(sources, expected):
+    assert tr.inventory_file(sources) == expected
+
+
+@pytest.mark.parametrize("sources, expected", [
+    (INVENTORY, "ansible-playbook -i /srv/ff/inventory/site playbooks/switch-to-split.yml"),
+    (["a", "b"], "ansible-playbook -i a -i b playbooks/switch-to-split.yml"),
+    ([], "ansible-playbook -i inventory/<site> playbooks/switch-to-split.yml"),
+])
+def test_switch_command(sources, expected):
+    assert tr.switch_command("split", sources) == expected
+
+
+# --- refusal() ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("found, topology", [(None, "split"), ("replicas", "replicas"), ("split", "split")])
+def test_no_refusal_without_a_record_or_when_it_agrees(found, topology):
+    assert tr.refusal(None if found is None else record(topology=found), topology, INVENTORY, NOW) == ""
+
+
+@pytest.mark.parametrize("recorded, deployed", [("replicas", "split"), ("split", "replicas")])
+def test_refusal_names_both_topologies_who_when_the_switch_the_line_and_the_override(recorded, deployed):
+    found = record(topology=recorded, playbook="switch-to-%s.yml" % recorded)
+    message = tr.refusal(found, deployed, INVENTORY, NOW)
+    assert message.startswith("This host is on %s, not %s: switched to %s by ops@ctl with switch-to-%s.yml (run %s) on "
+                              "2026-11-29 11:00:00 UTC (25 min ago) (/var/lib/factory-floor/topology.json)."
+                              % (recorded, deployed, recorded, recorded, RUN))
+    assert "would stop %s with no drain, no tool-calling gate and no maintenance lock" % recorded in message
+    assert "nothing was changed" in message
+    assert ("change the inventory line to `topology: %s` in /srv/ff/inventory/site/group_vars/all.yml" % recorded
+            in message)
+    assert ("To go to %s: ansible-playbook -i /srv/ff/inventory/site playbooks/switch-to-%s.yml" % (deployed, deployed)
+            in message)
+    assert message.endswith("-e vllm_deploy_topology_change=true.")
+
+
+def test_refusal_of_an_unreadable_record_names_the_file_and_the_ways_on(path):
+    path.write_text("replicas\n")
+    message = tr.refusal(tr.read(str(path)), "split", INVENTORY, NOW)
+    assert message.startswith("%s does not say which topology this host was last brought to (not JSON: 'replicas')."
+                              % path)
+    assert "If this host is on split, the topology this run deploys, remove the file" in message
+    assert "`topology: replicas` in /srv/ff/inventory/site/group_vars/all.yml" in message
+    assert "playbooks/switch-to-split.yml" in message
+    assert message.endswith("-e vllm_deploy_topology_change=true.")
+
+
+# --- inventory_advice() --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("topology, inventory_topology, agrees, advice", [
+    ("replicas", "split", False,
+     "inventory: change the line `topology: split` to `topology: replicas` in /srv/ff/inventory/site/group_vars/all.yml, "
+     "so that deploy.yml agrees with the hosts (until then it refuses and names this switch)."),
+    ("split", "split", True,
+     "inventory: `topology: split` in /srv/ff/inventory/site/group_vars/all.yml is what the hosts are on: "
+     "deploy.yml agrees."),
+    ("replicas", "", False,
+     "inventory: set `topology: replicas` in /srv/ff/inventory/site/group_vars/all.yml, so that deploy.yml agrees "
+     "with the hosts."),
+    ("split", None, False,
+     "inventory: set `topology: split` in /srv/ff/inventory/site/group_vars/all.yml, so that deploy.yml agrees "
+     "with the hosts."),
+])
+def test_inventory_advice(topology, inventory_topology, agrees, advice):
+    assert tr.inventory_advice(topology, inventory_topology, INVENTORY) == {
+        "topology": topology, "inventory_topology": inventory_topology or "", "agrees": agrees,
+        "file": "/srv/ff/inventory/site/group_vars/all.yml", "line": "topology: " + topology, "advice": advice}
+
+
+def test_the_override_is_the_vllm_roles_variable():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    with open(os.path.join(root, "roles", "vllm", "defaults", "main.yml"), encoding="utf-8") as handle:
+        assert yaml.safe_load(handle)[tr.OVERRIDE] is False
+    with open(os.path.join(root, "roles", "vllm", "vars", "main.yml"), encoding="utf-8") as handle:
+        assert yaml.safe_load(handle)["_vllm_topology_record_file"] == tr.PATH
