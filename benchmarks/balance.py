@@ -149,11 +149,11 @@ class TemporaryNginx:
         return False
 
 
-def wait_serving(session, base, model, timeout=30.0):
+def wait_serving(session, base, model, headers, timeout=30.0):
     deadline = time.monotonic() + timeout
     while True:
         try:
-            return _load.engine_model(session, base, model, timeout=5)
+            return _load.engine_model(session, base, model, headers, timeout=5)
         except _load.LoadError as exc:
             if time.monotonic() > deadline:
                 raise SystemExit("%s did not serve %s within %.0f s: %s" % (base, model, timeout, exc)) from None
@@ -263,6 +263,7 @@ def main():
                         help="clients per engine: its tuned max_num_seqs (once for all, or once per --engine)")
     parser.add_argument("--model", required=True)
     parser.add_argument("--api-key", default=os.environ.get("FF_API_KEY") or None)
+    parser.add_argument("--api-key-file", default=None, help="file holding the API key (wins over --api-key)")
     parser.add_argument("--duration", type=float, default=120.0, help="seconds per arm during which requests start")
     parser.add_argument("--long-share", type=float, default=0.3, help="fraction 0-1 of long (e-mail agent) requests")
     parser.add_argument("--long-prompt-tokens", type=int, default=_load.DEFAULT_LONG_PROMPT_TOKENS)
@@ -276,6 +277,9 @@ def main():
     parser.add_argument("--lc-port", type=int, default=18081)
     parser.add_argument("--rr-port", type=int, default=18082)
     args = parser.parse_args()
+    if args.api_key_file:
+        with open(args.api_key_file, encoding="utf-8") as handle:
+            args.api_key = handle.read().strip() or None
 
     engines = []
     for item in args.engine:
@@ -296,7 +300,7 @@ def main():
     names = [n for n, dummy in engines]
     card = None
     for name, base in engines:
-        card = wait_serving(control, base, args.model, timeout=10)
+        card = wait_serving(control, base, args.model, _load.auth_headers(args.api_key), timeout=10)
     workload = _load.Workload(args.model, args.short_max_tokens, args.long_prompt_tokens, args.long_max_tokens)
     max_len = card.get("max_model_len")
     if max_len and args.long_prompt_tokens + args.long_max_tokens > max_len:
@@ -353,8 +357,8 @@ def main():
         rr = "http://127.0.0.1:%d" % args.rr_port
         runs = {"least_conn": [], "round-robin": []}
         with TemporaryNginx(args.nginx, backends, args.lc_port, args.rr_port):
-            wait_serving(control, lc, args.model)
-            wait_serving(control, rr, args.model)
+            wait_serving(control, lc, args.model, _load.auth_headers(args.api_key))
+            wait_serving(control, rr, args.model, _load.auth_headers(args.api_key))
             for number, arm in enumerate(("least_conn", "round-robin", "round-robin", "least_conn")):
                 records = run_arm("%s (%d/4)" % (arm, number + 1), [(lc if arm == "least_conn" else rr, total, arm)],
                                   workload, args)

@@ -60,10 +60,17 @@ def main():
     parser.add_argument("--model", required=True)
     parser.add_argument("--n", type=int, default=400, help="GET pairs")
     parser.add_argument("--streams", type=int, default=40, help="streamed completion pairs")
+    parser.add_argument("--api-key-file", default=None,
+                        help="file holding the engines' API key (vLLM's --api-key), sent to both paths")
     args = parser.parse_args()
 
     session = requests.Session()
     session.trust_env = False
+    if args.api_key_file:
+        with open(args.api_key_file, encoding="utf-8") as handle:
+            api_key = handle.read().strip()
+        if api_key:
+            session.headers["Authorization"] = "Bearer %s" % api_key
     paths = {"proxy": args.proxy.rstrip("/"), "direct": args.direct.rstrip("/")}
     for base in paths.values():  # warm up connections and caches
         for dummy in range(10):

@@ -26,7 +26,9 @@ says what to change):
   would reach at the same ``address:port``, and the proxy's port equal to an
   engine's ``vllm_port`` on the machine that runs both;
 * an engine the proxy cannot reach: ``nginx_proxy_backend_address`` or
-  ``vllm_listen_host`` on loopback while a proxy runs on another machine;
+  ``vllm_listen_host`` on loopback while a proxy runs on another machine, or
+  ``nginx_proxy_backend_address`` on loopback while vLLM listens on one other
+  address only (``vllm_listen_host`` set to the machine's own);
 * ``split`` on other than exactly two machines, its group not the engine group,
   both ranks on one machine, ``vllm_split_head`` outside the group, ranks that
   disagree on the parallel sizes, and ``vllm_split_tensor_parallel_size`` x
@@ -41,6 +43,8 @@ controller itself.
 from __future__ import annotations
 
 import ipaddress
+
+from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_args import WILDCARD_HOSTS
 
 TOPOLOGIES = ("replicas", "split")
 # Groups named after the topologies: read as "the hosts of that topology" when an
@@ -325,9 +329,20 @@ def check_layout(topology, groups, hostvars, engine_group=ENGINE_GROUP, proxy_gr
     for host in serving:
         elsewhere = [proxy for proxy in proxies
                      if machines[proxy][0] != machines[host][0]]
+        address = hv(host).get("nginx_proxy_backend_address")
+        listen = _setting(hv(host), "vllm_listen_host")
+        # vLLM bound to one address answers there only, not on loopback
+        specific = str(listen).strip().strip("[]") not in WILDCARD_HOSTS and not is_loopback(listen)
+        if is_loopback(address) and specific and len(elsewhere) < len(proxies):
+            report.add(
+                "loopback_backend_listen_specific",
+                "nginx_proxy_backend_address of %s is %s, but vLLM there listens on vllm_listen_host=%s only, so the "
+                "proxy on that machine would find nothing at %s. Set nginx_proxy_backend_address to %s in %s, or "
+                "vllm_listen_host to 0.0.0.0 (the firewall keeps other clients off the port)."
+                % (host, address, listen, address, listen, _where(host)),
+                [host], ["nginx_proxy_backend_address", "vllm_listen_host"])
         if not elsewhere:
             continue
-        address = hv(host).get("nginx_proxy_backend_address")
         if is_loopback(address):
             report.add(
                 "loopback_backend",
@@ -336,7 +351,6 @@ def check_layout(topology, groups, hostvars, engine_group=ENGINE_GROUP, proxy_gr
                 "own address in %s, or remove it (the default is the inventory name)."
                 % (host, address, _names(elsewhere), address, host, _where(host)),
                 [host] + elsewhere, ["nginx_proxy_backend_address"])
-        listen = _setting(hv(host), "vllm_listen_host")
         if is_loopback(listen):
             report.add(
                 "loopback_listen",

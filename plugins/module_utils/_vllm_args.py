@@ -4,12 +4,15 @@
 """Build vLLM's command line from settings named after vLLM's own flags.
 
 One place turns role variables into ``vllm serve`` arguments, for a replica and
-for each rank of a split, so both topologies launch vLLM the same way.
+for each rank of a split, so both topologies launch vLLM the same way; and says
+where a client on the engine's own host reaches what ``--host`` binds (the
+playbooks' health checks, the watchdog, the tool-calling gate, tuning).
 Pure logic: no Ansible imports, unit-tested in tests/unit.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 
 # Settings passed as ``--flag value``, in this order. Key = vLLM's flag with
@@ -41,6 +44,13 @@ SWITCH_FLAGS = ("enable_auto_tool_choice", "headless")
 # Never put on the command line (it is world-readable in /proc): vLLM reads
 # VLLM_API_KEY from the environment instead.
 SECRET_SETTINGS = ("api_key",)
+
+
+# --host values that bind every address: a client on the same host reaches them on
+# loopback. Empty is vLLM's default (every IPv4 address).
+WILDCARD_HOSTS = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}
+DEFAULT_LISTEN_HOST = "0.0.0.0"   # roles/vllm: vllm_listen_host
+DEFAULT_PORT = 8000               # roles/vllm: vllm_port
 
 
 class VllmArgsError(ValueError):
@@ -93,3 +103,44 @@ def build_args(settings, extra_args=None):
             args.append(flag(key))
     args += [str(a) for a in (extra_args or [])]
     return args
+
+
+def probe_host(listen_host, override=None):
+    """Where a client on the engine's own host reaches vLLM started with ``--host listen_host``.
+
+    ``override`` (the inventory's ``vllm_probe_host``) wins when set. Otherwise a
+    wildcard (``0.0.0.0``, empty: every IPv4 address) is reached on ``127.0.0.1``
+    (``::`` on ``::1``, which also works where IPv6 sockets take IPv6 only); any
+    other value is the one address vLLM listens on, so it is used as it is (a
+    specific address answers nowhere else, not even on loopback).
+    """
+    chosen = "" if override is None else str(override).strip()
+    if chosen:
+        return chosen.strip("[]")
+    host = (DEFAULT_LISTEN_HOST if listen_host is None else str(listen_host)).strip().strip("[]")
+    return WILDCARD_HOSTS.get(host, host)
+
+
+def probe_url(listen_host=None, port=None, override=None):
+    """``http://HOST:PORT`` for :func:`probe_host`; an IPv6 address goes in brackets."""
+    host = probe_host(listen_host, override)
+    try:
+        if ipaddress.ip_address(host).version == 6:
+            host = "[%s]" % host
+    except ValueError:
+        pass
+    try:
+        number = int(DEFAULT_PORT if port in (None, "") else port)
+    except (TypeError, ValueError):
+        raise VllmArgsError("vllm_port must be a port number, got %r" % (port,)) from None
+    if not 1 <= number <= 65535:
+        raise VllmArgsError("vllm_port must be 1-65535, got %d" % number)
+    return "http://%s:%d" % (host, number)
+
+
+def engine_probe_url(host_vars):
+    """:func:`probe_url` from one engine host's variables (``vllm_probe_host``, ``vllm_listen_host``, ``vllm_port``).
+
+    Unset variables take the vllm role's defaults (``""``, ``0.0.0.0``, 8000).
+    """
+    return probe_url(host_vars.get("vllm_listen_host"), host_vars.get("vllm_port"), host_vars.get("vllm_probe_host"))

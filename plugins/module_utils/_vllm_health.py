@@ -89,7 +89,9 @@ class ProbeResult:
     """What one probe saw.
 
     ``status`` is one of :data:`STATUSES`. ``models`` are the ids ``GET /v1/models``
-    listed (empty when it was not asked or failed). ``version`` is vLLM's version from
+    listed (empty when it was not asked or failed); ``roots`` maps each of them to
+    its ``root``, the model directory or name vLLM loaded it from (vLLM's
+    ``--model``), where the list gives one. ``version`` is vLLM's version from
     ``GET /version`` (``None`` when it did not answer). ``latency`` is the wall-clock
     time in seconds of the whole probe, every request it made included.
     ``error`` says why the status is not ``serving`` (``None`` when serving).
@@ -99,6 +101,7 @@ class ProbeResult:
 
     status: str
     models: list = dataclasses.field(default_factory=list)
+    roots: dict = dataclasses.field(default_factory=dict)
     version: str | None = None
     latency: float = 0.0
     error: str | None = None
@@ -285,15 +288,16 @@ def _http_error(method: str, url: str, response) -> _Failed:
     return _Failed(DEAD, "%s %s answered HTTP %s%s%s" % (method, url, response.status_code, hint, ": " + text if text else ""), response.status_code)
 
 
-def _model_ids(session, base: str, headers: dict, timeout: float) -> list:
+def _model_list(session, base: str, headers: dict, timeout: float) -> list:
+    """``[(id, root), ...]`` of ``GET /v1/models`` (``root`` None where it gives none)."""
     url = base + "/v1/models"
     response = _get(session, url, headers, timeout)
     if response.status_code != 200:
         raise _http_error("GET", url, response)
     try:
         data = response.json()["data"]
-        return [str(entry["id"]) for entry in data]
-    except (ValueError, KeyError, TypeError) as exc:
+        return [(str(entry["id"]), None if entry.get("root") is None else str(entry["root"])) for entry in data]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise _Failed(DEAD, "GET %s did not answer an OpenAI model list" % url, response.status_code) from exc
 
 
@@ -379,7 +383,9 @@ def probe(
         result.version = _version(session, base, headers, timeout)
         models_required = kind != "health" or model is not None
         try:
-            result.models = _model_ids(session, base, headers, timeout)
+            listed = _model_list(session, base, headers, timeout)
+            result.models = [model_id for model_id, dummy in listed]
+            result.roots = {model_id: root for model_id, root in listed if root is not None}
         except _Failed:
             if models_required:
                 raise

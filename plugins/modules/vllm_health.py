@@ -180,6 +180,13 @@ models:
   type: list
   elements: str
   sample: [smollm2-135m-instruct]
+model_roots:
+  description:
+    - For each model id of RV(models), its C(root) in C(GET /v1/models) - the directory (or name) vLLM loaded it from,
+      its C(--model) - where the list gives one. Tells which build serves under an unchanged served name.
+  returned: always
+  type: dict
+  sample: {smollm2-135m-instruct: /opt/models/SmolLM2-135M-Instruct}
 version:
   description:
     - vLLM's version, the C(version) key of the JSON object C(GET /version) answered in the last probe;
@@ -284,6 +291,7 @@ def _result(outcome) -> dict:
         status=last.status,
         elapsed=round(outcome.elapsed, 3),
         models=last.models,
+        model_roots=last.roots,
         version=last.version,
         probe_latency=round(last.latency, 3),
         error=last.error,

@@ -11,6 +11,8 @@ when streamed chunks arrived.
   lab_client.py abort  --url URL --model M --after-chunks 3
   lab_client.py once   --url URL --model M
 
+Every command takes --api-key-file FILE: the key vLLM wants (sent as a Bearer
+token), read from a file so that it is on no command line.
 Needs python3-requests (in the lab image). Talks only to the URL it is given.
 """
 
@@ -28,11 +30,15 @@ LONG = ("You are an e-mail assistant. Summarise the thread below in two sentence
                   "quarter %d and confirm the totals before Friday." % (i, i, i % 4 + 1) for i in range(40)))
 
 
+# Authorization header of every request (--api-key-file); empty without a key.
+HEADERS = {}
+
+
 def chat(session, url, model, prompt, max_tokens, stream=False, timeout=300, **extra):
     body = {"model": model, "messages": [{"role": "user", "content": prompt}],
             "max_tokens": max_tokens, "temperature": 0, "stream": stream}
     body.update(extra)
-    return session.post(url, json=body, timeout=timeout, stream=stream)
+    return session.post(url, json=body, headers=HEADERS, timeout=timeout, stream=stream)
 
 
 def burst(args):
@@ -156,7 +162,13 @@ def main():
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--after-chunks", type=int, default=3)
     parser.add_argument("--prompt", default=None)
+    parser.add_argument("--api-key-file", default=None, help="file holding the API key")
     args = parser.parse_args()
+    if args.api_key_file:
+        with open(args.api_key_file, encoding="utf-8") as handle:
+            key = handle.read().strip()
+        if key:
+            HEADERS["Authorization"] = "Bearer %s" % key
     result = {"burst": burst, "stream": stream, "abort": abort, "once": once}[args.command](args)
     json.dump(result, sys.stdout, sort_keys=True)
     sys.stdout.write("\n")

@@ -74,6 +74,13 @@ TWO_ON_ONE_MACHINE = site(["spark-1", "spark-1b"], ["spark-1"],
     pytest.param("split", LAB, ["spark-a"], ["spark-a:8000"], id="two-hosts-split-switched-from-replicas"),
     pytest.param("replicas", TWO_ON_ONE_MACHINE, ["spark-1", "spark-1b"], ["spark-1:8000", "spark-1b:8001"],
                  id="two-replicas-one-machine-own-ports"),
+    pytest.param("replicas", site(["spark-1"], ["spark-1"],
+                                  spark_1={"ansible_host": "192.0.2.11", "vllm_listen_host": "192.0.2.11",
+                                           "nginx_proxy_backend_address": "192.0.2.11"}),
+                 ["spark-1"], ["192.0.2.11:8000"], id="one-host-vllm-on-its-own-address"),
+    pytest.param("replicas", site(["spark-1"], ["spark-1"],
+                                  spark_1={"vllm_listen_host": "::", "nginx_proxy_backend_address": "127.0.0.1"}),
+                 ["spark-1"], ["127.0.0.1:8000"], id="one-host-vllm-on-every-ipv6-address"),
 ])
 def test_valid_layouts(topology, layout, serving, upstream):
     groups, hostvars = layout
@@ -216,6 +223,9 @@ IMPOSSIBLE = [
                  id="loopback-backend-on-the-second-machine"),
     pytest.param("replicas", *site(["a"], ["gw"], a={"vllm_listen_host": "127.0.0.1"}),
                  "loopback_listen", ["vllm_listen_host", "a", "gw", "0.0.0.0"], id="vllm-on-loopback-proxy-elsewhere"),
+    pytest.param("replicas", *site(["a"], ["a"], a={"nginx_proxy_backend_address": "127.0.0.1", "vllm_listen_host": "192.0.2.11"}),
+                 "loopback_backend_listen_specific", ["nginx_proxy_backend_address", "a", "192.0.2.11", "0.0.0.0"],
+                 id="loopback-backend-vllm-on-its-own-address"),
     pytest.param("replicas", *site(["a"], ["a"], a={"vllm_port": "eighty"}),
                  "port_value", ["vllm_port", "a", "'eighty'", "1-65535"], id="vllm-port-not-a-number"),
     pytest.param("replicas", *site(["a"], ["a"], a={"ff_proxy_port": 70000}),

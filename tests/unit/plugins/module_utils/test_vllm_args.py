@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_args import VllmArgsError, build_args
+from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_args import VllmArgsError, build_args, engine_probe_url, probe_host, probe_url
 
 
 def test_gb10_replica_command_line():
@@ -69,3 +69,56 @@ def test_extra_args_are_appended():
 def test_bad_settings_say_what_to_change(settings, message):
     with pytest.raises(VllmArgsError, match=message.replace("(", r"\(").replace(")", r"\)")):
         build_args(settings)
+
+
+# --- where the engine's own host reaches it (vllm_probe_host / vllm_listen_host) ---------------
+
+
+@pytest.mark.parametrize("listen_host, expected", [
+    pytest.param("0.0.0.0", "127.0.0.1", id="every-ipv4-address"),
+    pytest.param("", "127.0.0.1", id="empty-vllm-default"),
+    pytest.param(None, "127.0.0.1", id="unset-role-default"),
+    pytest.param("::", "::1", id="every-ipv6-address"),
+    pytest.param("[::]", "::1", id="every-ipv6-address-bracketed"),
+    pytest.param("10.0.0.5", "10.0.0.5", id="specific-address-answers-only-there"),
+    pytest.param(" 10.0.0.5 ", "10.0.0.5", id="whitespace"),
+    pytest.param("127.0.0.1", "127.0.0.1", id="loopback-only"),
+    pytest.param("fd00::5", "fd00::5", id="specific-ipv6"),
+    pytest.param("spark-1.lan", "spark-1.lan", id="a-name"),
+])
+def test_probe_host_follows_the_listen_host(listen_host, expected):
+    assert probe_host(listen_host) == expected
+
+
+@pytest.mark.parametrize("override", ["192.0.2.7", "[192.0.2.7]"])
+def test_probe_host_override_wins(override):
+    assert probe_host("0.0.0.0", override) == "192.0.2.7"
+    assert probe_host("10.0.0.5", override) == "192.0.2.7"
+
+
+@pytest.mark.parametrize("override", [None, "", "  "])
+def test_empty_override_derives(override):
+    assert probe_host("10.0.0.5", override) == "10.0.0.5"
+
+
+@pytest.mark.parametrize("listen_host, port, expected", [
+    ("0.0.0.0", 8000, "http://127.0.0.1:8000"),
+    ("10.0.0.5", "8001", "http://10.0.0.5:8001"),
+    ("::", 8000, "http://[::1]:8000"),
+    ("fd00::5", 8000, "http://[fd00::5]:8000"),
+    (None, None, "http://127.0.0.1:8000"),
+])
+def test_probe_url(listen_host, port, expected):
+    assert probe_url(listen_host, port) == expected
+
+
+@pytest.mark.parametrize("port", ["eighty", 0, 70000])
+def test_probe_url_refuses_a_bad_port(port):
+    with pytest.raises(VllmArgsError, match="vllm_port"):
+        probe_url("0.0.0.0", port)
+
+
+def test_engine_probe_url_reads_the_host_variables_with_the_role_defaults():
+    assert engine_probe_url({}) == "http://127.0.0.1:8000"
+    assert engine_probe_url({"vllm_listen_host": "10.0.0.5", "vllm_port": 8002}) == "http://10.0.0.5:8002"
+    assert engine_probe_url({"vllm_listen_host": "10.0.0.5", "vllm_probe_host": "10.0.1.5"}) == "http://10.0.1.5:8000"

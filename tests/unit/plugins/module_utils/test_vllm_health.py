@@ -39,6 +39,7 @@ class FakeVLLM:
         self.health_status = 200
         self.health_delay = 0.0
         self.models = ["tiny-llama"]
+        self.roots = {}  # model id -> the "root" /v1/models gives (vLLM: the --model it loaded)
         self.models_status = 200
         self.version = "0.32.0"
         self.completion_status = 200
@@ -82,7 +83,8 @@ class FakeVLLM:
                 if self.path == "/version":
                     return self._answer(200, {"version": fake.version})
                 if self.path == "/v1/models":
-                    data = [{"id": m, "object": "model", "owned_by": "vllm"} for m in fake.models]
+                    data = [dict({"id": m, "object": "model", "owned_by": "vllm"},
+                                 **({"root": fake.roots[m]} if m in fake.roots else {})) for m in fake.models]
                     return self._answer(fake.models_status, {"object": "list", "data": data})
                 if self.path == "/v1/completions" and method == "POST":
                     fake.release.wait(fake.completion_delay)
@@ -236,6 +238,15 @@ def test_api_key(server, api_key, status, http_status):
     assert (result.status, result.http_status) == (status, http_status)
     if http_status:
         assert "rejected the api_key" in result.error
+
+
+def test_roots_say_which_directory_serves_each_model(server):
+    server.models = ["lab-chat", "other"]
+    server.roots = {"lab-chat": "/opt/models/SmolLM2-135M-Instruct"}
+    result = vh.probe(server.url, kind="models", model="lab-chat")
+    assert result.status == vh.SERVING
+    assert result.roots == {"lab-chat": "/opt/models/SmolLM2-135M-Instruct"}
+    assert result.models == ["lab-chat", "other"]
 
 
 def test_connection_dropped_without_answer_is_dead():

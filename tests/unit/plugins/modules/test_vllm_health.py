@@ -16,7 +16,7 @@ from ansible.module_utils import basic
 from ansible_collections.factory_floor.llm.plugins.modules import vllm_health
 from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_vllm_health import FakeVLLM, free_port
 
-RETURN_KEYS = {"changed", "status", "elapsed", "models", "version", "probe_latency", "error", "url", "attempts"}
+RETURN_KEYS = {"changed", "status", "elapsed", "models", "model_roots", "version", "probe_latency", "error", "url", "attempts"}
 
 
 @pytest.fixture
@@ -136,6 +136,13 @@ def test_api_key_is_sent_and_never_shown(server, run_module):
     code, result = run_module(vllm_health, {"url": server.url, "api_key": "sk-secret-1234", "probe": "models"})
     assert code == 0 and result["status"] == "serving"
     assert "sk-secret-1234" not in json.dumps(result)
+
+
+def test_model_roots_returned(server, run_module):
+    server.models = ["lab-chat"]
+    server.roots = {"lab-chat": "/opt/models/tiny-random"}
+    code, result = run_module(vllm_health, {"url": server.url, "probe": "models", "timeout": 0})
+    assert code == 0 and result["model_roots"] == {"lab-chat": "/opt/models/tiny-random"}
 
 
 def test_api_key_from_vllm_api_key(server, run_module, monkeypatch):
