@@ -60,17 +60,22 @@ def test_lab_gates_replicas_only():
     assert LAB["tool_gate_topologies"] == ["replicas"]
 
 
-def test_lab_selection_names_existing_cases_one_per_category():
+def test_lab_runs_the_whole_suite_one_case_at_a_time():
+    # A 7-case selection made one case 14 points; a verdict must not depend on the batch.
+    assert "tool_gate_cases" not in LAB and "tool_gate_categories" not in LAB
+    assert LAB.get("tool_gate_concurrency", DEFAULTS["tool_gate_concurrency"]) == 1
+
+
+def test_lab_pass_marks_separate_the_measured_scores_with_margin():
+    # Measured in the lab (inventory/lab comment): SmolLM2 38.9 in every run, the tiny random model 0.0.
     suite = tc.merge_suites([_load(ROLE, "files", "suites", "default.yml")])
-    for pattern in LAB["tool_gate_cases"]:
-        assert len(tc.select_cases(suite, [pattern])) == 1, pattern
-    selected = tc.select_cases(suite, LAB["tool_gate_cases"])
-    assert sorted(case["category"] for case in selected) == sorted({case["category"] for case in suite["cases"]})
+    one_case = 100.0 / len(suite["cases"])
+    smollm2, bad_build = 38.9, 0.0
+    assert smollm2 - LAB["tool_gate_min_score"] >= 2 * one_case
+    assert LAB["tool_gate_min_score"] - bad_build >= 2 * one_case
+    assert LAB["tool_gate_tolerance"] >= one_case
 
 
-def test_lab_selection_is_bounded():
-    # Two requests per case (non-streamed and streamed); about 3-6 s each on the
-    # lab's CPU SmolLM2: keep the gate near a minute and well inside its time bound.
-    requests = 2 * len(LAB["tool_gate_cases"])
-    assert requests * 6 <= 120
-    assert 0 < LAB["tool_gate_run_timeout"] <= 300
+def test_lab_gate_is_bounded():
+    # 36 requests, ~170 s for the suite per replica in the lab; the bound leaves 3x.
+    assert 0 < LAB["tool_gate_run_timeout"] <= 900
