@@ -579,7 +579,7 @@ def process_lines(root_pid: int, proc_dir: str = "/proc") -> list:
             parents[int(name)] = (int(fields[1]), fields)
     tree = [root_pid] if root_pid in parents else []
     for pid in tree:  # grows while it is walked: breadth first
-        tree.extend(sorted(child for child, (ppid, _) in parents.items() if ppid == pid and child not in tree))
+        tree.extend(sorted(child for child, entry in parents.items() if entry[0] == pid and child not in tree))
     lines = []
     for pid in tree:
         fields = parents[pid][1]
@@ -587,8 +587,9 @@ def process_lines(root_pid: int, proc_dir: str = "/proc") -> list:
         try:
             with open(os.path.join(proc_dir, str(pid), "status"), encoding="utf-8", errors="replace") as handle:
                 for line in handle:
-                    key, _, value = line.partition(":")
-                    status[key] = value.strip()
+                    key, sep, value = line.partition(":")
+                    if sep:
+                        status[key] = value.strip()
         except OSError:
             continue
         cpu = (int(fields[11]) + int(fields[12])) / 100.0

@@ -502,7 +502,7 @@ def main():
         runs = [run_suite(url, cases, suite["tools"], model, api_key=params["api_key"], timeout=params["timeout"],
                           temperature=params["temperature"], max_tokens=params["max_tokens"],
                           streaming=params["streaming"], concurrency=params["concurrency"])
-                for _ in range(params["repeat"])]
+                for _run in range(params["repeat"])]
     except AbortRun as exc:
         module.fail_json(msg="Tool-calling test against %s stopped: %s" % (url, exc), url=url,
                          elapsed=round(time.monotonic() - started, 3))
