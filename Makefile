@@ -100,7 +100,7 @@ sanity: venv $(SANITY_VENV)/.done
 # every other scenario directory is excluded. `make molecule MOLECULE_SCENARIOS=all`
 # runs them all.
 MOLECULE_ALL := $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard extensions/molecule/*/molecule.yml))))
-MOLECULE_SCENARIOS ?= default metrics proxy replica switch
+MOLECULE_SCENARIOS ?= default metrics proxy replica
 MOLECULE_EXCLUDE = $(if $(filter all,$(MOLECULE_SCENARIOS)),,$(filter-out $(MOLECULE_SCENARIOS),$(MOLECULE_ALL)))
 molecule: lab-image
 	molecule test --all $(foreach s,$(MOLECULE_EXCLUDE),--exclude $(s))
