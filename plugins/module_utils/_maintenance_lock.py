@@ -79,23 +79,34 @@ def parse(text: str) -> dict:
     return lock
 
 
-def read(path: str) -> dict | None:
-    """The lock at ``path`` (:func:`parse` plus ``path`` and ``mtime``, epoch seconds), or None when absent.
-
-    A file that exists but cannot be read is a lock of unknown holder: held.
-    """
+def read_record(path: str, parse_text, unreadable) -> dict | None:
+    """``parse_text`` of the first 4 KiB of the small JSON file at ``path``, plus ``path`` and ``mtime``
+    (epoch seconds); None when the file is absent; ``unreadable(reason)`` when it exists but cannot be read."""
     try:
         mtime = os.stat(path).st_mtime
     except FileNotFoundError:
         return None
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            lock = parse(handle.read(4096))
+            record = parse_text(handle.read(4096))
     except OSError as exc:
-        lock = dict.fromkeys(FIELDS)
-        lock["holder"] = "unknown (unreadable: %s)" % (exc.strerror or exc)
-    lock.update(path=path, mtime=mtime)
+        record = unreadable(exc.strerror or str(exc))
+    record.update(path=path, mtime=mtime)
+    return record
+
+
+def _unreadable_lock(reason: str) -> dict:
+    lock = dict.fromkeys(FIELDS)
+    lock["holder"] = "unknown (unreadable: %s)" % reason
     return lock
+
+
+def read(path: str) -> dict | None:
+    """The lock at ``path`` (:func:`parse` plus ``path`` and ``mtime``, epoch seconds), or None when absent.
+
+    A file that exists but cannot be read is a lock of unknown holder: held.
+    """
+    return read_record(path, parse, _unreadable_lock)
 
 
 def state_of(lock: dict | None, run: str, now: float) -> str:

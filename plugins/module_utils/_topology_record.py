@@ -25,10 +25,9 @@ Ansible.
 from __future__ import annotations
 
 import json
-import os
 import posixpath
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._maintenance_lock import when
+from ansible_collections.factory_floor.llm.plugins.module_utils._maintenance_lock import read_record, when
 
 PATH = "/var/lib/factory-floor/topology.json"
 TOPOLOGIES = ("replicas", "split")
@@ -92,17 +91,12 @@ def read(path: str) -> dict | None:
 
     A file that exists but cannot be read gives ``topology`` None and ``error``.
     """
-    try:
-        mtime = os.stat(path).st_mtime
-    except FileNotFoundError:
-        return None
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            record = parse(handle.read(4096))
-    except OSError as exc:
-        record = dict.fromkeys(FIELDS)
-        record["error"] = "unreadable: %s" % (exc.strerror or exc)
-    record.update(path=path, mtime=mtime)
+    return read_record(path, parse, _unreadable)
+
+
+def _unreadable(reason: str) -> dict:
+    record = dict.fromkeys(FIELDS)
+    record["error"] = "unreadable: %s" % reason
     return record
 
 
