@@ -21,9 +21,9 @@ C = "c" * 64
 @pytest.fixture
 def engine(monkeypatch):
     """What the fake engine has; records every argv it is run with."""
-    fake = {"images": {"vllm/vllm-openai:v0.32.0": {"Id": A, "RepoTags": ["vllm/vllm-openai:v0.32.0"],
-                                                     "RepoDigests": ["vllm/vllm-openai@sha256:" + C],
-                                                     "Config": {"Env": ["VLLM_VERSION=0.32.0"]}}},
+    image = {"Id": A, "RepoTags": ["vllm/vllm-openai:v0.32.0"], "RepoDigests": ["vllm/vllm-openai@sha256:" + C],
+             "Config": {"Env": ["VLLM_VERSION=0.32.0"]}}
+    fake = {"images": {"vllm/vllm-openai:v0.32.0": image},
             "containers": {"vllm-replica": {"Image": A, "Config": {"Image": "vllm/vllm-openai:v0.32.0"},
                                             "State": {"Running": True, "Pid": 4242}}},
             "calls": [], "down": False}
