@@ -69,7 +69,21 @@ done
     return [line for line in out.stdout.splitlines() if line.strip()]
 
 
+def chat_status(host, port, model, api_key):
+    body = json.dumps({"model": model, "max_tokens": 1, "messages": [{"role": "user", "content": "Hi"}]})
+    argv = ["curl", "-s", "-o", "/dev/null", "-m", "60", "-w", "%{http_code}", "-H", "Content-Type: application/json"]
+    if api_key:
+        argv += ["-H", "@-"]
+    out = subprocess.run(["podman", "exec", "-i", host, *argv, "-d", body, "http://127.0.0.1:%d/v1/chat/completions" % port],
+                         capture_output=True, text=True, timeout=90, check=False,
+                         input="Authorization: Bearer %s\n" % api_key if api_key else None)
+    return out.stdout.strip() or "none"
+
+
 def restart_and_time(host, port, timeout):
+    # Many starts in a row pass the unit's restart budget (StartLimitBurst=): a start the
+    # script asks for is not a crash loop.
+    podman(host, "systemctl", "reset-failed", UNIT, check=False)
     started = time.monotonic()
     podman(host, "systemctl", "restart", UNIT, timeout=120)
     last = None
@@ -138,6 +152,12 @@ def main(argv=None):
         if health(host, args.port) != "200":
             sys.exit("%s: %s does not answer /health 200 on port %d: deploy the replicas topology first"
                      % (host, UNIT, args.port))
+        # The load must be real work: with a key set on the site and none given, every
+        # load request would be a 401 and the "starts under load" starts in quiet.
+        status = chat_status(host, args.port, args.model, api_key)
+        if status != "200":
+            sys.exit("%s: a chat completion got %s, not 200: give the site's API key in FF_API_KEY "
+                     "(inventory/lab/group_vars/gb10.yml, vllm_api_key)" % (host, status))
 
     quiet = {}
     for host in args.hosts:

@@ -598,14 +598,50 @@ def process_lines(root_pid: int, proc_dir: str = "/proc") -> list:
     return lines
 
 
-def unit_process_lines(unit: str, run_command, systemctl: str = "systemctl", proc_dir: str = "/proc") -> list:
-    """:func:`process_lines` of the unit's main process (``systemctl show -p MainPID``). Never raises."""
+def container_pid(engine: str, name: str, run_command) -> int:
+    """Host PID of a container's main process (``ENGINE container inspect --format {{.State.Pid}} NAME``).
+
+    With the container runtime the engine's processes are not under the unit's main
+    process (the ``docker run`` / ``podman run`` client): docker starts them under
+    containerd-shim, podman under conmon. The container's main process is vLLM's API
+    server (the role runs it with ``--entrypoint vllm``), the root of the same tree
+    the unit's MainPID is with the venv runtime. ``run_command(argv)`` returns
+    ``(rc, stdout, stderr)``. 0 when the container does not run or cannot be read;
+    never raises.
+    """
+    try:
+        rc, out, _err = run_command([engine, "container", "inspect", "--format", "{{.State.Pid}}", name])
+    except Exception:  # pylint: disable=broad-except
+        return 0
+    if rc != 0:
+        return 0
+    # The last line that is a number: podman may print warnings first (on the same stream for some callers).
+    for line in reversed((out or "").splitlines()):
+        if line.strip().isdigit():
+            return int(line.strip())
+    return 0
+
+
+def unit_process_lines(unit: str, run_command, systemctl: str = "systemctl", proc_dir: str = "/proc",
+                       container_engine: str = "", container_name: str = "") -> list:
+    """:func:`process_lines` of the unit's main process (``systemctl show -p MainPID``). Never raises.
+
+    With ``container_engine`` (and ``container_name``, default the unit's name without
+    ``.service``, as the vllm role names its containers), the lines of the
+    container's processes follow (:func:`container_pid`): the unit's own tree is then
+    only the engine's client.
+    """
     try:
         rc, out, _err = run_command([systemctl, "show", "-p", "MainPID", "--value", "--", unit])
         pid = int((out or "").strip() or 0) if rc == 0 else 0
     except Exception:  # pylint: disable=broad-except
-        return []
-    return process_lines(pid, proc_dir) if pid > 0 else []
+        pid = 0
+    lines = process_lines(pid, proc_dir) if pid > 0 else []
+    if container_engine:
+        name = container_name or (unit[:-len(".service")] if unit.endswith(".service") else unit)
+        root = container_pid(container_engine, name, run_command)
+        lines += process_lines(root, proc_dir) if root > 0 else []
+    return lines
 
 
 def systemd_journal(unit: str, run_command, lines: int = 30, journalctl: str = "journalctl") -> list:

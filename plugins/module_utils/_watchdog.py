@@ -221,6 +221,11 @@ class Config:
     status_file: str | None = None
     kill_commands: list = dataclasses.field(default_factory=list)
     restart_command: list | None = None
+    # Container runtime: {"engine": "/usr/bin/docker", "name": "vllm-replica"}. The engine's
+    # processes then run under containerd-shim (docker) or conmon (podman), not under the
+    # unit's main process (the `docker run` client): cpu_progress reads the tree of the
+    # container's main process, vLLM's API server, instead.
+    container: dict | None = None
     systemctl: str = "systemctl"
     dropin_dir: str = "/run/systemd/system"
     status_listen: dict | None = None
@@ -294,6 +299,12 @@ def load_config(raw: dict) -> Config:
         if not isinstance(commands, list) or not all(
                 isinstance(c, list) and c and all(isinstance(a, str) for a in c) for c in commands):
             raise ConfigError("%s must be a list of argv lists of strings, got %r" % (key, commands))
+    if config.container is not None:
+        container = config.container
+        if (not isinstance(container, dict) or set(container) != {"engine", "name"}
+                or not all(isinstance(container[k], str) and container[k] for k in ("engine", "name"))):
+            raise ConfigError("container must be null or {engine, name} (the container engine's path and the container's "
+                              "name), got %r" % (container,))
     if config.restart_command is not None and (
             not isinstance(config.restart_command, list) or not config.restart_command
             or not all(isinstance(a, str) for a in config.restart_command)):
@@ -517,9 +528,10 @@ def engine_cpu(root_pid: int, proc: str = "/proc") -> tuple:
 
     Returns ``(seconds, stopped)``: ``seconds`` is None when ``root_pid`` is not
     there; ``stopped`` lists the descendants in state T or t (SIGSTOP, a tracer)
-    as ``"NAME pid PID"``. ``root_pid`` is the unit's main process, vLLM's API
-    server; it is left out: it keeps answering /health and /metrics (and using CPU)
-    while its engine hangs. Its descendants are the engine core
+    as ``"NAME pid PID"``. ``root_pid`` is vLLM's API server - the unit's main
+    process, or with the container runtime the container's main process
+    (:meth:`Watchdog.engine_root`) - and is left out: it keeps answering /health
+    and /metrics (and using CPU) while its engine hangs. Its descendants are the engine core
     (``VLLM::EngineCore``) and the workers (``VLLM::Worker``; a headless split rank
     runs workers only). All of them count: during one long step the engine core
     waits for its workers without using CPU while the workers compute. A worker also
@@ -986,6 +998,8 @@ class Watchdog:
         self._last_logged = None
         self._last_log_time = None
         self._fetch = None
+        # (InvocationID, MainPID) of the unit run whose container's main PID was read, and that PID.
+        self._container_root = None
         self._publish(Verdict(STARTING, reason="watchdog started"), None, None)
 
     # -- default I/O
@@ -1112,12 +1126,38 @@ class Watchdog:
         except Exception as exc:  # pylint: disable=broad-except  # an unreachable peer is evidence, not a crash
             return None, "%s: %s" % (type(exc).__name__, exc)
 
+    def engine_root(self, unit) -> int | None:
+        """The PID whose descendants are the engine's processes: the unit's main process, or the container's.
+
+        The container's main PID is read once per run of the unit (``docker run`` without
+        a restart policy: the container lives exactly as long as its client, the unit's
+        main process), and again while it was not running yet.
+        """
+        cfg = self.config
+        if unit is None or not unit.main_pid:
+            return None
+        if cfg.container is None:
+            return unit.main_pid
+        key = (unit.invocation_id, unit.main_pid)
+        if self._container_root is not None and self._container_root[0] == key:
+            return self._container_root[1]
+
+        def run3(argv):
+            rc, out = self.run(argv, max(cfg.request_timeout * 2, 30.0))
+            return rc, out, ""
+
+        pid = health.container_pid(cfg.container["engine"], cfg.container["name"], run3)
+        self._container_root = (key, pid) if pid > 0 else None
+        return pid if pid > 0 else None
+
     def _counters(self, unit) -> Counters:
         """vLLM's counters, plus the engine processes' CPU seconds when cpu_progress is on."""
         counters = self.scrape()
-        if self.config.cpu_progress and unit is not None and unit.main_pid:
-            seconds, stopped = self.cpu_seconds(unit.main_pid)
-            counters = dataclasses.replace(counters, cpu_seconds=seconds, cpu_stopped=tuple(stopped))
+        if self.config.cpu_progress:
+            root = self.engine_root(unit)
+            if root:
+                seconds, stopped = self.cpu_seconds(root)
+                counters = dataclasses.replace(counters, cpu_seconds=seconds, cpu_stopped=tuple(stopped))
         return counters
 
     def sample(self, peer=None, peer_error=None) -> Sample:
@@ -1409,7 +1449,8 @@ def main(argv=None) -> int:
                  startup_grace=config.startup_grace, detection_bound=config.detection_bound,
                  budget={"max_restarts": config.max_restarts, "restart_window": config.restart_window,
                          "backoff": config.backoff, "backoff_max": config.backoff_max},
-                 lock_file=config.lock_file, peer_url=config.peer_url, status_listen=config.status_listen)
+                 lock_file=config.lock_file, peer_url=config.peer_url, status_listen=config.status_listen,
+                 container=config.container)
     try:
         while not stop.is_set():
             started = time.monotonic()

@@ -94,6 +94,22 @@ options:
         C(inactive) with Result C(success), and C(Restart=on-failure) does not restart it.
       - Not read when O(wait_for=dead).
     type: str
+  container_engine:
+    description:
+      - With O(unit), the engine of the container that unit runs (C(/usr/bin/docker), C(/usr/bin/podman); the C(vllm)
+        role's container runtime). The engine's processes are then not under the unit's main process, which is the
+        C(docker run) client, but under containerd-shim (docker) or conmon (podman); on a timeout RV(processes) also
+        lists the container's, from its main process (C(ENGINE container inspect --format {{.State.Pid}} NAME)),
+        vLLM's API server.
+      - Empty or omitted - the unit's own processes only (the C(venv) runtime).
+    type: str
+    default: ""
+  container_name:
+    description:
+      - The container's name, for O(container_engine). Default, O(unit) without C(.service) (C(vllm-replica),
+        C(vllm-split), as the C(vllm) role names them).
+    type: str
+    default: ""
   generate_timeout:
     description:
       - Seconds the 1-token generation of O(probe=generate) may take, from sending the request to the whole answer.
@@ -257,7 +273,8 @@ journal:
   sample: ["Jan 01 12:00:00 spark-a python[812]: ValueError: No available memory for the cache blocks."]
 processes:
   description:
-    - When the wait timed out, one line per process of O(unit) (its MainPID and descendants, from C(/proc)) - pid, name,
+    - When the wait timed out, one line per process of O(unit) (its MainPID and descendants, from C(/proc); with
+      O(container_engine), then the container's main process and its descendants) - pid, name,
       state (R running or runnable, S sleeping, D uninterruptible, T stopped), CPU seconds (utime + stime), the core it
       last ran on, and the cores it may run on (C(Cpus_allowed_list)). A start-up that never finishes shows here whether
       its processes compute, wait, are stopped, or are runnable without getting CPU. Also at the end of C(msg).
@@ -311,6 +328,8 @@ def main():
             interval=dict(type="float", default=2),
             probe=dict(type="str", default="health", choices=["health", "models", "generate"]),
             unit=dict(type="str"),
+            container_engine=dict(type="str", default=""),
+            container_name=dict(type="str", default=""),
             generate_timeout=dict(type="float", default=30),
             wait_for=dict(type="str", default="serving", choices=["serving", "dead"]),
         ),
@@ -331,7 +350,9 @@ def main():
         journalctl = module.get_bin_path("journalctl") or "journalctl"
         unit_state = functools.partial(systemd_unit_state, params["unit"], module.run_command, systemctl=systemctl)
         unit_journal = functools.partial(systemd_journal, params["unit"], module.run_command, journalctl=journalctl)
-        unit_processes = functools.partial(unit_process_lines, params["unit"], module.run_command, systemctl=systemctl)
+        unit_processes = functools.partial(unit_process_lines, params["unit"], module.run_command, systemctl=systemctl,
+                                           container_engine=params["container_engine"] or "",
+                                           container_name=params["container_name"] or "")
 
     try:
         outcome = wait(

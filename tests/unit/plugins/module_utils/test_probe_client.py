@@ -12,6 +12,7 @@ Runs are bounded by ``duration`` or a stop event, with short real-time waits.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
 import threading
@@ -236,6 +237,26 @@ def test_main_without_requests(tmp_path, monkeypatch, capsys):
     assert "python3-requests is required" in capsys.readouterr().err
 
 
+def _read_request(conn):
+    """The whole request, headers and body: a server that closes with unread bytes sends a reset, which
+    the client would see instead of the answer (under load one recv() can return only part)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _sep, body = data.partition(b"\r\n\r\n")
+    found = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+    length = int(found.group(1)) if found else 0
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return data
+
+
 def _closing_server(closes):
     """Loopback server that reads a request, then closes the first ``closes`` connections without
     answering (as nginx closes a kept-alive connection when it reloads) and answers 200 after that."""
@@ -251,7 +272,7 @@ def _closing_server(closes):
             except OSError:
                 return
             with conn:
-                conn.recv(65536)
+                _read_request(conn)
                 served["connections"] += 1
                 if served["connections"] <= closes:
                     continue

@@ -430,6 +430,48 @@ def test_unit_process_lines_reads_the_main_pid(tmp_path):
     assert vh.unit_process_lines("x.service", lambda argv: (1, "", "no"), proc_dir=str(tmp_path)) == []
 
 
+def test_container_pid_reads_the_containers_main_process():
+    seen = []
+
+    def run(argv):
+        seen.append(argv)
+        return 0, "WARN[0000] a podman warning\n4242\n", ""
+
+    assert vh.container_pid("/usr/bin/podman", "vllm-replica", run) == 4242
+    assert seen == [["/usr/bin/podman", "container", "inspect", "--format", "{{.State.Pid}}", "vllm-replica"]]
+    # Not running (docker prints 0), not there, not a number, the engine missing: 0, never an exception.
+    assert vh.container_pid("docker", "x", lambda argv: (0, "0\n", "")) == 0
+    assert vh.container_pid("docker", "x", lambda argv: (1, "", "Error: No such container: x")) == 0
+    assert vh.container_pid("docker", "x", lambda argv: (0, "<no value>\n", "")) == 0
+
+    def missing(argv):
+        raise OSError("No such file or directory: /usr/bin/docker")
+
+    assert vh.container_pid("/usr/bin/docker", "x", missing) == 0
+
+
+def test_unit_process_lines_adds_the_containers_processes(tmp_path):
+    # docker: the unit's main process is the `docker run` client; vLLM runs under containerd-shim.
+    _fake_proc(tmp_path, 700, 1, "docker", "S", 10, 0, 0, "0-1")
+    _fake_proc(tmp_path, 800, 1, "containerd-shim", "S", 5, 0, 1, "0-1")
+    _fake_proc(tmp_path, 812, 800, "vllm", "S", 4000, 120, 1, "0-1")
+    _fake_proc(tmp_path, 901, 812, "VLLM::EngineCor", "R", 30, 0, 0, "0")
+    seen = []
+
+    def run(argv):
+        seen.append(argv)
+        return (0, "700\n", "") if argv[0] == "systemctl" else (0, "812\n", "")
+
+    lines = vh.unit_process_lines("vllm-replica.service", run, proc_dir=str(tmp_path), container_engine="/usr/bin/docker")
+    assert lines == ["700 docker S 0.1 0 0-1", "812 vllm S 41.2 1 0-1", "901 VLLM::EngineCor R 0.3 0 0"]
+    assert seen[1] == ["/usr/bin/docker", "container", "inspect", "--format", "{{.State.Pid}}", "vllm-replica"]
+    # The container's name can be given; a container that does not run adds nothing.
+    seen.clear()
+    assert vh.unit_process_lines("a.service", lambda argv: seen.append(argv) or (0, "0\n", ""), proc_dir=str(tmp_path),
+                                 container_engine="docker", container_name="other") == []
+    assert seen[1][-1] == "other"
+
+
 def test_timeout_zero_probes_once_and_reports():
     clock = FakeTime()
     outcome = vh.wait("http://127.0.0.1:%d" % free_port(), timeout=0, clock=clock.clock, sleep=clock.sleep)

@@ -84,6 +84,8 @@ def test_defaults_give_a_detection_bound_under_60_seconds(tmp_path):
     ({"role": "head", "status_listen": {"address": "10.0.0.1", "port": 8091}}, "needs peer_url"),
     ({"role": "worker", "peer_url": "http://10.0.0.1:8091/state"}, "needs status_listen"),
     ({"kill_commands": ["systemctl kill x"]}, "kill_commands must be a list of argv lists"),
+    ({"container": {"engine": "/usr/bin/docker"}}, "container must be null or {engine, name}"),
+    ({"container": "vllm-replica"}, "container must be null or {engine, name}"),
     ({"url": "spark-a:8000"}, "url:"),
 ])
 def test_bad_configuration_names_the_key(tmp_path, overrides, words):
@@ -599,6 +601,53 @@ def test_watchdog_kills_a_hung_engine_then_restarts_it_and_logs_the_evidence(tmp
     assert status["restarts_total"] == 1 and status["detection_bound"] == 50
     # The restarted engine loads: a new grace, no action meanwhile.
     assert {v.action for v in run_until(dog, clock, clock.now + 600)} == {wd.NONE}
+
+
+@pytest.mark.parametrize("container, root", [(None, 100), ({"engine": "/usr/bin/docker", "name": "vllm-replica"}, 4242)])
+def test_cpu_progress_counts_the_tree_of_the_containers_main_process(tmp_path, container, root):
+    # docker: the unit's MainPID (100) is the `docker run` client; vLLM's API server is the
+    # container's PID 1 (4242 on the host), under containerd-shim.
+    clock, lines = Clock(), []
+    world = World(clock)
+    inspects, roots = [], []
+
+    def run(argv, timeout=None):
+        if argv[1:3] == ["container", "inspect"]:
+            inspects.append(argv)
+            return 0, "4242\n"
+        return world.run(argv, timeout)
+
+    cfg = config(tmp_path, cpu_progress=True, container=container)
+    dog = wd.Watchdog(cfg, health_probe=lambda: world.health, generate_probe=world.probe, scrape=world.scrape, run=run,
+                      log=lines.append, clock=clock, wall=clock.wall, cpu_seconds=lambda pid: roots.append(pid) or (1.0, []))
+    run_until(dog, clock, 30)
+    assert roots and set(roots) == {root}
+    if container is None:
+        assert inspects == []
+        return
+    # Read once per run of the unit, not at every look.
+    assert inspects == [["/usr/bin/docker", "container", "inspect", "--format", "{{.State.Pid}}", "vllm-replica"]]
+    world.unit = dataclasses.replace(world.unit, invocation_id="inv-9", main_pid=101)
+    run_until(dog, clock, 60)
+    assert len(inspects) == 2
+
+
+def test_cpu_progress_looks_again_while_the_container_does_not_run_yet(tmp_path):
+    clock, lines = Clock(), []
+    world = World(clock)
+    answers, roots = ["0\n", "0\n", "5150\n"], []
+
+    def run(argv, timeout=None):
+        if argv[1:3] == ["container", "inspect"]:
+            return 0, answers.pop(0) if answers else "5150\n"
+        return world.run(argv, timeout)
+
+    cfg = config(tmp_path, cpu_progress=True, container={"engine": "/usr/bin/podman", "name": "vllm-replica"})
+    dog = wd.Watchdog(cfg, health_probe=lambda: world.health, generate_probe=world.probe, scrape=world.scrape, run=run,
+                      log=lines.append, clock=clock, wall=clock.wall, cpu_seconds=lambda pid: roots.append(pid) or (1.0, []))
+    run_until(dog, clock, 40)
+    # No CPU reading while the container's PID is unknown; the tree of 5150 once it runs.
+    assert set(roots) == {5150} and answers == []
 
 
 def line_priority(lines, event):

@@ -115,6 +115,14 @@ def test_unit_running_is_watched_until_timeout(run_module, systemd):
     assert "journal" in result and "processes" in result
 
 
+def test_container_processes_are_read_on_a_timeout(run_module, systemd):
+    code, result = run_module(vllm_health, {"url": "http://127.0.0.1:%d" % free_port(), "unit": "vllm-replica.service",
+                                            "container_engine": "/usr/bin/docker", "timeout": 0.3, "interval": 0.1})
+    assert code == 1 and "processes" in result
+    # After the unit's MainPID, the container's main process (docker runs it under containerd-shim).
+    assert systemd["calls"][-1] == ["/usr/bin/docker", "container", "inspect", "--format", "{{.State.Pid}}", "vllm-replica"]
+
+
 def test_unit_state_unreadable(run_module, monkeypatch, systemd):
     monkeypatch.setattr(basic.AnsibleModule, "run_command", lambda self, args, **kw: (1, "", "Failed to connect to bus"))
     code, result = run_module(vllm_health, {"url": "http://127.0.0.1:%d" % free_port(), "unit": "vllm.service"})
