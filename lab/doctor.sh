@@ -268,9 +268,12 @@ gib() { printf '%d.%d' $(($1 / 1024)) $(($1 % 1024 * 10 / 1024)); }
 #                  is gone); with TMPDIR below, df grew by 14.9 GiB at the peak of
 #                  a build with docker.io (14.7 before);
 #   podman volumes each GB10 host's /var/lib/docker (factory-floor-lab-docker-*):
-#                  3.9 GiB each once the vLLM image is loaded (the loader removes
-#                  an old build before it imports a new one); they outlive make
-#                  lab-down;
+#                  3.9 GiB each once the vLLM image is loaded, 14.6 GiB for both at
+#                  the peak of their first boot (docker load unpacks the archive
+#                  into /var/lib/docker/tmp before it registers the layer; the
+#                  loader removes an old build first); they outlive make lab-down.
+#                  That peak comes after the build's: on one file system the sum
+#                  below asks ~7 GiB more than the lab ever holds at once;
 #   TMPDIR         7.4 GiB at the peak, the rest of df's growth during podman
 #                  commit (outside both above): its copy of the layer, which goes
 #                  to image_copy_tmp_dir, $TMPDIR or /var/tmp;
@@ -283,7 +286,7 @@ storage_root() {
 }
 DISK_NEEDS="${LAB_CACHE:-/var/cache/factory-floor}|5120|lab image cache: wheels, models, debs, the vLLM image tarball for docker
 $(storage_root)|8192|podman storage: lab image, build container
-$(storage_root)/volumes|8192|podman volumes: the docker storage of spark-a and spark-b, 3.9 GiB each
+$(storage_root)/volumes|15360|podman volumes: the docker storage of spark-a and spark-b (3.9 GiB each, twice that while the image loads)
 ${TMPDIR:-/var/tmp}|8192|podman commit's copy of the image layer
 $(cd "$here/.." && pwd)|2048|the virtualenvs and build/ in the project"
 check_disk() {
