@@ -148,8 +148,8 @@ options:
     default: 2.0
   cuda_graph_gib:
     description:
-      - CUDA graph memory inside vLLM's share, in GiB. vLLM 0.32 deducts its estimate from the KV cache
-        (C(Estimated CUDA graph memory: ... GiB total)). V(0) with C(--enforce-eager).
+      - "CUDA graph memory inside vLLM's share, in GiB. vLLM 0.32 deducts its estimate from the KV cache
+        (C(Estimated CUDA graph memory: ... GiB total)). V(0) with C(--enforce-eager)."
       - The default is what a published GB10 start-up log captured (about 1.7 GiB, Qwen3.6-27B NVFP4).
       - With O(hosts), the default for hosts that do not set their own.
     type: float
@@ -160,7 +160,7 @@ options:
         made after vLLM's start-up snapshot (vLLM logs them with the weights as C(consumed memory (weights +
         non-torch))).
       - The default is a margin for the split's NCCL buffers over the link, not a GB10 measurement; replace it with
-        RV(measured.non_torch_gib) after a start.
+        the C(non_torch_gib) in RV(measured) after a start.
       - With O(hosts), the default for hosts that do not set their own.
     type: float
     default: 0.5
