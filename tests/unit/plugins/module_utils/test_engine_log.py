@@ -96,3 +96,12 @@ def test_compare_declared_with_measured():
     assert by_name["kv_cache_gib"]["difference_gib"] == -0.13
     cpu = dict((row["name"], row) for row in compare({"weights_gib": 0.5}, parse_engine_log(CPU_START)["figures"]))
     assert cpu["weights_gib"]["difference_gib"] is None
+
+
+def test_cpu_auto_sized_kv_cache():
+    # vLLM 0.32 cpu_worker.py's message when VLLM_CPU_KVCACHE_SPACE is not set (its format string).
+    line = ("(Worker pid=116) INFO 12-01 21:12:53 [cpu_worker.py:260] Auto set (12.5/23.54) GiB for KV cache on node 0, "
+            "with 16.0 GiB requested memory for the worker. 3.5 GiB memory was consumed by non-kv usages.")
+    figures = parse_engine_log(line)["figures"]
+    assert (figures["kv_cache_gib"], figures["device_total_gib"]) == (12.5, 23.54)
+    assert (figures["requested_gib"], figures["cpu_non_kv_gib"]) == (16.0, 3.5)
