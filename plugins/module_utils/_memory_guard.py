@@ -11,18 +11,21 @@ Run by systemd before the engine (``ExecStartPre=`` in a drop-in the
     python3 _memory_guard.py start-check --unit vllm-replica.service \\
         --need-gib 90.06 --floor-gib 2 --require-free --wait 120
 
-``need`` is what the engine takes at start (GiB): on GB10, the device total
-times ``gpu_memory_utilization``. vLLM on unified memory compares it with
-*free* memory and refuses to start when less is free, even when the page cache
-could give it back; so when ``MemAvailable`` is enough but ``MemFree`` is not,
-the page cache is dropped first. When even ``MemAvailable`` cannot cover
-``need`` plus a ``floor`` left for the host, starting would wedge the machine
+``need`` is what the engine takes at start (GiB): on GB10, what vLLM asks for
+(``ceil(device total x gpu_memory_utilization)``) plus what it holds outside
+that share (CUDA context, its processes), as the ``gpu_memory_utilization``
+module returns it (``start_need_gib``). vLLM 0.32 on unified memory compares
+its request with ``MemAvailable``; CUDA allocations on GB10 do not always take
+back page cache in time, so when ``MemAvailable`` is enough but ``MemFree`` is
+not, the page cache is dropped first (``--require-free`` refuses when the drop
+does not free enough, for builds that compare with free memory). When even
+``MemAvailable`` cannot cover ``need`` plus a ``floor`` left for the host, starting would wedge the machine
 (the kernel would swap or OOM-kill the databases): the check waits up to
 ``--wait`` seconds for memory to come back (the other topology's engine still
 draining, a build finishing), then refuses with a journal line that names the
 numbers, and exits non-zero so systemd does not start the engine.
 
-The decision is a pure function (:func:`start_decision`) of ``/proc/meminfo``;
+The decision is a pure function (``_memory.start_decision``) of ``/proc/meminfo``;
 reading files, dropping caches, sleeping and the clock are passed in, so the
 loop (:func:`run_start_check`) is tested with plain tables.
 
@@ -36,19 +39,30 @@ import os
 import sys
 import time
 
+# The decision is _memory's start_decision: the same function the gpu_memory_utilization
+# module uses to pick the share, so a share it recommends is one this check lets start.
 try:  # inside the collection
-    from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
+    from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (  # noqa: F401
+        DROP_CACHES,
         GIB,
+        REFUSE,
+        START,
         MemoryPlanError,
         memory_facts,
         parse_meminfo,
+        start_decision,
     )
 except ImportError:  # installed next to _memory.py on a host
-    from _memory import GIB, MemoryPlanError, memory_facts, parse_meminfo  # type: ignore[no-redef]
-
-START = "start"
-DROP_CACHES = "drop_caches"
-REFUSE = "refuse"
+    from _memory import (  # type: ignore[no-redef]  # noqa: F401
+        DROP_CACHES,
+        GIB,
+        REFUSE,
+        START,
+        MemoryPlanError,
+        memory_facts,
+        parse_meminfo,
+        start_decision,
+    )
 
 MEMINFO_PATH = "/proc/meminfo"
 DROP_CACHES_PATH = "/proc/sys/vm/drop_caches"
@@ -62,73 +76,6 @@ DROP_INTERVAL = 15.0
 
 def _gib(n_bytes):
     return "%.2f" % (n_bytes / GIB)
-
-
-def start_decision(facts, need, floor, require_free=True, dropped=False):
-    """What to do before an engine that takes ``need`` bytes starts.
-
-    ``facts`` is :func:`_memory.memory_facts` of ``/proc/meminfo`` (bytes:
-    ``free`` = MemFree, ``available`` = MemAvailable). ``floor`` is what must
-    stay available to everything else once the engine has its memory.
-    ``require_free``: the engine needs ``need`` bytes *free*, not just
-    available (vLLM on unified memory); off for vLLM's CPU backend, which
-    allocates like any process. ``dropped``: the page cache has just been
-    dropped (or could not be), so dropping again will not help.
-
-    Returns a dict: ``action`` (``start``, ``drop_caches`` or ``refuse``),
-    ``reason`` (a short key), ``message`` (one line with the numbers), and
-    the numbers in bytes.
-
-    ============================================  ===========================
-    MemAvailable < need + floor                   refuse (would wedge the host)
-    MemFree >= need                               start
-    MemFree < need, not yet dropped               drop_caches
-    MemFree < need after a drop, require_free     refuse (vLLM would fail)
-    MemFree < need after a drop, not required     start
-    ============================================  ===========================
-    """
-    free = facts.get("free")
-    available = facts.get("available")
-    decision = {"free": free, "available": available, "need": need, "floor": floor}
-    if free is None or available is None:
-        decision.update(
-            action=REFUSE, reason="unreadable",
-            message="/proc/meminfo has no MemFree/MemAvailable; cannot tell whether %s GiB fit" % _gib(need))
-        return decision
-    if available < need + floor:
-        decision.update(
-            action=REFUSE, reason="available",
-            message="MemAvailable %s GiB < %s GiB it asks for + %s GiB floor for the rest of the host = %s GiB "
-                    "(MemFree %s GiB); starting it would wedge the host"
-                    % (_gib(available), _gib(need), _gib(floor), _gib(need + floor), _gib(free)))
-        return decision
-    if free >= need:
-        decision.update(
-            action=START, reason="free",
-            message="MemFree %s GiB >= %s GiB it asks for; MemAvailable %s GiB leaves %s GiB (floor %s GiB)"
-                    % (_gib(free), _gib(need), _gib(available), _gib(available - need), _gib(floor)))
-        return decision
-    if not dropped:
-        decision.update(
-            action=DROP_CACHES, reason="page_cache",
-            message="MemFree %s GiB < %s GiB it asks for, but MemAvailable %s GiB is enough (floor %s GiB): "
-                    "dropping the page cache"
-                    % (_gib(free), _gib(need), _gib(available), _gib(floor)))
-        return decision
-    if require_free:
-        decision.update(
-            action=REFUSE, reason="free_after_drop",
-            message="after dropping the page cache MemFree %s GiB is still below the %s GiB it asks for "
-                    "(MemAvailable %s GiB); vLLM on unified memory counts free memory and would fail. "
-                    "Memory a drop cannot free: dirty pages, tmpfs and shared memory"
-                    % (_gib(free), _gib(need), _gib(available)))
-        return decision
-    decision.update(
-        action=START, reason="available",
-        message="MemFree %s GiB < %s GiB it asks for, MemAvailable %s GiB is enough and the engine takes "
-                "reclaimable memory as it allocates (--require-free off); MemAvailable leaves %s GiB (floor %s GiB)"
-                % (_gib(free), _gib(need), _gib(available), _gib(available - need), _gib(floor)))
-    return decision
 
 
 def read_facts(read_meminfo):
@@ -205,11 +152,13 @@ def main(argv=None):
     check = commands.add_parser(
         "start-check", help="drop the page cache when that lets the engine start; refuse when nothing would")
     check.add_argument("--need-gib", type=float, required=True,
-                       help="GiB the engine takes at start (GB10: device total x gpu_memory_utilization)")
+                       help="GiB the engine takes at start: its share plus what it holds outside it "
+                            "(the gpu_memory_utilization module's start_need_gib)")
     check.add_argument("--floor-gib", type=float, default=2.0,
                        help="GiB that must stay available to the rest of the host once the engine has its memory")
     check.add_argument("--require-free", action="store_true",
-                       help="the engine needs its memory free, not only available (vLLM on unified memory)")
+                       help="the engine needs its memory free, not only available (builds that compare with "
+                            "cudaMemGetInfo's free memory; vLLM 0.32 on GB10 reads MemAvailable)")
     check.add_argument("--wait", type=float, default=0.0,
                        help="seconds to wait for memory to come back before refusing")
     check.add_argument("--unit", default="vLLM", help="the engine's unit, for the journal")

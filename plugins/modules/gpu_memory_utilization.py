@@ -14,17 +14,28 @@ description:
   - On an NVIDIA GB10 (DGX Spark) the GPU's memory is the machine's memory. vLLM takes
     device total x C(gpu_memory_utilization) out of the same C(MemTotal) as the OS, the page cache,
     databases and site builds, and refuses to start when less than that is free.
-  - This module computes the largest RV(gpu_memory_utilization) that leaves room for the OS reserve,
-    the co-resident workloads declared in the host's inventory (at their peak, or at their measured
-    use when that is higher) and the requested headroom, and checks that the model's weights,
-    activations and minimum KV cache fit in what it grants.
-  - "The formula: left for vLLM = C(MemTotal) - O(os_reserve_gib) - sum(workloads) - O(headroom_gib);
-    RV(gpu_memory_utilization) = floor(left for vLLM / O(device_total_gib), 0.01), at most 1.00;
-    granted = O(device_total_gib) x RV(gpu_memory_utilization);
-    KV cache = granted - O(weights_gib) - O(activation_gib), which must be at least O(min_kv_gib)."
-  - Page cache is reclaimable and is never counted as used. It matters only at start-up, when vLLM
-    compares what it asks for with free memory; RV(drop_caches_needed) says when dropping it first
-    is required.
+  - This module computes the largest RV(gpu_memory_utilization) whose start check passes on the host as
+    declared - the OS at O(os_reserve_gib), every co-resident workload at its peak (or at its measured
+    use when that is higher) - while keeping O(headroom_gib), and checks that the model's weights,
+    activations, CUDA graphs, non-torch memory and minimum KV cache fit in what it grants. The same
+    computation (C(plugins/module_utils/_memory.py)) is the memory guard's start check on the host, so a
+    share this module recommends is one that check lets start.
+  - "The rules follow vLLM 0.32: vLLM asks for ceil(device total x RV(gpu_memory_utilization)) (C(request_memory))
+    and, on unified memory, compares it with C(MemAvailable) taken after its own processes and CUDA context
+    exist (C(MemorySnapshot.measure)); its KV cache is that request minus weights, peak activation, CUDA graph
+    memory and non-torch memory (C(determine_available_memory))."
+  - "The formula: the start check needs C(MemAvailable) >= granted + O(cuda_context_gib) (rounded up to 0.01 GiB)
+    + O(floor_gib); on the host as declared C(MemAvailable) = C(MemTotal) - O(os_reserve_gib) - sum(workloads);
+    RV(gpu_memory_utilization) is the largest hundredth for which that holds with O(headroom_gib) to spare
+    (about floor((C(MemTotal) - O(os_reserve_gib) - sum(workloads) - O(headroom_gib) - O(floor_gib)
+    - O(cuda_context_gib)) / O(device_total_gib), 0.01));
+    KV cache = granted - O(weights_gib) - O(activation_gib) - O(cuda_graph_gib) - O(non_torch_gib), which must be
+    at least O(min_kv_gib)."
+  - Page cache is reclaimable and is never counted as used. It matters only at start-up; RV(drop_caches_needed)
+    says when the start check will drop it first.
+  - With O(engine_log) (the engine's journal after a start), the figures vLLM measured - model weights, peak
+    activation, non-torch memory, CUDA graph memory, KV cache size - are returned in RV(measured) and beside the
+    declared ones in RV(declared_vs_measured).
   - With O(hosts) (the split topology, one model over several hosts) every host is planned and the
     smallest result is returned, naming the host that decided it.
   - The module only reads (C(/proc/meminfo), the workloads' cgroup files, C(systemctl show)); it never
@@ -130,11 +141,57 @@ options:
     type: float
   activation_gib:
     description:
-      - Memory vLLM holds besides weights and KV cache, in GiB - peak activations, CUDA graphs,
-        non-torch allocations, speculative-decoding (MTP) buffers.
+      - vLLM's peak activation memory inside its share, in GiB (vLLM logs it, with the CUDA graph estimate added
+        in, as C(... GiB for peak activation)). Include speculative-decoding (MTP) buffers here.
       - With O(hosts), the default for hosts that do not set their own.
     type: float
     default: 2.0
+  cuda_graph_gib:
+    description:
+      - "CUDA graph memory inside vLLM's share, in GiB. vLLM 0.32 deducts its estimate from the KV cache
+        (C(Estimated CUDA graph memory: ... GiB total)). V(0) with C(--enforce-eager)."
+      - The default is what a published GB10 start-up log captured (about 1.7 GiB, Qwen3.6-27B NVFP4).
+      - With O(hosts), the default for hosts that do not set their own.
+    type: float
+    default: 1.7
+  non_torch_gib:
+    description:
+      - Non-torch memory inside vLLM's share, in GiB - NCCL buffers for tensor parallelism and other allocations
+        made after vLLM's start-up snapshot (vLLM logs them with the weights as C(consumed memory (weights +
+        non-torch))).
+      - The default is a margin for the split's NCCL buffers over the link, not a GB10 measurement; replace it with
+        the C(non_torch_gib) in RV(measured) after a start.
+      - With O(hosts), the default for hosts that do not set their own.
+    type: float
+    default: 0.5
+  cuda_context_gib:
+    description:
+      - Memory the engine takes outside its share, in GiB - the CUDA context and the host memory of its processes
+        (API server, EngineCore, worker). vLLM takes it before its own start-up check reads C(MemAvailable), so it
+        is never part of RV(gpu_memory_utilization) but must be free too.
+      - The default is what the published two-Spark report measured on GB10 (about 5.6 GiB host-side that vLLM's
+        accounting omits).
+      - With O(hosts), the default for hosts that do not set their own.
+    type: float
+    default: 5.6
+  floor_gib:
+    description:
+      - C(MemAvailable) the start check keeps for the rest of the host once the engine has its memory, in GiB (the
+        memory guard's C(memory_guard_start_floor_gib)). The share leaves it free.
+      - With O(hosts), the default for hosts that do not set their own.
+    type: float
+    default: 2.0
+  gpu_memory_utilization:
+    description:
+      - Evaluate this share (a fraction 0-1 in steps of 0.01, for example one the inventory pins) instead of the
+        largest; the module fails, naming the numbers, when it is above the largest safe share.
+    type: float
+  engine_log:
+    description:
+      - The engine's log after a start (for example C(journalctl -u vllm-replica.service) since its last start).
+        The figures vLLM 0.32 printed about its memory are returned in RV(measured) and compared with the declared
+        ones in RV(declared_vs_measured). Only the last start in the text counts.
+    type: str
   min_kv_gib:
     description:
       - The smallest KV cache the service needs, in GiB (for example from M(factory_floor.llm.kv_cache_plan)).
@@ -201,12 +258,27 @@ options:
       activation_gib:
         description: As the top-level O(activation_gib), in GiB.
         type: float
+      cuda_graph_gib:
+        description: As the top-level O(cuda_graph_gib), in GiB.
+        type: float
+      non_torch_gib:
+        description: As the top-level O(non_torch_gib), in GiB.
+        type: float
+      cuda_context_gib:
+        description: As the top-level O(cuda_context_gib), in GiB.
+        type: float
+      floor_gib:
+        description: As the top-level O(floor_gib), in GiB.
+        type: float
       min_kv_gib:
         description: As the top-level O(min_kv_gib), in GiB.
         type: float
 notes:
   - The start-up check (RV(fits_now), RV(drop_caches_needed)) describes the host as it is now. Run the
     module before vLLM starts; while vLLM runs, its own memory shows as used.
+  - The rules follow vLLM 0.32.0 (C(vllm/v1/worker/utils.py) C(request_memory), C(vllm/v1/worker/gpu_worker.py)
+    C(determine_available_memory), C(vllm/utils/mem_utils.py) C(MemorySnapshot)); the log lines read from
+    O(engine_log) are that version's.
   - Measured workload use subtracts the cgroup's page cache (C(file) in C(memory.stat)); C(memory.peak)
     includes page cache and is therefore not compared with the declared peak.
 seealso:
@@ -256,6 +328,53 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+start_need_gib:
+  description:
+    - What the start check compares with C(MemAvailable) on the deciding host, in GiB - what vLLM asks for
+      (RV(granted_gib)) plus what it holds outside its share (O(cuda_context_gib)), rounded up to 0.01. The
+      memory guard passes it to the check as C(--need-gib).
+  returned: success
+  type: float
+  sample: 95.66
+floor_gib:
+  description: C(MemAvailable) the start check keeps for the rest of the host (O(floor_gib)), in GiB.
+  returned: success
+  type: float
+  sample: 2.0
+max_gpu_memory_utilization:
+  description: The largest safe share (fraction 0-1); differs from RV(gpu_memory_utilization) only with O(gpu_memory_utilization).
+  returned: success
+  type: float
+  sample: 0.74
+measured:
+  description:
+    - What vLLM printed about its memory at its last start in O(engine_log) (vLLM 0.32's log lines), GiB unless
+      named otherwise; a figure vLLM did not print is null. Null without O(engine_log).
+    - C(weights_gib) (C(Model loading took)), C(kv_cache_gib) (C(Available KV cache memory), or the CPU build's
+      C(Explicitly set)/C(Auto set ... GiB for KV cache)), C(consumed_gib) and C(non_torch_gib) (consumed minus
+      weights), C(peak_activation_gib) (logged peak activation less the CUDA graph estimate vLLM adds into it),
+      C(cuda_graph_gib) (captured pool), C(cuda_graph_estimated_gib) (deducted from the KV cache),
+      C(free_at_start_gib), C(requested_gib), C(device_total_gib), C(kv_cache_tokens) and C(max_concurrency)
+      (C(KV cache size), tokens and a factor), C(lines) (the log lines read).
+  returned: success
+  type: dict
+  sample:
+    weights_gib: 71.2
+    peak_activation_gib: 1.62
+    non_torch_gib: 0.31
+    cuda_graph_estimated_gib: 1.71
+    kv_cache_gib: 14.9
+    kv_cache_tokens: 760000
+declared_vs_measured:
+  description:
+    - Each declared figure beside the one vLLM measured, in GiB - C(name) (the option), C(declared_gib),
+      C(measured_gib), C(measured_as) (the key in RV(measured)) and C(difference_gib) (measured - declared;
+      positive means vLLM took more than was budgeted). Empty without O(engine_log).
+  returned: success
+  type: list
+  elements: dict
+  sample:
+    - {name: activation_gib, declared_gib: 2.0, measured_gib: 1.62, measured_as: peak_activation_gib, difference_gib: -0.38}
 gpu_memory_utilization:
   description:
     - The largest safe value for vLLM's C(--gpu-memory-utilization), a fraction 0-1 rounded down to 0.01.
@@ -274,24 +393,30 @@ granted_gib:
   type: float
   sample: 90.06
 left_gib:
-  description: C(MemTotal) minus RV(granted_gib) on the deciding host, in GiB - what is left for everything else.
+  description:
+    - C(MemTotal) minus RV(granted_gib) and O(cuda_context_gib) on the deciding host, in GiB - what is left for
+      everything else.
   returned: success
   type: float
-  sample: 33.94
+  sample: 28.34
 kv_cache_gib:
-  description: RV(granted_gib) minus weights and activations on the deciding host - the KV cache vLLM will get, in GiB.
+  description:
+    - RV(granted_gib) minus weights, peak activation, CUDA graphs and non-torch memory on the deciding host - the
+      KV cache vLLM will get, in GiB.
   returned: success
   type: float
-  sample: 17.06
+  sample: 14.86
 drop_caches_needed:
   description:
-    - True when C(MemFree) is below RV(granted_gib) but C(MemAvailable) is enough, on any host - vLLM
-      would refuse to start until the page cache is dropped (C(sync; echo 3 > /proc/sys/vm/drop_caches)).
+    - True when, on any host, C(MemFree) is below RV(start_need_gib) but C(MemAvailable) is enough - the start
+      check drops the page cache first (C(sync; echo 3 > /proc/sys/vm/drop_caches)).
   returned: success
   type: bool
   sample: false
 fits_now:
-  description: True when C(MemAvailable) on every host is at least what vLLM will ask for there.
+  description:
+    - True when the start check would let the engine start on every host with the memory as it is now
+      (C(MemAvailable) at least RV(start_need_gib) plus RV(floor_gib)).
   returned: success
   type: bool
   sample: true
@@ -302,7 +427,7 @@ reasoning:
   elements: str
   sample:
     - "host spark-a: MemTotal 124.00 GiB (/proc/meminfo), device total 121.70 GiB (device_total_gib)"
-    - "gpu_memory_utilization = floor(91.00 / 121.70, 0.01) = 0.74 (max for this host 0.74) -> grants 90.06 GiB"
+    - "start check: MemAvailable >= 95.66 (share + outside it, rounded up) + 2.00 floor = 97.66 GiB; the host as declared has 100.00 GiB available"
 hosts:
   description: The machine-readable plan of every host (one entry without O(hosts)), at the returned fraction.
   returned: success
@@ -375,19 +500,39 @@ hosts:
       type: float
       sample: 90.06
     left_gib:
-      description: C(MemTotal) minus RV(hosts[].granted_gib), in GiB.
+      description: C(MemTotal) minus RV(hosts[].granted_gib) and O(cuda_context_gib), in GiB.
       type: float
-      sample: 33.94
+      sample: 28.34
     spare_gib:
-      description: RV(hosts[].left_gib) minus OS reserve and workloads, in GiB (at least the headroom).
+      description: RV(hosts[].left_gib) minus OS reserve, workloads and floor, in GiB (at least the headroom).
       type: float
-      sample: 9.94
+      sample: 2.34
+    start_need_gib:
+      description: What the start check compares with C(MemAvailable) on this host, in GiB (see RV(start_need_gib)).
+      type: float
+      sample: 95.66
+    floor_gib:
+      description: The start check's floor, in GiB.
+      type: float
+      sample: 2.0
+    cuda_context_gib:
+      description: What vLLM holds outside its share (CUDA context, its processes), in GiB.
+      type: float
+      sample: 5.6
+    cuda_graph_gib:
+      description: CUDA graph memory inside the share, in GiB.
+      type: float
+      sample: 1.7
+    non_torch_gib:
+      description: Non-torch memory (NCCL buffers) inside the share, in GiB.
+      type: float
+      sample: 0.5
     weights_gib:
       description: Weights, in GiB.
       type: float
       sample: 71.0
     activation_gib:
-      description: Activations and other non-KV memory of vLLM, in GiB.
+      description: Peak activation inside the share, in GiB.
       type: float
       sample: 2.0
     min_kv_gib:
@@ -395,15 +540,15 @@ hosts:
       type: float
       sample: 8.0
     kv_cache_gib:
-      description: Granted minus weights and activations, in GiB.
+      description: Granted minus weights, peak activation, CUDA graphs and non-torch memory, in GiB.
       type: float
-      sample: 17.06
+      sample: 14.86
     fits_now:
-      description: C(MemAvailable) is at least RV(hosts[].granted_gib).
+      description: The start check would let the engine start with the memory as it is now.
       type: bool
       sample: true
     drop_caches_needed:
-      description: C(MemFree) is below RV(hosts[].granted_gib) and C(MemAvailable) is not.
+      description: C(MemFree) is below RV(hosts[].start_need_gib) and C(MemAvailable) is not.
       type: bool
       sample: false
 """
@@ -412,6 +557,7 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._engine_log import compare, parse_engine_log
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
     MemoryPlanError,
     plan_hosts,
@@ -433,7 +579,8 @@ _WORKLOAD_SPEC = dict(
 )
 
 _HOST_DEFAULTED = ("device_total_gib", "os_reserve_gib", "headroom_gib", "weights_gib",
-                   "activation_gib", "min_kv_gib")
+                   "activation_gib", "cuda_graph_gib", "non_torch_gib", "cuda_context_gib", "floor_gib",
+                   "min_kv_gib")
 
 
 def read_text(path):
@@ -487,7 +634,13 @@ def run_module():
             headroom_gib=dict(type="float", default=0.0),
             weights_gib=dict(type="float"),
             activation_gib=dict(type="float", default=2.0),
+            cuda_graph_gib=dict(type="float", default=1.7),
+            non_torch_gib=dict(type="float", default=0.5),
+            cuda_context_gib=dict(type="float", default=5.6),
+            floor_gib=dict(type="float", default=2.0),
             min_kv_gib=dict(type="float"),
+            gpu_memory_utilization=dict(type="float"),
+            engine_log=dict(type="str"),
             hosts=dict(
                 type="list",
                 elements="dict",
@@ -500,6 +653,10 @@ def run_module():
                     headroom_gib=dict(type="float"),
                     weights_gib=dict(type="float"),
                     activation_gib=dict(type="float"),
+                    cuda_graph_gib=dict(type="float"),
+                    non_torch_gib=dict(type="float"),
+                    cuda_context_gib=dict(type="float"),
+                    floor_gib=dict(type="float"),
                     min_kv_gib=dict(type="float"),
                 ),
             ),
@@ -545,7 +702,7 @@ def run_module():
                     % (kwargs["name"], key, "weights" if key == "weights_gib" else "minimum KV cache"))
 
     try:
-        result = plan_hosts(entries, measure=measure)
+        result = plan_hosts(entries, measure=measure, gpu_memory_utilization=params["gpu_memory_utilization"])
     except MemoryPlanError as exc:
         module.fail_json(msg=str(exc))
 
@@ -563,8 +720,26 @@ def run_module():
         module.warn(warning)
 
     decider_summary = summary(decider)
+    measured = None
+    declared_vs_measured = []
+    if params["engine_log"] is not None:
+        parsed = parse_engine_log(params["engine_log"])
+        measured = dict(parsed["figures"], lines=parsed["lines"])
+        declared = dict((key, decider_summary[key]) for key in
+                        ("weights_gib", "activation_gib", "cuda_graph_gib", "non_torch_gib", "kv_cache_gib"))
+        declared_vs_measured = compare(declared, parsed["figures"])
+        for row in declared_vs_measured:
+            if row["measured_gib"] is not None:
+                reasoning.append("measured at the last start: %s declared %s GiB, vLLM %s %s GiB (%+.2f)"
+                                 % (row["name"], row["declared_gib"], row["measured_as"], row["measured_gib"],
+                                    row["difference_gib"]))
     module.exit_json(
         changed=False,
+        start_need_gib=decider_summary["start_need_gib"],
+        floor_gib=decider_summary["floor_gib"],
+        max_gpu_memory_utilization=result["max_gpu_memory_utilization"],
+        measured=measured,
+        declared_vs_measured=declared_vs_measured,
         gpu_memory_utilization=result["gpu_memory_utilization"],
         decided_by=result["decided_by"],
         granted_gib=decider_summary["granted_gib"],

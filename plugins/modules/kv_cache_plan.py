@@ -16,21 +16,36 @@ description:
     how many full-context requests that is, and advises a topology by the rule from the operations
     report - run one copy per machine if the model and the cache you need fit on one; split only
     when they do not.
-  - "Bytes per token follow vLLM's own arithmetic (v1 engine): K and V x KV heads per rank x head_dim x
-    dtype bytes per attention layer; KV heads per rank = max(1, C(num_key_value_heads) // tensor parallel
-    size); for MLA models (C(kv_lora_rank) in C(config.json)) (C(kv_lora_rank) + C(qk_rope_head_dim)) x dtype
-    bytes, without the factor 2 and not sharded. vLLM allocates whole blocks: num_blocks = KV bytes //
-    (O(block_size) x bytes per token per layer) // layers, tokens = num_blocks x O(block_size)."
+  - "The rules are vLLM 0.32.0's (C(vllm/v1/core/kv_cache_utils.py) C(get_kv_cache_groups),
+    C(get_kv_cache_config_from_groups), C(get_max_concurrency_for_kv_cache_config); the spec classes of
+    C(vllm/v1/kv_cache_interface.py); C(vllm/platforms/interface.py) C(_align_hybrid_block_size)). Bytes per token
+    and layer: K and V x KV heads per rank x head_dim x dtype bytes; KV heads per rank = max(1,
+    C(num_key_value_heads) // tensor parallel size); for MLA models (C(kv_lora_rank)) (C(kv_lora_rank) +
+    C(qk_rope_head_dim)) x dtype bytes, without the factor 2 and not sharded."
+  - "Layers are grouped as vLLM's hybrid KV cache manager groups them: one bucket per kind (full attention, each
+    sliding window, chunked local attention, a recurrent state), cut into groups of equal size (the smallest
+    bucket's, or the largest when under 1.5 x the smallest). A block holds one page (O(block_size) tokens) of every
+    layer of the widest group; num_blocks = pool // (layers per group x page)."
+  - "The figure is vLLM's own: int(num_blocks / blocks one request needs x O(max_model_len)) tokens (its
+    C(KV cache size: N tokens, Maximum concurrency ...) line). A full-context request takes cdiv(max_model_len,
+    block) blocks per full-attention group, cdiv(min(window - 1 + in-flight tokens, max_model_len), block) + 1 per
+    sliding-window group (in-flight tokens = O(max_num_batched_tokens) x batches in flight: 2 with async scheduling,
+    vLLM's GPU default, 1 on CPU), and one block per recurrent-state group."
   - "Layer types supported: C(layer_types) (full, sliding, chunked, linear attention, Mamba),
     C(layers_block_type), C(hybrid_override_pattern) (Nemotron-H), C(full_attention_interval)
-    (Qwen3-Next), C(attn_layer_period)/C(attn_layer_offset) (Jamba), C(sliding_window_pattern) (Gemma 3).
-    Sliding-window and chunked layers are counted like full ones, grouped as vLLM's hybrid KV cache
-    allocator groups them, which is what vLLM's C(KV cache size) log line reports. Linear-attention and
-    Mamba layers keep a fixed state per request, not per token, and are not counted; for such models the
-    result is the full-attention layers' capacity, an upper bound (their per-request state is not modelled)."
-  - The KV pool per rank is O(kv_cache_space_gib) when given (vLLM on CPU, C(VLLM_CPU_KVCACHE_SPACE)),
-    otherwise O(device_total_gib) x O(gpu_memory_utilization) - O(weights_gib) / tensor parallel size -
-    O(activation_gib), as vLLM computes it on a GPU.
+    (Qwen3-Next), C(attn_layer_period)/C(attn_layer_offset) (Jamba), C(sliding_window_pattern) (Gemma 3), and
+    C(sliding_window) alone (Mistral: every layer). Recurrent states are sized for Qwen3-Next's gated delta net and
+    Mamba-2 (Nemotron-H); vLLM then raises the attention block size until a page holds the state (a multiple of
+    the kernel block) and pads the state to it. Other recurrent layers are left out and the figure is an upper
+    bound (RV(reasoning) says so)."
+  - Validated to the token against vLLM 0.32.0's CPU build on the lab's generated models (Gemma 3 style sliding
+    window, Mistral sliding window, Qwen3-Next and Nemotron-H hybrids; see the collection's
+    C(tests/unit/plugins/module_utils/fixtures/kv_cache)).
+  - The KV pool per rank is O(kv_cache_space_gib) when given (vLLM on CPU, C(VLLM_CPU_KVCACHE_SPACE); vLLM's CPU
+    defaults then apply - block 128, 2,048 x tensor parallel size batched tokens, one batch in flight), otherwise
+    ceil(O(device_total_gib) x O(gpu_memory_utilization)) - O(weights_gib) / tensor parallel size -
+    O(activation_gib) - O(cuda_graph_gib) - O(non_torch_gib), as vLLM computes it on a GPU (the same figures as
+    M(factory_floor.llm.gpu_memory_utilization)).
   - The module only reads (C(config.json), the checkpoint's file sizes); it never changes anything.
 author:
   - Factory Floor maintainers (@factory-floor)
@@ -76,10 +91,42 @@ options:
     type: float
   activation_gib:
     description:
-      - Memory vLLM holds per rank besides weights and KV cache, in GiB - peak activations, CUDA graphs,
-        non-torch allocations, speculative-decoding (MTP) buffers.
+      - vLLM's peak activation per rank inside its share, in GiB (speculative-decoding (MTP) buffers included).
     type: float
     default: 2.0
+  cuda_graph_gib:
+    description:
+      - CUDA graph memory per rank that vLLM 0.32 deducts from the KV cache, in GiB (its C(Estimated CUDA graph
+        memory) line); V(0) with C(--enforce-eager). The default is a published GB10 start's figure.
+    type: float
+    default: 1.7
+  non_torch_gib:
+    description:
+      - Non-torch memory per rank inside vLLM's share (NCCL buffers), in GiB; a margin by default.
+    type: float
+    default: 0.5
+  max_num_batched_tokens:
+    description:
+      - vLLM's C(--max-num-batched-tokens), in tokens. Sliding-window layers keep blocks for the tokens in flight.
+      - Default - vLLM 0.32's for its OpenAI server - 8,192 on a GPU of at least 70 GiB (GB10), 2,048 x tensor
+        parallel size on CPU (with O(kv_cache_space_gib)).
+    type: int
+  mamba_ssm_cache_dtype:
+    description:
+      - vLLM's C(--mamba-ssm-cache-dtype) for models with a recurrent state. V(auto) is vLLM's - the model's dtype,
+        for Nemotron-H the config's C(mamba_ssm_cache_dtype) or V(float32).
+      - vLLM's CPU build on x86 with AVX512-BF16 uses V(float32) (it logs C(Reset SSM cache type to float32)); give
+        it for such hosts.
+    type: str
+    choices: [auto, float32, bfloat16, float16]
+    default: auto
+  enable_prefix_caching:
+    description:
+      - vLLM's C(--enable-prefix-caching) (on by default in vLLM 0.32). With it a recurrent (Mamba, gated delta net)
+        layer holds 2 blocks per request (C(mamba_cache_mode) C(align)), Mamba-2 layers one more for prefill
+        checkpoints; without it, 1.
+    type: bool
+    default: true
   max_model_len:
     description:
       - vLLM's C(--max-model-len), in tokens; one full-context request is this many tokens.
@@ -109,8 +156,9 @@ options:
   block_size:
     description:
       - vLLM's C(--block-size), in tokens per block. vLLM allocates KV cache in whole blocks.
+      - Default - vLLM 0.32's, 16 on CUDA and 128 on CPU (with O(kv_cache_space_gib)); hybrids with a recurrent
+        state raise it (RV(block_size)).
     type: int
-    default: 16
   per_host_kv_tokens:
     description:
       - What-if - the KV tokens each host holds with one copy per host (for example read from vLLM's
@@ -123,10 +171,10 @@ options:
     type: int
 notes:
   - "vLLM's own start-up log prints the figure this module predicts, for example
-    C(KV cache size: 1,048,576 tokens); compare them after a start."
-  - For models with linear-attention or Mamba layers, vLLM enlarges the block size to fit the recurrent
-    state and its log line divides blocks between layer groups, so the logged figure can be lower than
-    this module's.
+    C(KV cache size: 1,048,576 tokens); compare them after a start
+    (M(factory_floor.llm.gpu_memory_utilization) reads it from the engine's log)."
+  - Not modelled - speculative decoding's extra retained sliding-window tokens and state blocks, decode context
+    parallelism, C(--num-gpu-blocks-override), KV connectors and layers whose pages vLLM pads to unequal sizes.
 seealso:
   - module: factory_floor.llm.gpu_memory_utilization
 """
@@ -189,10 +237,15 @@ dtype_bytes:
   type: int
   sample: 1
 block_size:
-  description: Tokens per KV cache block.
+  description: Tokens per KV cache block with one copy per host (raised for hybrids with a recurrent state).
   returned: success
   type: int
   sample: 16
+max_num_batched_tokens:
+  description: vLLM's C(max_num_batched_tokens) the sliding windows were sized with, in tokens; null without a model config.
+  returned: success
+  type: int
+  sample: 8192
 bytes_per_token:
   description: KV cache bytes one token takes over all counted layers with one copy per host (tp=1); null without a model config.
   returned: success
@@ -230,6 +283,25 @@ per_host:
       description: KV cache blocks; null when the tokens were given.
       type: int
       sample: 62401
+    max_concurrency:
+      description: Full-context requests the blocks hold, as vLLM logs it (C(Maximum concurrency)); null when given.
+      type: float
+      sample: 3.81
+    block_size:
+      description: Tokens per block on this side.
+      type: int
+      sample: 16
+    max_num_batched_tokens:
+      description: The C(max_num_batched_tokens) used on this side, in tokens.
+      type: int
+      sample: 8192
+    groups:
+      description:
+        - vLLM's KV cache groups on this side - C(kind) (V(full), V(sliding:<window>), V(chunked:<size>), V(state)),
+          C(layers), C(block_size) and C(blocks_per_request) (blocks a full-context request takes); null when given.
+      type: list
+      elements: dict
+      sample: [{"kind": "full", "layers": 12, "block_size": 16, "blocks_per_request": 16384}]
     full_context_requests:
       description: RV(per_host.kv_tokens) / RV(max_model_len), rounded down to 0.01.
       type: float
@@ -280,6 +352,10 @@ layout:
       sample: {"full": 12}
     skipped_layers:
       description: Layers without a per-token KV cache (linear attention, Mamba, MLP-only).
+      type: int
+      sample: 36
+    recurrent_layers:
+      description: Of those, layers with a recurrent state (linear attention, Mamba), one block per request each.
       type: int
       sample: 36
     layer_types_source:
@@ -342,12 +418,17 @@ def run_module():
             device_total_gib=dict(type="float", default=121.7),
             weights_gib=dict(type="float"),
             activation_gib=dict(type="float", default=2.0),
+            cuda_graph_gib=dict(type="float", default=1.7),
+            non_torch_gib=dict(type="float", default=0.5),
+            max_num_batched_tokens=dict(type="int", no_log=False),
+            mamba_ssm_cache_dtype=dict(type="str", default="auto", choices=["auto", "float32", "bfloat16", "float16"]),
+            enable_prefix_caching=dict(type="bool", default=True),
             max_model_len=dict(type="int"),
             tensor_parallel_size=dict(type="int", default=2),
             need_tokens=dict(type="int", no_log=False),
             need_full_context_requests=dict(type="float"),
             kv_cache_space_gib=dict(type="float"),
-            block_size=dict(type="int", default=16),
+            block_size=dict(type="int"),
             per_host_kv_tokens=dict(type="list", elements="int", no_log=False),
             split_kv_tokens=dict(type="int", no_log=False),
         ),
@@ -382,6 +463,11 @@ def run_module():
             need_full_context_requests=params["need_full_context_requests"],
             kv_cache_space_gib=params["kv_cache_space_gib"],
             block_size=params["block_size"],
+            cuda_graph_gib=params["cuda_graph_gib"],
+            non_torch_gib=params["non_torch_gib"],
+            max_num_batched_tokens=params["max_num_batched_tokens"],
+            mamba_ssm_cache_dtype=params["mamba_ssm_cache_dtype"],
+            enable_prefix_caching=params["enable_prefix_caching"],
             per_host_kv_tokens=params["per_host_kv_tokens"],
             split_kv_tokens=params["split_kv_tokens"],
             weights_source=weights_source,

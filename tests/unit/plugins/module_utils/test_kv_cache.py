@@ -8,6 +8,7 @@ report's replicas-or-split decision."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -183,39 +184,48 @@ def test_layer_kinds_errors(config, match):
 
 
 def test_sliding_and_full_grouped_like_vllm_hybrid_allocator():
-    """Gemma-3-1B-like: 26 layers, every 6th full -> 4 full + 22 sliding.
+    """Gemma-3-1B-like: 26 layers, every 6th full -> 4 full + 22 sliding (window 512).
 
-    vLLM groups them in groups of 4 layers: 1 full group and cdiv(22, 4) = 6
-    sliding groups (2 padding layers), so 1 GiB at 1,024 B per layer-token:
-    2**30 // (16 x 1024) // 4 = 16,384 blocks; // 7 groups x 16 = 37,440 tokens.
+    vLLM 0.32 on CPU (block 128, 2,048 batched tokens, one batch in flight) groups them in
+    groups of 4 layers: 1 full group and cdiv(22, 4) = 6 sliding groups. A block holds one
+    page of 4 layers: 4 x 128 x 1,024 B = 512 KiB, so 1 GiB is 2,048 blocks. A 32,768-token
+    request takes 256 blocks in the full group and cdiv(511 + 2,048, 128) + 1 = 21 in each
+    sliding group: 382 blocks; 2,048 / 382 x 32,768 = 175,677 tokens. Counting the sliding
+    layers like full ones (this plan before vLLM 0.32's rules) gave 37,440.
     """
     config = {"num_hidden_layers": 26, "sliding_window": 512, "sliding_window_pattern": 6,
               "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "hidden_size": 1152,
               "torch_dtype": "bfloat16", "max_position_embeddings": 32768}
     plan = plan_kv_cache(config, kv_cache_space_gib=1)
-    assert plan["per_host"]["num_blocks"] == 16384
-    assert plan["per_host"]["kv_tokens"] == 37440
+    assert plan["per_host"]["num_blocks"] == 2048
+    assert [g["blocks_per_request"] for g in plan["per_host"]["groups"]] == [256] + [21] * 6
+    assert plan["per_host"]["kv_tokens"] == 175677
 
 
-@pytest.mark.parametrize("counts, group_size, groups", [
-    ({"full": 30}, 30, 1),
-    ({"full": 12, "sliding:128": 12}, 12, 2),
-    ({"full": 13, "sliding:128": 12}, 13, 2),   # gpt-oss + eagle: pad to 13 + 13
-    ({"full": 4, "sliding:512": 22}, 4, 7),
+@pytest.mark.parametrize("counts, group_size, groups, per_request", [
+    ({"full": 30}, 30, 1, 256),
+    ({"full": 12, "sliding:128": 12}, 12, 2, 256 + 137),
+    ({"full": 13, "sliding:128": 12}, 13, 2, 256 + 137),   # gpt-oss + eagle: pad to 13 + 13
+    ({"full": 4, "sliding:512": 22}, 4, 7, 256 + 6 * 161),
 ])
-def test_kv_cache_groups(counts, group_size, groups):
-    sized = kv_cache_tokens(GIB, 1024, counts, 16)
+def test_kv_cache_groups(counts, group_size, groups, per_request):
+    # Block 16, 2,048 tokens in flight, 4,096-token requests: a full group takes 4,096 / 16 = 256
+    # blocks, a 128-token window cdiv(127 + 2,048, 16) + 1 = 137, a 512-token one 161.
+    sized = kv_cache_tokens(GIB, 1024, counts, 16, 4096, 2048)
     assert (sized["group_size"], sized["num_groups"]) == (group_size, groups)
-    assert sized["tokens"] == GIB // (16 * 1024) // group_size // groups * 16
+    assert sized["num_blocks"] == GIB // (16 * 1024 * group_size)
+    assert sized["blocks_per_request"] == per_request
+    assert sized["tokens"] == int(sized["num_blocks"] / per_request * 4096)
 
 
 # ------------------------------------------------------------------ the pool
 
 
 def test_gpu_pool_is_vllms_formula():
-    pool = kv_pool_bytes(0.78, 121.7, 71, 12.5, 1)
-    assert pool == int(round(121.7 * GIB) * 0.78) - 71 * GIB - int(12.5 * GIB)
-    assert kv_pool_bytes(0.78, 121.7, 71, 12.5, 2) == pool + 71 * GIB // 2
+    # vLLM 0.32: ceil(total x utilization) - weights - peak activation - CUDA graph estimate - non-torch.
+    pool = kv_pool_bytes(0.78, 121.7, 71, 12.5, 1, 1.7, 0.5)
+    assert pool == math.ceil(round(121.7 * GIB) * 0.78) - 71 * GIB - int(12.5 * GIB) - int(round(1.7 * GIB)) - GIB // 2
+    assert kv_pool_bytes(0.78, 121.7, 71, 12.5, 2, 1.7, 0.5) == pool + 71 * GIB // 2
 
 
 @pytest.mark.parametrize("fraction", [None, 0, 1.2])
@@ -273,8 +283,10 @@ def test_seed_numbers_through_the_plan(per_host, topology, requests):
     ("fp8", 998416, "replicas"),
 ])
 def test_seed_magnitudes_from_a_model_config(kv_cache_dtype, tokens, topology):
+    # 12.5 GiB stands for everything inside the share besides weights and KV cache.
     plan = plan_kv_cache(QWEN3_NEXT_STYLE, kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=0.78,
-                         weights_gib=71, activation_gib=12.5, need_full_context_requests=2)
+                         weights_gib=71, activation_gib=12.5, cuda_graph_gib=0, non_torch_gib=0,
+                         need_full_context_requests=2)
     assert plan["max_model_len"] == FULL_CONTEXT
     assert plan["per_host"]["kv_tokens"] == tokens
     assert plan["topology"] == topology

@@ -56,6 +56,9 @@ SEED_WORKLOADS = [
     {"name": "site builds", "slice": "site-builds.slice", "peak_gib": 12},
 ]
 MODEL = {"weights_gib": 71.0, "activation_gib": 2.0, "min_kv_gib": 8.0}
+# The 9 GiB the operators kept free, less what the plan now counts on its own: the
+# 5.6 GiB vLLM holds outside its share (cuda_context_gib) and the start floor (2 GiB).
+SEED_HEADROOM = 1.4
 
 
 def gib(n_bytes):
@@ -120,18 +123,18 @@ def test_utilization_hundredths(budget, total, expected):
 def test_gb10_host_vllm_alone():
     """128 GB GB10 box, nothing but the OS next to vLLM.
 
-    left for vLLM = 124.00 - 4.00 (OS reserve)            = 120.00 GiB
-    fraction      = floor(120.00 / 121.70, 0.01) = floor(0.9860) = 0.98
-    granted       = 121.70 x 0.98                          = 119.27 GiB
-    left          = 124.00 - 119.27                        =   4.73 GiB
-    KV cache      = 119.27 - 71 - 2                        =  46.27 GiB
+    host as declared: MemAvailable = 124.00 - 4.00 (OS reserve)   = 120.00 GiB
+    start check at 0.92: ceil(121.70 x 0.92) = 111.96 + 5.60 outside the share
+                         = 117.57 (rounded up) + 2.00 floor = 119.57 <= 120.00; 0.93 asks 120.78
+    left          = 124.00 - 111.96 - 5.60                     =   6.44 GiB
+    KV cache      = 111.96 - 71 - 2 - 1.70 (graphs) - 0.50     =  36.76 GiB
     """
     plan = plan_host("spark-b", meminfo_text(), device_total_gib=DEVICE_TOTAL, **MODEL)
-    assert plan["gpu_memory_utilization"] == 0.98
-    assert plan["granted_bytes"] == DEVICE_TOTAL_BYTES * 98 // 100
-    assert gib(plan["granted_bytes"]) == 119.27
-    assert gib(plan["left_bytes"]) == 4.73
-    assert gib(plan["kv_cache_bytes"]) == 46.27
+    assert plan["gpu_memory_utilization"] == 0.92
+    assert plan["granted_bytes"] == _memory.requested_bytes(DEVICE_TOTAL_BYTES, 92)
+    assert gib(plan["granted_bytes"]) == 111.96
+    assert gib(plan["left_bytes"]) == 6.44
+    assert gib(plan["kv_cache_bytes"]) == 36.76
     assert plan["fits_now"] is True
     assert plan["drop_caches_needed"] is False
     assert plan["left_bytes"] >= plan["os_reserve_bytes"]
@@ -141,40 +144,44 @@ def test_seed_host_with_databases_and_site_builds():
     """The report: at 0.78 only about 5 GiB were left; 0.74 fixed it.
 
     Declared on the host: postgresql peak 8 GiB, site builds peak 12 GiB,
-    OS reserve 4 GiB, and 9 GiB of headroom the operators want kept free.
+    OS reserve 4 GiB, the start floor 2 GiB, vLLM's 5.6 GiB outside its share and
+    1.4 GiB of headroom (the 9 GiB the operators kept, less the floor and the 5.6).
 
-    at 0.78: granted 121.70 x 0.78 = 94.93; left 124.00 - 94.93 = 29.07 GiB;
-             minus OS 4 + postgresql 8 + builds 12 = 5.07 GiB spare (the report's "5 GiB")
-    answer:  left for vLLM = 124 - 4 - 8 - 12 - 9 = 91.00 GiB
-             floor(91.00 / 121.70, 0.01) = floor(0.7477) = 0.74
-             granted 121.70 x 0.74 = 90.06; left 33.94; spare 9.94 >= 9 headroom
-             KV cache 90.06 - 71 - 2 = 17.06 GiB
+    at 0.78: granted 121.70 x 0.78 = 94.93; left 124.00 - 94.93 - 5.60 = 23.47 GiB;
+             minus OS 4 + postgresql 8 + builds 12 + floor 2 = -2.53: refused at start
+    answer:  host as declared: MemAvailable 124 - 4 - 8 - 12 = 100.00 GiB
+             0.74: ceil(121.70 x 0.74) = 90.06 + 5.60 = 95.66 + 2 floor + 1.4 headroom <= 100
+             left 124 - 90.06 - 5.60 = 28.34; spare beyond OS, workloads, floor 2.34 >= 1.4
+             KV cache 90.06 - 71 - 2 - 1.70 - 0.50 = 14.86 GiB
     """
     plan = plan_host("spark-a", meminfo_text(), device_total_gib=DEVICE_TOTAL, workloads=SEED_WORKLOADS,
-                     headroom_gib=9, **MODEL)
+                     headroom_gib=SEED_HEADROOM, **MODEL)
     assert plan["gpu_memory_utilization"] == 0.74
     assert gib(plan["budget_bytes"]) == 91.0
     assert gib(plan["granted_bytes"]) == 90.06
-    assert gib(plan["left_bytes"]) == 33.94
-    assert gib(plan["spare_bytes"]) == 9.94
+    assert gib(plan["start_need_bytes"]) == 95.66
+    assert gib(plan["left_bytes"]) == 28.34
+    assert gib(plan["spare_bytes"]) == 2.34
     assert plan["spare_bytes"] >= plan["headroom_bytes"]
-    assert gib(plan["kv_cache_bytes"]) == 17.06
+    assert gib(plan["kv_cache_bytes"]) == 14.86
 
     at_utilization(plan, 78)
-    assert gib(plan["left_bytes"]) == 29.07
-    assert gib(plan["spare_bytes"]) == 5.07
-    assert plan["spare_bytes"] < plan["headroom_bytes"]
+    assert gib(plan["left_bytes"]) == 23.47
+    assert gib(plan["spare_bytes"]) == -2.53
+    assert plan["starts_as_declared"] is False
 
 
 def test_seed_host_reasoning_table():
     plan = plan_host("spark-a", meminfo_text(), device_total_gib=DEVICE_TOTAL, workloads=SEED_WORKLOADS,
-                     headroom_gib=9, **MODEL)
+                     headroom_gib=SEED_HEADROOM, **MODEL)
     text = "\n".join(reasoning_lines(plan))
     assert "MemTotal 124.00 GiB" in text
     assert "postgresql [declared peak]" in text
     assert "floor(91.00 / 121.70, 0.01) = 0.74" in text
-    assert "124.00 - 90.06 = 33.94 GiB" in text
-    assert "KV cache 17.06 GiB" in text
+    assert "vLLM asks ceil(121.70 x 0.74) = 90.06 GiB" in text
+    assert "MemAvailable >= 95.66 (share + outside it, rounded up) + 2.00 floor = 97.66 GiB" in text
+    assert "124.00 - 90.06 - 5.60 = 28.34 GiB" in text
+    assert "KV cache 14.86 GiB" in text
     data = summary(plan)
     assert data["gpu_memory_utilization"] == 0.74
     assert data["workloads"][1] == {
@@ -184,14 +191,15 @@ def test_seed_host_reasoning_table():
 
 
 def test_model_cannot_fit_names_the_numbers():
-    """Same host, but the service needs 30 GiB of KV cache: 71 + 2 + 30 = 103 > 90.06."""
+    """Same host, but the service needs 30 GiB of KV cache: 71 + 2 + 1.7 + 0.5 + 30 = 105.2 > 90.06."""
     with pytest.raises(MemoryPlanError) as err:
         plan_host("spark-a", meminfo_text(), device_total_gib=DEVICE_TOTAL, workloads=SEED_WORKLOADS,
-                  headroom_gib=9, weights_gib=71, activation_gib=2, min_kv_gib=30)
+                  headroom_gib=SEED_HEADROOM, weights_gib=71, activation_gib=2, min_kv_gib=30)
     msg = str(err.value)
-    for figure in ("host spark-a", "weights 71.00", "activations 2.00", "minimum KV cache 30.00",
-                   "= 103.00 GiB", "33.00 GiB reserved", "postgresql 8.00", "site builds 12.00",
-                   "only 91.00 of 124.00 GiB MemTotal", "0.74", "grants 90.06 GiB", "Short by 12.94 GiB"):
+    for figure in ("host spark-a", "weights 71.00", "activations 2.00", "CUDA graphs 1.70", "non-torch 0.50",
+                   "minimum KV cache 30.00", "= 105.20 GiB", "33.00 GiB reserved", "postgresql 8.00",
+                   "site builds 12.00", "start floor 2.00", "outside its share (CUDA context, processes) 5.60",
+                   "only 91.00 of 124.00 GiB MemTotal", "0.74", "grants 90.06 GiB", "Short by 15.14 GiB"):
         assert figure in msg, figure
     # Least important first: site builds alone (12 GiB) frees too little after rounding.
     assert "move site builds, postgresql (lowest priority first)" in msg
@@ -206,7 +214,8 @@ def test_device_total_defaults_to_memtotal():
     plan = plan_host("h", meminfo_text(), **MODEL)
     assert plan["device_total_source"] == "MemTotal"
     assert plan["device_total_bytes"] == GB10_MEMTOTAL_KB * 1024
-    assert plan["gpu_memory_utilization"] == 0.96  # floor(120 / 124) = floor(0.9677)
+    # 124 - 4 - 2 (floor) - 5.6 = 112.4 >= ceil(124 x 0.90) = 111.6; 0.91 asks 112.84
+    assert plan["gpu_memory_utilization"] == 0.90
 
 
 @pytest.mark.parametrize("field, value", [("weights_gib", None), ("min_kv_gib", -1)])
@@ -221,15 +230,16 @@ def test_model_figures_validated(field, value):
 
 
 @pytest.mark.parametrize("free, available, drop, fits_now", [
-    (100, 110, False, True),   # free enough
-    (20, 95, True, True),      # page cache holds the rest: drop it before start
-    (20, 50, False, False),    # even after dropping caches it would not start
+    (100, 110, False, True),   # free enough: 95.66 GiB asked (share + outside it)
+    (20, 99, True, True),      # page cache holds the rest: drop it before start
+    (20, 97, False, False),    # 97 < 95.66 + 2 floor: even after dropping caches it would not start
+    (20, 50, False, False),
 ])
 def test_page_cache_is_not_used_memory(free, available, drop, fits_now):
     text = meminfo_text(free_kb=free * 1024 * 1024, available_kb=available * 1024 * 1024,
                         cached_kb=(available - free) * 1024 * 1024)
     plan = plan_host("spark-a", text, device_total_gib=DEVICE_TOTAL, workloads=SEED_WORKLOADS,
-                     headroom_gib=9, **MODEL)
+                     headroom_gib=SEED_HEADROOM, **MODEL)
     # The budget starts from MemTotal: page cache does not change the answer.
     assert plan["gpu_memory_utilization"] == 0.74
     assert plan["drop_caches_needed"] is drop
@@ -318,7 +328,7 @@ def test_workloads_validated(workloads, match):
 
 def split_hosts(**overrides):
     a = dict(name="spark-a", meminfo=meminfo_text(), device_total_gib=DEVICE_TOTAL,
-             workloads=SEED_WORKLOADS, headroom_gib=9, weights_gib=35.5, activation_gib=2, min_kv_gib=8)
+             workloads=SEED_WORKLOADS, headroom_gib=SEED_HEADROOM, weights_gib=35.5, activation_gib=2, min_kv_gib=8)
     b = dict(name="spark-b", meminfo=meminfo_text(), device_total_gib=DEVICE_TOTAL,
              weights_gib=35.5, activation_gib=2, min_kv_gib=8)
     a.update(overrides)
@@ -330,14 +340,14 @@ def test_split_tighter_host_decides():
     assert result["gpu_memory_utilization"] == 0.74
     assert result["decided_by"] == "spark-a"
     by_name = {p["host"]: p for p in result["hosts"]}
-    assert by_name["spark-b"]["max_hundredths"] == 98
+    assert by_name["spark-b"]["max_hundredths"] == 92
     assert by_name["spark-b"]["gpu_memory_utilization"] == 0.74
     assert gib(by_name["spark-b"]["granted_bytes"]) == 90.06
 
 
 def test_split_host_that_fits_alone_but_not_at_common_fraction():
     hosts = split_hosts()
-    hosts[0]["weights_gib"] = 95  # spark-b alone: 119.27 - 95 - 2 = 22 GiB KV; at 0.74 it is negative
+    hosts[0]["weights_gib"] = 95  # spark-b alone: 111.96 - 95 - 4.2 = 12.76 GiB KV; at 0.74 it is negative
     with pytest.raises(MemoryPlanError, match="host spark-b.*common gpu_memory_utilization 0.74 set by host spark-a"):
         plan_hosts(hosts)
 

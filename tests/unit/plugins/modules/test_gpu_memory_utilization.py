@@ -27,7 +27,7 @@ SEED = {
     "weights_gib": 71,
     "activation_gib": 2,
     "min_kv_gib": 8,
-    "headroom_gib": 9,
+    "headroom_gib": 1.4,
     "workloads": [
         {"name": "postgresql", "unit": "postgresql.service", "peak_gib": 8, "priority": 10},
         {"name": "site builds", "slice": "site-builds.slice", "peak_gib": 12},
@@ -59,15 +59,18 @@ def test_seed_host_reads_proc_meminfo(run_module, host, check_mode):
     assert result["gpu_memory_utilization"] == 0.74
     assert result["decided_by"] == "spark-a"
     assert result["granted_gib"] == 90.06
-    assert result["left_gib"] == 33.94
-    assert result["kv_cache_gib"] == 17.06
-    # MemFree 20 GiB < 90.06 asked <= MemAvailable 100 GiB
+    assert result["start_need_gib"] == 95.66   # 90.06 + 5.6 outside the share
+    assert result["floor_gib"] == 2.0
+    assert result["left_gib"] == 28.34
+    assert result["kv_cache_gib"] == 14.86
+    # MemFree 20 GiB < 95.66 needed; MemAvailable 100 GiB >= 95.66 + 2 floor
     assert result["drop_caches_needed"] is True
     assert result["fits_now"] is True
     assert result["hosts"][0]["mem_total_gib"] == 124.0
-    assert result["hosts"][0]["spare_gib"] == 9.94
+    assert result["hosts"][0]["spare_gib"] == 2.34
+    assert result["measured"] is None and result["declared_vs_measured"] == []
     assert any("floor(91.00 / 121.70, 0.01) = 0.74" in line for line in result["reasoning"])
-    assert any("drop page cache" in line for line in result["reasoning"])
+    assert any("drops the page cache" in line for line in result["reasoning"])
 
 
 def test_meminfo_option_overrides_the_host(run_module, host):
@@ -93,7 +96,7 @@ def test_measured_use_above_peak_is_counted_with_a_warning(run_module, host):
     assert postgresql["basis"] == "measured"
     assert builds["measured_gib"] is None
     assert builds["counted_gib"] == 12.0
-    # 124 - 4 - 10 - 12 - 9 = 89 -> floor(89 / 121.7) = 0.73
+    # 124 - 4 - 10 - 12 - 1.4 - 2 (floor) - 5.6 (outside the share) = 89 -> floor(89 / 121.7) = 0.73
     assert result["gpu_memory_utilization"] == 0.73
     # ansible-core 2.19 returns warnings as structured events; look inside them.
     assert "postgresql: measured 10.00 GiB" in json.dumps(result["warnings"])
@@ -111,7 +114,7 @@ def test_model_does_not_fit(run_module, host):
     result = run_module(module, dict(SEED, min_kv_gib=30)).result
     assert result["failed"] is True
     assert "host spark-a" in result["msg"]
-    assert "= 103.00 GiB" in result["msg"]
+    assert "= 105.20 GiB" in result["msg"]
     assert "grants 90.06 GiB" in result["msg"]
 
 
@@ -123,18 +126,18 @@ def test_split_hosts_the_tighter_host_decides(run_module, host):
         "min_kv_gib": 8,
         "hosts": [
             {"name": "spark-b", "meminfo": {"MemTotal": MEMTOTAL_KB}},
-            {"name": "spark-a", "meminfo": MEMINFO, "headroom_gib": 9, "workloads": SEED["workloads"]},
+            {"name": "spark-a", "meminfo": MEMINFO, "headroom_gib": 1.4, "workloads": SEED["workloads"]},
         ],
     }
     result = run_module(module, args).result
     assert result["gpu_memory_utilization"] == 0.74
     assert result["decided_by"] == "spark-a"
     assert [h["host"] for h in result["hosts"]] == ["spark-b", "spark-a"]
-    assert result["hosts"][0]["max_gpu_memory_utilization"] == 0.98
+    assert result["hosts"][0]["max_gpu_memory_utilization"] == 0.92
     assert result["hosts"][0]["gpu_memory_utilization"] == 0.74
     assert result["hosts"][0]["headroom_gib"] == 0.0   # top-level default
-    assert result["hosts"][1]["headroom_gib"] == 9.0
-    assert result["kv_cache_gib"] == round(90.06 - 35.5 - 2, 2)
+    assert result["hosts"][1]["headroom_gib"] == 1.4
+    assert result["kv_cache_gib"] == round(90.06 - 35.5 - 2 - 1.7 - 0.5, 2)
     assert "decided by spark-a" in result["reasoning"][-1]
 
 
@@ -157,3 +160,51 @@ def test_unreadable_meminfo(run_module, host):
     assert result["failed"] is True
     assert "Reading /proc/meminfo on the target" in result["msg"]
     assert "Pass the host's memory facts as meminfo" in result["msg"]
+
+
+def test_pinned_share_is_evaluated_and_one_above_the_largest_refused(run_module, host):
+    result = run_module(module, dict(SEED, gpu_memory_utilization=0.70)).result
+    assert result["gpu_memory_utilization"] == 0.70
+    assert result["max_gpu_memory_utilization"] == 0.74
+    assert result["granted_gib"] == 85.19
+    failed = run_module(module, dict(SEED, gpu_memory_utilization=0.78)).result
+    assert failed["failed"] is True
+    for figure in ("gpu_memory_utilization 0.78 is above 0.74", "host spark-a", "vLLM asks 94.93 GiB",
+                   "holds 5.60 GiB outside it", "MemAvailable 102.53 GiB", "has 100.00 GiB"):
+        assert figure in failed["msg"], figure
+
+
+# A GB10 start as vLLM 0.32 logs it. The "Available KV cache memory" and "Estimated CUDA graph
+# memory" lines are vLLM's, as published in a GB10-class start-up log (gpustack/runner#251);
+# the "Model loading took", "Free memory on device" and "KV cache size" lines are vLLM 0.32's
+# format strings (gpu_model_runner.py, gpu_worker.py, kv_cache_utils.py) with this host's figures.
+GB10_LOG = """\
+(EngineCore pid=367) INFO 08-14 14:05:01 [gpu_model_runner.py:5150] Model loading took 40.2 GiB memory and 21.512345 seconds
+(Worker_TP0 pid=447) INFO 08-14 14:07:22 [gpu_model_runner.py:6806] Estimated CUDA graph memory: 0.36 GiB total
+(Worker_TP0 pid=447) INFO 08-14 14:07:22 [gpu_worker.py:563] Available KV cache memory: 6.87 GiB
+(Worker_TP0 pid=447) INFO 08-14 14:08:40 [gpu_worker.py:1034] Free memory on device (101.3/121.69 GiB) on startup. \
+Desired GPU memory utilization is (0.82, 99.79 GiB). Actual usage is 40.71 GiB for consumed memory (weights + non-torch), \
+2.21 GiB for peak activation, and 0.35 GiB for CUDAGraph memory. Replace gpu_memory_utilization config with \
+`--kv-cache-memory=...` to fit into requested memory. Current kv cache memory in use is 6.87 GiB.
+(EngineCore pid=367) INFO 08-14 14:08:41 [kv_cache_utils.py:2330] GPU KV cache size: 600,416 tokens, \
+Maximum concurrency for 262,144 tokens per request: 2.29x
+"""
+
+
+def test_engine_log_figures_beside_the_declared_ones(run_module, host):
+    log = GB10_LOG
+    result = run_module(module, dict(SEED, engine_log=log)).result
+    measured = result["measured"]
+    assert measured["weights_gib"] == 40.2
+    assert measured["non_torch_gib"] == 0.51
+    assert measured["peak_activation_gib"] == 1.85   # 2.21 logged - 0.36 graph estimate vLLM adds in
+    assert measured["cuda_graph_estimated_gib"] == 0.36
+    assert measured["kv_cache_tokens"] == 600416
+    assert len(measured["lines"]) == 5
+    rows = dict((row["name"], row) for row in result["declared_vs_measured"])
+    assert rows["activation_gib"] == {"name": "activation_gib", "declared_gib": 2.0, "measured_gib": 1.85,
+                                      "measured_as": "peak_activation_gib", "difference_gib": -0.15}
+    assert rows["cuda_graph_gib"]["measured_as"] == "cuda_graph_estimated_gib"
+    assert rows["kv_cache_gib"]["measured_gib"] == 6.87
+    assert any("measured at the last start: non_torch_gib declared 0.5 GiB, vLLM non_torch_gib 0.51 GiB (+0.01)"
+               in line for line in result["reasoning"])

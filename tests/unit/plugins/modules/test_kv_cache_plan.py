@@ -57,10 +57,11 @@ def test_lab_cpu_kv_space_from_model_dir(run_module, model_dir, check_mode):
 
 def test_weights_measured_from_checkpoint(run_module, model_dir):
     result = run_module(module, {"model_dir": model_dir, "gpu_memory_utilization": 0.5, "device_total_gib": 4,
-                                 "activation_gib": 0.75}).result
+                                 "activation_gib": 0.75, "cuda_graph_gib": 0, "non_torch_gib": 0}).result
     assert result["weights_gib"] == 0.25
     assert result["weights_source"] == "1 checkpoint file(s) in %s" % model_dir
-    # 4 x 0.5 - 0.25 - 0.75 = 1 GiB of KV cache, as with VLLM_CPU_KVCACHE_SPACE=1
+    # ceil(4 x 0.5) - 0.25 - 0.75 - 0 (CUDA graphs) - 0 (non-torch) = 1 GiB of KV cache, as with
+    # VLLM_CPU_KVCACHE_SPACE=1
     assert result["per_host"]["kv_cache_gib"] == 1.0
     assert result["per_host"]["kv_tokens"] == 46592
     assert any("weights from 1 checkpoint file(s)" in line for line in result["reasoning"])
@@ -70,7 +71,7 @@ def test_weights_measured_from_checkpoint(run_module, model_dir):
 def test_seed_model_config(run_module, kv_cache_dtype, topology):
     result = run_module(module, {"model_config": QWEN3_NEXT_STYLE, "kv_cache_dtype": kv_cache_dtype,
                                  "gpu_memory_utilization": 0.78, "weights_gib": 71, "activation_gib": 12.5,
-                                 "need_full_context_requests": 2}).result
+                                 "cuda_graph_gib": 0, "non_torch_gib": 0, "need_full_context_requests": 2}).result
     assert result["need_tokens"] == 524288
     assert result["topology"] == topology
     assert result["layout"]["kv_cache_layers"] == 12
@@ -112,3 +113,36 @@ def test_empty_model_dir_asks_for_weights(run_module, tmp_path):
     result = run_module(module, {"model_dir": str(tmp_path), "gpu_memory_utilization": 0.5}).result
     assert result["failed"] is True
     assert "holds no *.safetensors, *.bin or *.pt weight files; pass weights_gib" in result["msg"]
+
+
+def _fixture(run):
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "module_utils", "fixtures", "kv_cache", run + ".json")
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def test_hybrid_as_vllm_cpu_printed_it(run_module):
+    record = _fixture("qwen3-next-hybrid")
+    args = {"model_config": record["config"], "kv_cache_space_gib": 1, "mamba_ssm_cache_dtype": "float32"}
+    result = run_module(module, args).result
+    assert result["per_host"]["kv_tokens"] == record["kv_cache_size_tokens"] == 3050402
+    assert result["block_size"] == 256
+    assert result["max_num_batched_tokens"] == 2048
+    assert result["layout"]["recurrent_layers"] == 3
+    assert [g["blocks_per_request"] for g in result["per_host"]["groups"]] == [16, 2, 2, 2]
+    # Without prefix caching a state holds one block per request: more requests fit.
+    without = run_module(module, dict(args, enable_prefix_caching=False)).result
+    assert without["per_host"]["kv_tokens"] > result["per_host"]["kv_tokens"]
+
+
+def test_sliding_window_with_gpu_defaults(run_module):
+    record = _fixture("gpt-oss-sliding")
+    result = run_module(module, {"model_config": record["config"], "gpu_memory_utilization": 0.5,
+                                 "device_total_gib": 4, "weights_gib": 0.5, "activation_gib": 0.5,
+                                 "cuda_graph_gib": 0, "non_torch_gib": 0}).result
+    # GPU: block 16, 8,192 batched tokens x 2 in flight cover the 4,096-token context, so the window
+    # saves nothing at this length: every group takes 256 + 1 or 256 blocks.
+    assert result["block_size"] == 16
+    assert result["max_num_batched_tokens"] == 8192
+    assert [g["blocks_per_request"] for g in result["per_host"]["groups"]] == [256, 257]
