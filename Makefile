@@ -15,9 +15,9 @@ export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLL_ROOT))
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 export LAB_PIP := $(BIN)/pip
 
-APT_PACKAGES := podman runc debootstrap netavark aardvark-dns iptables nftables curl git python3-venv
+APT_PACKAGES := podman runc debootstrap netavark aardvark-dns iptables nftables curl git python3-venv openssh-client
 
-.PHONY: help deps apt doctor lab-doctor venv collection lab-image lab-up lab-down demo test test-quick units lint sanity molecule build clean
+.PHONY: help deps apt doctor lab-doctor venv collection lab-image lab-network lab-up lab-down demo test test-quick units lint sanity molecule build clean
 
 help:
 	@echo "make demo        build the lab, deploy the split topology, switch to replicas, print the report"
@@ -63,7 +63,11 @@ lab-doctor: apt
 lab-image: lab-doctor deps
 	bash lab/build-image.sh
 
-lab-up: lab-image
+# The lab network with the subnet of the lab hosts' fixed addresses.
+lab-network: lab-doctor
+	bash lab/network.sh
+
+lab-up: lab-image lab-network
 	molecule create -s default
 
 lab-down: deps
@@ -102,7 +106,7 @@ sanity: venv $(SANITY_VENV)/.done
 MOLECULE_ALL := $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard extensions/molecule/*/molecule.yml))))
 MOLECULE_SCENARIOS ?= default metrics proxy replica
 MOLECULE_EXCLUDE = $(if $(filter all,$(MOLECULE_SCENARIOS)),,$(filter-out $(MOLECULE_SCENARIOS),$(MOLECULE_ALL)))
-molecule: lab-image
+molecule: lab-image lab-network
 	molecule test --all $(foreach s,$(MOLECULE_EXCLUDE),--exclude $(s))
 
 test-quick: units lint sanity

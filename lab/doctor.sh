@@ -56,7 +56,8 @@ pkg_fix() {
 COMMANDS='
 req|bash|bash|bash|the Makefile'\''s shell and the lab scripts
 req|apt-get|apt-get|apt|`make apt` installs the Makefile'\''s APT_PACKAGES with it
-req|podman|podman|podman|runs the lab hosts: molecule'\''s podman driver, the lab image build, the connection to the lab hosts (containers.podman.podman)
+req|podman|podman|podman|runs the lab hosts: molecule'\''s podman driver, the lab image build
+req|ssh|ssh ssh-keygen|openssh-client|Ansible reaches the lab hosts over SSH (pipelined); lab/build-image.sh makes the lab'\''s key with ssh-keygen
 req|conmon|conmon|conmon|podman'\''s container monitor (a dependency of podman)
 req|runc|runc|runc|the OCI runtime lab/containers.conf selects (crun fails on cgroup v1/hybrid hosts)
 req|netavark|/usr/lib/podman/netavark|netavark|podman'\''s network backend: the lab network factory-floor-lab
