@@ -74,7 +74,7 @@ Restart. A hung or dead engine is first killed (``kill_commands``: SIGKILL to ev
 process of the unit, and to its container), then ``systemctl restart``. The kill is what
 takes the engine out of the proxy: its port closes, nginx passes new connections to the
 other engine at once (``proxy_next_upstream error``) and the proxy's membership checker
-drops it within one check interval. The checker only probes ``/health`` and
+drops it at its next probe (refused: known gone). The checker only probes ``/health`` and
 ``/v1/models``, which a hung engine still answers; rather than a second, cross-host
 channel, the watchdog (on the engine's own host) closes the port. Graceful shutdown is
 pointless for a hung engine: its requests never finish, and a SIGSTOPped process takes no
