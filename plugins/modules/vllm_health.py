@@ -252,7 +252,7 @@ reason:
   sample: crash_loop
 crashes:
   description:
-    - Runs of O(unit) that ended since the wait began (a count, from C(systemctl show): C(NRestarts) and
+    - Runs of O(unit) that ended since the wait began (a count, from C(systemctl show) - C(NRestarts) and
       C(ExecMainStartTimestampMonotonic) changes, SubState C(auto-restart)); 0 without O(unit), or when the unit was not
       read (it served at the first probe).
   returned: always
