@@ -92,18 +92,23 @@ class Membership:
     def update(self, name, status, http_status=None):
         """Count one probe of ``name``; return whether it is a member now."""
         entry = self.state[name]
+        # Counted up to the threshold only: what matters is whether it was reached.
         if status == health.SERVING:
-            entry["passes"], entry["fails"] = entry["passes"] + 1, 0
+            entry["passes"], entry["fails"] = min(entry["passes"] + 1, self.passes), 0
             if not entry["member"] and entry["passes"] >= self.passes:
                 entry["member"] = True
         else:
-            entry["fails"], entry["passes"] = entry["fails"] + 1, 0
+            entry["fails"], entry["passes"] = min(entry["fails"] + 1, self.fails), 0
             if entry["member"] and (known_gone(status, http_status) or entry["fails"] >= self.fails):
                 entry["member"] = False
         return entry["member"]
 
     def members(self):
         return {name for name, entry in self.state.items() if entry["member"]}
+
+    def snapshot(self):
+        """A copy of ``state``, for the state file and the journal."""
+        return {name: dict(entry) for name, entry in self.state.items()}
 
 
 def _count(value):
@@ -185,9 +190,9 @@ class Syncer:
         # nginx -t accepted the servers file but the reload failed: nginx still runs
         # the old upstream, so the next pass reloads again although the file matches.
         self.reload_pending = False
-        previous = self._read_state()
         # The drain dir as of the last pass whose upstream nginx runs (see once()).
-        self.applied_drained = previous.get("drained") if isinstance(previous.get("drained"), list) else []
+        self.applied_drained = []
+        previous = self._read_state()
         self.membership = Membership(
             [c["name"] for c in self.candidates],
             fails=config.get("fails", DEFAULT_FAILS),
@@ -281,7 +286,7 @@ class Syncer:
             self.log(json.dumps({
                 "event": "membership" if changed else "probe",
                 "statuses": statuses,
-                "membership": self.membership.state,
+                "membership": self.membership.snapshot(),
                 "drained": sorted(drained),
                 "members": [m["name"] for m in members],
                 "mode": mode,
@@ -303,7 +308,7 @@ class Syncer:
             "in_rotation": sorted(m["name"] for m in members if m["name"] in passed) if installed and mode == MODE_LIVE else [],
             "statuses": statuses,
             "drained": self.applied_drained,
-            "membership": self.membership.state,
+            "membership": self.membership.snapshot(),
         }
         if self.config.get("state_file"):
             os.makedirs(os.path.dirname(os.path.abspath(self.config["state_file"])), exist_ok=True)

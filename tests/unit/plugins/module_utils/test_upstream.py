@@ -474,6 +474,15 @@ def test_one_slow_answer_under_load_reloads_nothing(hysteresis):
     assert reloads == 0
 
 
+def test_counts_stop_at_their_thresholds(hysteresis):
+    world = hysteresis
+    for _pass in range(10):
+        world.statuses.update({"spark-a": vh.SERVING, "spark-b": vh.DEAD})
+        state = world.once()
+    assert state["membership"] == {"spark-a": {"member": True, "fails": 0, "passes": 2},
+                                   "spark-b": {"member": False, "fails": 3, "passes": 0}}
+
+
 @pytest.mark.parametrize("gone", [vh.LOADING, GONE_503, vh.WRONG_MODEL])
 def test_an_engine_known_gone_leaves_at_once(hysteresis, gone):
     world = hysteresis
