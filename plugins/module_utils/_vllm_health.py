@@ -414,6 +414,7 @@ def probe(
     timeout: float = REQUEST_TIMEOUT,
     session=None,
     generate_timeout: float = GENERATE_TIMEOUT,
+    health_first: bool = True,
 ) -> ProbeResult:
     """Probe a vLLM server once and return what it saw.
 
@@ -428,6 +429,10 @@ def probe(
     ``model`` their failure does not change the status.
     ``session`` is a ``requests.Session`` to reuse; by default a fresh one is
     used and closed, so no stale keep-alive connection survives a restart.
+    ``health_first`` False (kind ``generate`` only) goes straight to the 1-token
+    completion, without ``/health``, ``/version`` or, when ``model`` is given,
+    ``/v1/models``: the watchdog's check of an engine whose ``/health`` does not
+    answer in time under load, where only the generation tells slow from dead.
     """
     if not HAS_REQUESTS:
         raise RuntimeError("the Python library requests is required: %s" % REQUESTS_IMPORT_ERROR)
@@ -441,6 +446,16 @@ def probe(
     started = time.monotonic()
     result = ProbeResult(status=SERVING)
     try:
+        if not health_first and kind == "generate":
+            target = model
+            if target is None:
+                listed = _model_list(session, base, headers, timeout)
+                result.models = [model_id for model_id, dummy in listed]
+                target = result.models[0] if result.models else None
+            if target is None:
+                raise _Failed(DEAD, "no model to generate with: /v1/models lists nothing")
+            _generate(session, base, headers, target, timeout, generate_timeout)
+            return result
         health_url = base + "/health"
         response = _get(session, health_url, headers, timeout)
         if response.status_code != 200:

@@ -1108,8 +1108,11 @@ class Watchdog:
 
     def _generate_probe(self) -> Probe:
         cfg = self.config
+        # Straight to the completion: when /health is what fails (a read timeout under load),
+        # only the generation tells a slow engine from a dead one.
         return Probe.of(health.probe(cfg.url, api_key=cfg.api_key or None, model=cfg.model or None,
-                                     kind="generate", timeout=cfg.request_timeout, generate_timeout=cfg.probe_timeout))
+                                     kind="generate", timeout=cfg.request_timeout, generate_timeout=cfg.probe_timeout,
+                                     health_first=False))
 
     def _scrape(self) -> Counters:
         if self._fetch is None:

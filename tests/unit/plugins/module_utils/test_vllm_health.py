@@ -218,6 +218,36 @@ def test_hung_generation_is_dead(server):
     assert result.models == ["tiny-llama"]  # /health and /v1/models still answered
 
 
+@pytest.mark.parametrize("model, paths", [
+    ("tiny-llama", ["/v1/completions"]),
+    (None, ["/v1/models", "/v1/completions"]),   # no model given: the first one listed
+])
+def test_generate_without_health_first_goes_straight_to_the_completion(server, model, paths):
+    # /health does not answer in time (an API server busy under load); the engine still generates.
+    server.health_delay = 5
+    result = vh.probe(server.url, model=model, kind="generate", timeout=0.5, health_first=False)
+    assert result.status == vh.SERVING and result.error is None
+    assert [r[1] for r in server.requests] == paths
+
+
+@pytest.mark.parametrize("attrs, status, http_status", [
+    ({"completion_delay": 30}, vh.DEAD, None),      # a hung engine
+    ({"completion_status": 404}, vh.DEAD, 404),     # another model served
+    ({"completion_status": 500}, vh.DEAD, 500),
+])
+def test_generate_without_health_first_fails_as_the_completion_does(server, attrs, status, http_status):
+    for name, value in attrs.items():
+        setattr(server, name, value)
+    result = vh.probe(server.url, model="tiny-llama", kind="generate", generate_timeout=0.3, health_first=False)
+    assert (result.status, result.http_status) == (status, http_status)
+    assert "/health" not in [r[1] for r in server.requests]
+
+
+def test_generate_without_health_first_on_a_closed_port_is_loading():
+    result = vh.probe("http://127.0.0.1:%d" % free_port(), model="m", kind="generate", health_first=False)
+    assert result.status == vh.LOADING
+
+
 def test_generation_error_is_dead(server):
     server.completion_status = 500
     result = vh.probe(server.url, kind="generate")

@@ -1254,3 +1254,18 @@ def test_status_server_publishes_the_state(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_probe_goes_straight_to_the_completion(tmp_path, monkeypatch):
+    """When /health is what fails, a probe that asked /health first could never tell slow from dead."""
+    calls = []
+
+    def probe(url, **kwargs):
+        calls.append(kwargs)
+        return wd.health.ProbeResult(status="serving", latency=0.1)
+
+    monkeypatch.setattr(wd.health, "probe", probe)
+    dog = wd.Watchdog(config(tmp_path, probe_timeout=15), run=lambda argv, timeout=None: (0, ""), log=[].append)
+    assert dog.generate_probe().status == "serving"
+    assert calls == [{"api_key": None, "model": "lab-chat", "kind": "generate", "timeout": 5.0, "generate_timeout": 15.0,
+                      "health_first": False}]
