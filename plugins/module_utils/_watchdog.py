@@ -37,7 +37,8 @@ pure :class:`Judge` turns the samples into a :class:`Verdict`:
 ``suspect``
     No work done for ``stall_window`` seconds (with requests present, or idle), or
     ``/health`` failing without being known dead. With ``probe`` on, a 1-token
-    completion bounded by ``probe_timeout`` decides: it finishes -> alive (the window
+    completion bounded by ``probe_timeout`` (sent straight to ``/v1/completions``, not
+    behind ``/health``) decides: it finishes -> alive (the window
     starts again); it does not -> ``hung`` (or ``dead``), unless work was done
     meanwhile (``busy``). The probe never rescues through the gauges: the queue it
     joins itself is not work. An idle engine is checked the same way, because a hang
