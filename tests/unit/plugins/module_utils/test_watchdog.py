@@ -297,6 +297,8 @@ def test_cpu_progress_still_finds_a_stopped_engine_core(tmp_path):
         judge.assess(look(t, cnt=stopped))
     assert judge.assess(look(W, cnt=stopped)).action == wd.PROBE
     assert judge.probed(look(W, cnt=stopped), TIMEOUT, now=W + 15, after=stopped).action == wd.RESTART
+
+
 def _stat(tmp_path, pid, ppid, utime, stime=0, name="python3", state="S"):
     (tmp_path / str(pid)).mkdir()
     rest = [state, str(ppid)] + ["0"] * 9 + [str(utime), str(stime)] + ["0"] * 30
@@ -321,8 +323,6 @@ def test_engine_cpu_names_a_stopped_engine_core(tmp_path):
     _stat(tmp_path, 11, 10, ticks * 5, name="VLLM::EngineCor", state="T")
     _stat(tmp_path, 12, 11, ticks * 7, name="VLLM::Worker", state="R")
     assert wd.engine_cpu(10, proc=str(tmp_path)) == (12.0, ["VLLM::EngineCor pid 11"])
-
-
 
 
 def test_cpu_of_spinning_workers_is_no_progress_while_the_engine_core_is_stopped(tmp_path):
@@ -622,6 +622,7 @@ def test_hang_right_after_start_up_is_not_shielded_by_the_grace(tmp_path):
         assert judge.assess(look(t, cnt=frozen)).action == wd.NONE
     assert judge.assess(look(100 + W, cnt=frozen)).action == wd.PROBE
 
+
 def test_engine_that_never_serves_is_restarted_after_the_grace(tmp_path):
     judge = wd.Judge(config(tmp_path, startup_grace=600))
     assert judge.assess(look(595, health="loading", u=unit(started_mono=1.0))).action == wd.NONE
@@ -635,7 +636,6 @@ def test_grace_counts_from_the_units_start_not_from_the_first_look(tmp_path):
     # The watchdog itself (re)started at t=590; the engine has been loading since t=1.
     verdict = judge.assess(look(605, health="loading", u=unit(started_mono=1.0)))
     assert verdict.action == wd.RESTART
-
 
 
 def test_dead_engine_is_left_to_systemd_while_it_restarts_it(tmp_path):
@@ -680,7 +680,6 @@ def test_systemds_own_start_limit_is_not_overridden(tmp_path):
     judge = wd.Judge(config(tmp_path))
     verdict = judge.assess(look(0, u=unit(active_state="failed", sub_state="failed", result="start-limit-hit"), health=None))
     assert (verdict.state, verdict.action) == (wd.DOWN, wd.GIVE_UP)
-
 
 
 # --- counters after a restart -------------------------------------------------------------------------
