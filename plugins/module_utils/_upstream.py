@@ -10,9 +10,18 @@ with ``nginx -t`` and reloads only on change. A reload starts new workers with
 fresh failure accounting and lets the old ones finish their streams.
 
 Rules (MISSION.md item 1: 30 s of "502 no live upstreams" after a replica came back):
-- members are the candidates that serve (``/health`` 200 and the expected model
-  in ``/v1/models``) and are not drained;
-- when none serves, every non-drained candidate is listed, so the first engine
+- an engine's probe passes when it serves (``/health`` 200 and the expected model
+  in ``/v1/models``);
+- hysteresis, in nginx's ``health_check`` words: an engine leaves after ``fails``
+  consecutive failed probes (default 3) and joins after ``passes`` consecutive passed
+  ones (default 2), so one slow answer under load does not reload nginx twice. An
+  engine known gone leaves at once: the port refuses connections (its server exited,
+  or the watchdog killed it), ``/health`` answers 503 (vLLM's answer once its engine
+  core died), or it serves another model. The counts survive a restart of the
+  checker (the state file, written atomically after every pass);
+- members are the engines in by that rule that are not drained; ``in_rotation``
+  lists only the members whose latest probe passed;
+- when no engine is in, every non-drained candidate is listed, so the first engine
   that starts listening gets requests at once, before the next probe; nginx turns
   its own 502 into 503 with Retry-After meanwhile;
 - servers carry ``max_fails=0``: nginx never marks one failed on its own, so no
@@ -44,15 +53,77 @@ MODE_DRAINED = "drained"
 PLACEHOLDER = "server 127.0.0.1:9 down;  # every engine drained: nginx answers 503"
 
 
+# Consecutive failed probes before an engine leaves, passed ones before it joins
+# (nginx's health_check fails= and passes=).
+DEFAULT_FAILS = 3
+DEFAULT_PASSES = 2
+
+
+def known_gone(status, http_status=None):
+    """The engine's answer is final, not slow: refused (nothing listens), 503 (vLLM's engine core
+    died) or another model served. Such an engine leaves the upstream at once."""
+    return status in (health.LOADING, health.WRONG_MODEL) or (status == health.DEAD and http_status == 503)
+
+
+class Membership:
+    """Which engines are in, with hysteresis. Pure: probe results in, members out.
+
+    ``state`` is ``{name: {"member": bool, "fails": int, "passes": int}}``, what the
+    state file keeps between runs of the checker.
+    """
+
+    def __init__(self, names, fails=DEFAULT_FAILS, passes=DEFAULT_PASSES, state=None, members=()):
+        if not isinstance(fails, int) or isinstance(fails, bool) or fails < 1:
+            raise ValueError("fails must be an integer >= 1, got %r" % (fails,))
+        if not isinstance(passes, int) or isinstance(passes, bool) or passes < 1:
+            raise ValueError("passes must be an integer >= 1, got %r" % (passes,))
+        self.fails, self.passes = fails, passes
+        state = state if isinstance(state, dict) else {}
+        self.state = {}
+        for name in names:
+            kept = state.get(name)
+            if isinstance(kept, dict):
+                self.state[name] = {"member": bool(kept.get("member")), "fails": _count(kept.get("fails")),
+                                    "passes": _count(kept.get("passes"))}
+            else:
+                # No counts kept (first run, or a state file from before them): what nginx runs.
+                self.state[name] = {"member": name in members, "fails": 0, "passes": 0}
+
+    def update(self, name, status, http_status=None):
+        """Count one probe of ``name``; return whether it is a member now."""
+        entry = self.state[name]
+        # Counted up to the threshold only: what matters is whether it was reached.
+        if status == health.SERVING:
+            entry["passes"], entry["fails"] = min(entry["passes"] + 1, self.passes), 0
+            if not entry["member"] and entry["passes"] >= self.passes:
+                entry["member"] = True
+        else:
+            entry["fails"], entry["passes"] = min(entry["fails"] + 1, self.fails), 0
+            if entry["member"] and (known_gone(status, http_status) or entry["fails"] >= self.fails):
+                entry["member"] = False
+        return entry["member"]
+
+    def members(self):
+        return {name for name, entry in self.state.items() if entry["member"]}
+
+    def snapshot(self):
+        """A copy of ``state``, for the state file and the journal."""
+        return {name: dict(entry) for name, entry in self.state.items()}
+
+
+def _count(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
 def server_key(candidate):
     """``address:port`` as nginx writes it."""
     return "%s:%s" % (candidate["address"], candidate["port"])
 
 
 def choose_members(candidates, serving, drained):
-    """Return (members, mode) from candidate dicts, names serving, names drained.
+    """Return (members, mode) from candidate dicts, names in (``serving``), names drained.
 
-    ``live``: the serving, non-drained candidates. ``fallback``: none serves, so
+    ``live``: the candidates in, not drained. ``fallback``: none is in, so
     every non-drained candidate is listed (the first to listen gets requests at
     once). ``drained``: every candidate is drained (maintenance), none is listed
     and nginx answers 503 with Retry-After.
@@ -121,16 +192,36 @@ class Syncer:
         self.reload_pending = False
         # The drain dir as of the last pass whose upstream nginx runs (see once()).
         self.applied_drained = []
+        previous = self._read_state()
+        self.membership = Membership(
+            [c["name"] for c in self.candidates],
+            fails=config.get("fails", DEFAULT_FAILS),
+            passes=config.get("passes", DEFAULT_PASSES),
+            state=previous.get("membership"),
+            # Without kept counts, start from what nginx runs: a restarted checker must not reload it.
+            members=set(previous.get("members") or ()) if previous.get("mode") == MODE_LIVE else (),
+        )
+
+    def _read_state(self):
+        """The last pass's state file (an empty dict when there is none or it is unreadable)."""
+        path = self.config.get("state_file")
+        if not path:
+            return {}
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
 
     def _probe(self, candidate):
-        result = health.probe(
+        return health.probe(
             "http://%s" % server_key(candidate),
             api_key=self.config.get("api_key") or None,
             model=self.config.get("model") or None,
             kind="models",
             timeout=float(self.config.get("probe_timeout", 2.0)),
         )
-        return result.status
 
     def current_text(self):
         try:
@@ -175,13 +266,19 @@ class Syncer:
         """Probe all candidates, update nginx if membership changed; return the state."""
         statuses = {}
         for candidate in self.candidates:
+            http_status = None
             try:
-                statuses[candidate["name"]] = self.probe(candidate)
+                result = self.probe(candidate)
+                # A _vllm_health.ProbeResult, or only its status.
+                status = getattr(result, "status", result)
+                http_status = getattr(result, "http_status", None)
             except Exception as exc:  # a probe bug must not stop the proxy's membership loop
-                statuses[candidate["name"]] = "error: %s" % exc
-        serving = {name for name, status in statuses.items() if status == health.SERVING}
+                status = "error: %s" % exc
+            statuses[candidate["name"]] = status
+            self.membership.update(candidate["name"], status, http_status)
+        passed = {name for name, status in statuses.items() if status == health.SERVING}
         drained = read_drained(self.config.get("drain_dir", "/etc/factory-floor/drain"))
-        members, mode = choose_members(self.candidates, serving, drained)
+        members, mode = choose_members(self.candidates, self.membership.members(), drained)
         text = render_servers(members, mode)
         changed = text != self.current_text() or self.reload_pending
         applied = self.apply(text) if changed else False
@@ -189,6 +286,7 @@ class Syncer:
             self.log(json.dumps({
                 "event": "membership" if changed else "probe",
                 "statuses": statuses,
+                "membership": self.membership.snapshot(),
                 "drained": sorted(drained),
                 "members": [m["name"] for m in members],
                 "mode": mode,
@@ -205,9 +303,12 @@ class Syncer:
             "updated": self.clock(),
             "mode": mode if installed else "unknown",
             "members": [m["name"] for m in members] if installed else [],
-            "in_rotation": sorted(serving - drained) if installed and mode == MODE_LIVE else [],
+            # Members whose latest probe passed: a member on its way out (failed probes below
+            # ``fails``) is still in nginx's upstream, but not counted as serving.
+            "in_rotation": sorted(m["name"] for m in members if m["name"] in passed) if installed and mode == MODE_LIVE else [],
             "statuses": statuses,
             "drained": self.applied_drained,
+            "membership": self.membership.snapshot(),
         }
         if self.config.get("state_file"):
             os.makedirs(os.path.dirname(os.path.abspath(self.config["state_file"])), exist_ok=True)
@@ -220,9 +321,13 @@ def main(argv=None):
     parser.add_argument("--config", required=True, help="JSON file written by the nginx_proxy role")
     parser.add_argument("--once", action="store_true", help="one pass, then exit")
     args = parser.parse_args(argv)
-    with open(args.config, encoding="utf-8") as handle:
-        config = json.load(handle)
-    syncer = Syncer(config)
+    try:
+        with open(args.config, encoding="utf-8") as handle:
+            config = json.load(handle)
+        syncer = Syncer(config)
+    except (OSError, ValueError) as exc:
+        sys.stderr.write("%s: %s\n" % (args.config, exc))
+        return 2
     stop = []
     signal.signal(signal.SIGTERM, lambda *args: stop.append(1))
     interval = float(config.get("interval", 1.0))

@@ -113,7 +113,13 @@ class ProbeResult:
 
 @dataclasses.dataclass
 class UnitState:
-    """A systemd unit's state, as ``systemctl show`` reports it."""
+    """A systemd unit's state, as ``systemctl show`` reports it.
+
+    ``n_restarts`` is ``NRestarts`` (systemd's own restarts under ``Restart=``; reset when
+    the unit is started by hand), ``main_started`` is ``ExecMainStartTimestampMonotonic``
+    (microseconds of CLOCK_MONOTONIC when the current main process started; changes with
+    every new run).
+    """
 
     name: str
     load_state: str | None = None
@@ -121,6 +127,8 @@ class UnitState:
     sub_state: str | None = None
     result: str | None = None
     exec_main_status: int | None = None
+    n_restarts: int | None = None
+    main_started: int | None = None
 
     @property
     def down(self) -> bool:
@@ -155,15 +163,74 @@ class UnitStateError(Exception):
     """``systemctl show`` could not be run or did not answer."""
 
 
+# A start-up wait gives up at the unit's second crash since it began: one crash may be a
+# passing fault that the restart cures; two in a row are a loop that waiting will not end.
+CRASH_LOOP_CRASHES = 2
+
+
+class CrashCounter:
+    """How many runs of a unit ended (crashed) since the first read, from ``systemctl show``.
+
+    The first :meth:`update` is the baseline. After it, a run ended when ``NRestarts``
+    went up (by as many as it went up: systemd's ``Restart=`` started it again, maybe
+    more than once between two reads), when the main process started again while
+    ``NRestarts`` did not go up (someone ran ``systemctl restart``, which also resets
+    ``NRestarts``), or as soon as the unit waits to be restarted (SubState
+    ``auto-restart``: the run has ended, systemd starts the next after ``RestartSec=``);
+    that run is not counted again when ``NRestarts`` then goes up. ``last_at`` is the
+    clock reading of the read that counted the last crash.
+    """
+
+    def __init__(self):
+        self.crashes = 0
+        self.last_at = None
+        self._seen = False
+        self._n_restarts = None
+        self._main_started = None
+        # A run that ended was counted while waiting for its restart.
+        self._pending = False
+
+    def update(self, unit: "UnitState", now: float) -> int:
+        """Count what changed since the last read; return the crashes since the baseline."""
+        waiting_restart = unit.sub_state == "auto-restart"
+        if not self._seen:
+            self._seen = True
+            self._n_restarts, self._main_started = unit.n_restarts, unit.main_started
+            # A run that ended before the wait began is not the wait's: nor is its restart.
+            self._pending = waiting_restart
+            return 0
+        new = 0
+        if unit.n_restarts is not None and self._n_restarts is not None and unit.n_restarts > self._n_restarts:
+            new = unit.n_restarts - self._n_restarts
+        elif unit.main_started and self._main_started and unit.main_started != self._main_started:
+            new = 1
+        if new and self._pending:
+            new -= 1
+            self._pending = False
+        if waiting_restart and not self._pending:
+            new += 1
+            self._pending = True
+        if unit.n_restarts is not None:
+            self._n_restarts = unit.n_restarts
+        if unit.main_started:
+            self._main_started = unit.main_started
+        if new:
+            self.crashes += new
+            self.last_at = now
+        return self.crashes
+
+
 @dataclasses.dataclass
 class WaitResult:
     """How :func:`wait` ended.
 
     ``ok`` is True when the wanted state was reached, or when ``timeout`` was 0 and
     the single probe's state is simply reported. ``reason`` is one of ``reached``,
-    ``probed`` (timeout 0), ``timeout``, ``unit_down``, ``rejected`` (the server
-    refused the api_key). ``elapsed`` is in seconds, measured with the ``clock``
+    ``probed`` (timeout 0), ``timeout``, ``unit_down``, ``crash_loop`` (the unit
+    crashed :data:`CRASH_LOOP_CRASHES` times since the wait began), ``rejected`` (the
+    server refused the api_key). ``elapsed`` is in seconds, measured with the ``clock``
     given to :func:`wait`. ``message`` explains a failure (``None`` when ok).
+    ``crashes`` counts the unit's runs that ended since the wait began (0 without a unit).
     """
 
     ok: bool
@@ -176,6 +243,7 @@ class WaitResult:
     unit: UnitState | None = None
     journal: list = dataclasses.field(default_factory=list)
     processes: list = dataclasses.field(default_factory=list)
+    crashes: int = 0
 
 
 def normalize_url(base_url: str) -> str:
@@ -346,6 +414,7 @@ def probe(
     timeout: float = REQUEST_TIMEOUT,
     session=None,
     generate_timeout: float = GENERATE_TIMEOUT,
+    health_first: bool = True,
 ) -> ProbeResult:
     """Probe a vLLM server once and return what it saw.
 
@@ -360,6 +429,10 @@ def probe(
     ``model`` their failure does not change the status.
     ``session`` is a ``requests.Session`` to reuse; by default a fresh one is
     used and closed, so no stale keep-alive connection survives a restart.
+    ``health_first`` False (kind ``generate`` only) goes straight to the 1-token
+    completion, without ``/health``, ``/version`` or, when ``model`` is given,
+    ``/v1/models``: the watchdog's check of an engine whose ``/health`` does not
+    answer in time under load, where only the generation tells slow from dead.
     """
     if not HAS_REQUESTS:
         raise RuntimeError("the Python library requests is required: %s" % REQUESTS_IMPORT_ERROR)
@@ -373,6 +446,16 @@ def probe(
     started = time.monotonic()
     result = ProbeResult(status=SERVING)
     try:
+        if not health_first and kind == "generate":
+            target = model
+            if target is None:
+                listed = _model_list(session, base, headers, timeout)
+                result.models = [model_id for model_id, dummy in listed]
+                target = result.models[0] if result.models else None
+            if target is None:
+                raise _Failed(DEAD, "no model to generate with: /v1/models lists nothing")
+            _generate(session, base, headers, target, timeout, generate_timeout)
+            return result
         health_url = base + "/health"
         response = _get(session, health_url, headers, timeout)
         if response.status_code != 200:
@@ -414,7 +497,7 @@ def wait(
     model: str | None = None,
     kind: str = "health",
     wait_for: str = "serving",
-    timeout: float = 1200.0,
+    timeout: float = 1800.0,
     interval: float = 2.0,
     generate_timeout: float = GENERATE_TIMEOUT,
     request_timeout: float = REQUEST_TIMEOUT,
@@ -441,7 +524,12 @@ def wait(
       :attr:`UnitState.down`. ``unit_journal()`` is then called once and its lines
       land in ``WaitResult.journal``. ``unit_state`` is only read while the
       endpoint is not serving, after each probe. It may raise
-      :class:`UnitStateError`; that propagates.
+      :class:`UnitStateError`; that propagates;
+    * waiting for ``serving``, the unit crashed the second time since the wait began
+      (:class:`CrashCounter` over the ``unit_state()`` reads; the first read is the
+      baseline): at the first read after that crash, within ``interval`` plus one
+      probe, with the journal as above (reason ``crash_loop``), instead of waiting
+      for systemd's start limit or the deadline.
 
     On a timeout, ``unit_journal()`` and ``unit_processes()`` (what each process of
     the unit is doing, see :func:`process_lines`) are called once, when given, and
@@ -464,6 +552,7 @@ def wait(
     started = clock()
     deadline = started + timeout
     attempts = 0
+    crashes = CrashCounter()
     while True:
         attempts += 1
         last = probe(base, api_key=api_key, model=model, kind=kind, timeout=request_timeout,
@@ -473,17 +562,28 @@ def wait(
         if last.http_status in REJECTED:
             message = "vLLM at %s rejected the api_key (HTTP %s); waiting cannot fix that; %s" % (
                 base, last.http_status, seen)
-            return _ended(False, "rejected", last, base, clock() - started, attempts, message)
+            return _ended(False, "rejected", last, base, clock() - started, attempts, message, crashes=crashes.crashes)
 
         if wait_for == "serving":
             reached = last.status == SERVING
         else:
             reached = last.status != SERVING
         if reached:
-            return _ended(True, "reached", last, base, clock() - started, attempts)
+            return _ended(True, "reached", last, base, clock() - started, attempts, crashes=crashes.crashes)
 
         if unit_state is not None and wait_for == "serving":
             unit = unit_state()
+            if unit is not None and crashes.update(unit, clock()) >= CRASH_LOOP_CRASHES:
+                journal = list(unit_journal()) if unit_journal is not None else []
+                elapsed = clock() - started
+                message = ("systemd unit %s crashed %d times since the wait for vLLM at %s began %ss ago (NRestarts %s, "
+                           "%s): a crash loop, giving up (%d attempts, probe %s); %s" % (
+                               unit.name, crashes.crashes, base, _fmt(elapsed), unit.n_restarts, unit.describe(),
+                               attempts, kind, seen))
+                if journal:
+                    message += "\nLast %d journal lines of %s:\n%s" % (len(journal), unit.name, "\n".join(journal))
+                return _ended(False, "crash_loop", last, base, elapsed, attempts, message, unit, journal,
+                              crashes=crashes.crashes)
             if unit is not None and unit.down:
                 journal = list(unit_journal()) if unit_journal is not None else []
                 elapsed = clock() - started
@@ -491,10 +591,11 @@ def wait(
                     unit.name, unit.active_state, unit.describe(), _fmt(elapsed), base, attempts, kind, seen)
                 if journal:
                     message += "\nLast %d journal lines of %s:\n%s" % (len(journal), unit.name, "\n".join(journal))
-                return _ended(False, "unit_down", last, base, elapsed, attempts, message, unit, journal)
+                return _ended(False, "unit_down", last, base, elapsed, attempts, message, unit, journal,
+                              crashes=crashes.crashes)
 
         if timeout == 0:
-            return _ended(True, "probed", last, base, clock() - started, attempts)
+            return _ended(True, "probed", last, base, clock() - started, attempts, crashes=crashes.crashes)
 
         now = clock()
         if now >= deadline:
@@ -507,24 +608,27 @@ def wait(
                 message += "\nLast %d journal lines of the unit:\n%s" % (len(journal), "\n".join(journal))
             if processes:
                 message += "\nThe unit's processes (%s):\n%s" % (PROCESS_COLUMNS, "\n".join(processes))
-            result = _ended(False, "timeout", last, base, now - started, attempts, message, journal=journal)
+            result = _ended(False, "timeout", last, base, now - started, attempts, message, journal=journal,
+                            crashes=crashes.crashes)
             result.processes = processes
             return result
         sleep(min(interval, deadline - now))
 
 
-def _ended(ok, reason, last, url, elapsed, attempts, message=None, unit=None, journal=None) -> WaitResult:
+def _ended(ok, reason, last, url, elapsed, attempts, message=None, unit=None, journal=None, crashes=0) -> WaitResult:
     return WaitResult(ok=ok, reason=reason, last=last, url=url, elapsed=elapsed, attempts=attempts,
-                      message=message, unit=unit, journal=journal or [])
+                      message=message, unit=unit, journal=journal or [], crashes=crashes)
 
 
 def systemd_unit_state(unit: str, run_command, systemctl: str = "systemctl") -> UnitState:
-    """Read a unit's state with ``systemctl show -p LoadState,ActiveState,SubState,Result,ExecMainStatus UNIT``.
+    """Read a unit's state with ``systemctl show -p LoadState,ActiveState,SubState,Result,ExecMainStatus,NRestarts,
+    ExecMainStartTimestampMonotonic UNIT``.
 
     ``run_command(argv)`` returns ``(rc, stdout, stderr)`` like
     ``AnsibleModule.run_command``. Raises :class:`UnitStateError` when it fails.
     """
-    argv = [systemctl, "show", "-p", "LoadState,ActiveState,SubState,Result,ExecMainStatus", "--", unit]
+    argv = [systemctl, "show", "-p", "LoadState,ActiveState,SubState,Result,ExecMainStatus,NRestarts,"
+            "ExecMainStartTimestampMonotonic", "--", unit]
     rc, out, err = run_command(argv)
     if rc != 0:
         raise UnitStateError("%s failed (rc %s): %s" % (" ".join(argv), rc, (err or out or "").strip()))
@@ -535,18 +639,24 @@ def systemd_unit_state(unit: str, run_command, systemctl: str = "systemctl") -> 
             values[key.strip()] = value.strip()
     if "ActiveState" not in values:
         raise UnitStateError("%s did not report ActiveState: %r" % (" ".join(argv), out))
-    try:
-        exec_main_status = int(values["ExecMainStatus"]) if values.get("ExecMainStatus") else None
-    except ValueError:
-        exec_main_status = None
     return UnitState(
         name=unit,
         load_state=values.get("LoadState") or None,
         active_state=values.get("ActiveState") or None,
         sub_state=values.get("SubState") or None,
         result=values.get("Result") or None,
-        exec_main_status=exec_main_status,
+        exec_main_status=_int_or_none(values.get("ExecMainStatus")),
+        n_restarts=_int_or_none(values.get("NRestarts")),
+        # 0 when the unit never ran.
+        main_started=_int_or_none(values.get("ExecMainStartTimestampMonotonic")) or None,
     )
+
+
+def _int_or_none(text):
+    try:
+        return int(text) if text else None
+    except ValueError:
+        return None
 
 
 PROCESS_COLUMNS = "pid name state cpu_seconds last_core allowed_cores"

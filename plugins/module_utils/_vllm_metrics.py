@@ -72,6 +72,9 @@ KV_CACHE_USAGE_PERC = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 CACHE_CONFIG_INFO = "vllm:cache_config_info"
 TIME_TO_FIRST_TOKEN_SECONDS = "vllm:time_to_first_token_seconds"
 E2E_REQUEST_LATENCY_SECONDS = "vllm:e2e_request_latency_seconds"
+# Histogram of the tokens (prompt + generated) of each engine step; its ``_count`` is the
+# number of engine steps that produced output (vLLM 0.32, vllm/v1/metrics/loggers.py).
+ITERATION_TOKENS_TOTAL = "vllm:iteration_tokens_total"
 PROCESS_START_TIME_SECONDS = "process_start_time_seconds"
 
 COUNTERS = (PROMPT_TOKENS_TOTAL, GENERATION_TOKENS_TOTAL, NUM_PREEMPTIONS_TOTAL,
@@ -252,7 +255,9 @@ def parse_metrics(text):
 
     Returns a dict: ``model_name``; ``num_requests_running``, ``num_requests_waiting``
     (gauges), ``prompt_tokens_total``, ``generation_tokens_total``,
-    ``num_preemptions_total`` (counters), each summed over the endpoint's series, None
+    ``num_preemptions_total`` (counters) and ``iteration_tokens_total_count`` (engine
+    steps that produced output: the ``_count`` of the histogram
+    ``vllm:iteration_tokens_total``), each summed over the endpoint's series, None
     when absent; ``request_success_total`` ``{finished_reason: count}`` or None;
     ``kv_cache_usage_perc`` (fraction 0-1) and ``kv_cache_capacity_tokens``
     (``num_gpu_blocks`` x ``block_size``) or None; ``histograms`` ``{key: {le: count}}``;
@@ -282,7 +287,8 @@ def parse_metrics(text):
                       ("num_requests_waiting", NUM_REQUESTS_WAITING),
                       ("prompt_tokens_total", PROMPT_TOKENS_TOTAL),
                       ("generation_tokens_total", GENERATION_TOKENS_TOTAL),
-                      ("num_preemptions_total", NUM_PREEMPTIONS_TOTAL)):
+                      ("num_preemptions_total", NUM_PREEMPTIONS_TOTAL),
+                      ("iteration_tokens_total_count", ITERATION_TOKENS_TOTAL + "_count")):
         parsed[key] = _sum(v for _l, v in samples.get(name, ()))
 
     success = None

@@ -21,30 +21,44 @@ pure :class:`Judge` turns the samples into a :class:`Verdict`:
     ``startup_grace`` seconds after the unit's main process started. The grace ends
     the moment ``/health`` answers 200, not after a fixed wait.
 ``serving`` / ``busy``
-    Serves; idle, or requests running/waiting and at least one progress value moved
-    within ``stall_window`` (however slowly): never restarted. Progress values are
-    ``vllm:generation_tokens_total``, ``vllm:prompt_tokens_total``,
-    ``vllm:request_success_total``, ``vllm:num_preemptions_total`` and the gauges
-    ``vllm:kv_cache_usage_perc``, ``vllm:num_requests_running``,
-    ``vllm:num_requests_waiting``. All of them come from the engine core's per-step
-    statistics, so all freeze together when the engine core (or a worker) hangs; the
-    gauges are there because a long chunked prefill moves the KV-cache usage but no
-    token counter (vLLM counts prompt tokens only when the prefill completes).
+    Serves; idle, or requests running/waiting and work was done within
+    ``stall_window`` (however slowly): never restarted. Work done is
+    ``vllm:generation_tokens_total``, ``vllm:prompt_tokens_total`` and the ``_count`` of
+    ``vllm:iteration_tokens_total`` (engine steps that produced output) going up, and
+    with ``cpu_progress`` the CPU seconds of the engine's processes while none of them
+    is stopped. The gauges (``vllm:num_requests_waiting``, ``_running``,
+    ``vllm:kv_cache_usage_perc``) never count: they move when clients keep sending
+    requests to a frozen scheduler. For a busy engine the window counts from the last
+    work done or from when requests were first seen, whichever is later, so an idle
+    spell does not eat the window of the first step after it (a first-shape compile).
+    The window must outlast the longest step that produces no output: vLLM counts
+    prompt tokens and steps only when a step yields tokens, so a long chunked prefill
+    and a kernel compile move nothing.
 ``suspect``
-    Nothing moved for ``stall_window`` seconds (with work present, or idle). With
-    ``probe`` on, a 1-token completion bounded by ``probe_timeout`` decides: it
-    finishes -> alive (the window starts again); it does not -> ``hung``. An idle
-    engine is checked the same way, because a hang while idle freezes the gauges at
-    "0 running" and the requests then pile up in the API server, invisible to
-    ``/metrics``. With ``probe`` off, a stall with work present is ``hung``.
+    No work done for ``stall_window`` seconds (with requests present, or idle), or
+    ``/health`` failing without being known dead. With ``probe`` on, a 1-token
+    completion bounded by ``probe_timeout`` (sent straight to ``/v1/completions``, not
+    behind ``/health``) decides: it finishes -> alive (the window
+    starts again); it does not -> ``hung`` (or ``dead``), unless work was done
+    meanwhile (``busy``). The probe never rescues through the gauges: the queue it
+    joins itself is not work. An idle engine is checked the same way, because a hang
+    while idle freezes the gauges at "0 running" and the requests then pile up in the
+    API server, invisible to ``/metrics``. With ``probe`` off, a stall with requests
+    present is ``hung``.
+``slow``
+    ``/health`` fails (a read timeout under load, a status other than 200) but work
+    is being done, or the 1-token probe finished: no action.
 ``hung``
     -> restart. ``/health`` and ``/v1/models`` still answer 200 in about 1 ms.
 ``dead``
-    ``/health`` not 200 (vLLM answers 503 once its engine core died), no HTTP answer,
-    or the port closed after it had served, for ``dead_confirm`` seconds in the same
-    run of the unit; or never served within ``startup_grace``. The confirm time lets
-    vLLM do what it does by itself: its API server exits (status 0) about 3.5 s after
-    the engine core died and ``Restart=always`` starts it again.
+    The engine is known gone - the port closed after it had served, no route to it,
+    or ``/health`` 503 (vLLM's answer once its engine core died) - for
+    ``dead_confirm`` seconds in the same run of the unit; or ``/health`` failed
+    otherwise for ``dead_confirm`` seconds with no work done and the probe did not
+    finish either; or never served within ``startup_grace``. Never while work is
+    being done. The confirm time lets vLLM do what it does by itself: its API server
+    exits (status 0) about 3.5 s after the engine core died and ``Restart=always``
+    starts it again.
 ``down``
     The unit is inactive or failed while it is enabled (including after an exit with
     status 0 when the unit does not say ``Restart=always``) for ``down_confirm``
@@ -61,7 +75,7 @@ Restart. A hung or dead engine is first killed (``kill_commands``: SIGKILL to ev
 process of the unit, and to its container), then ``systemctl restart``. The kill is what
 takes the engine out of the proxy: its port closes, nginx passes new connections to the
 other engine at once (``proxy_next_upstream error``) and the proxy's membership checker
-drops it within one check interval. The checker only probes ``/health`` and
+drops it at its next probe (refused: known gone). The checker only probes ``/health`` and
 ``/v1/models``, which a hung engine still answers; rather than a second, cross-host
 channel, the watchdog (on the engine's own host) closes the port. Graceful shutdown is
 pointless for a hung engine: its requests never finish, and a SIGSTOPped process takes no
@@ -105,11 +119,14 @@ its syslog priority (``<3>`` err ... ``<6>`` info) for journald. The current sta
 also written to ``status_file`` after every look, and what must survive a restart of
 the watchdog (restart history, ``gave_up``, pair requests) to ``state_file``.
 
-Detection bound for a hang under load (see :attr:`Config.detection_bound`): the last
-look that saw progress is at most ``interval`` after the hang; the stall is declared at
-the first look at least ``stall_window`` later; the probe takes at most
-``probe_timeout``. With the role's defaults (5 s, 30 s, 15 s): 50 s, plus the time the
+Detection bound for a hang (see :attr:`Config.detection_bound`): the last look that
+saw work done (or, for an engine that was idle when it hung, the first look that saw a
+request) is at most ``interval`` after the hang (or the request); the stall is declared
+at the first look at least ``stall_window`` later; the probe takes at most
+``probe_timeout``. With the role's defaults (5 s, 120 s, 15 s): 140 s, plus the time the
 looks themselves take (milliseconds for a hung engine, whose API server still answers).
+The window of 120 s is a judgement, not a measurement: GB10 users report first-shape
+kernel compiles of 30-70 s, and a first long prefill takes tens of seconds more.
 """
 
 from __future__ import annotations
@@ -155,6 +172,7 @@ ROLES = (ROLE_REPLICA, ROLE_HEAD, ROLE_WORKER)
 STARTING = "starting"
 SERVING = "serving"
 BUSY = "busy"
+SLOW = "slow"
 SUSPECT = "suspect"
 HUNG = "hung"
 DEAD = "dead"
@@ -205,7 +223,7 @@ class Config:
     api_key: str | None = None
     interval: float = 5.0
     request_timeout: float = 5.0
-    stall_window: float = 30.0
+    stall_window: float = 120.0
     probe: bool = True
     probe_timeout: float = 15.0
     cpu_progress: bool = False
@@ -405,12 +423,14 @@ def parse_unit_show(name: str, text: str) -> UnitInfo:
 
 @dataclasses.dataclass
 class Counters:
-    """The engine's progress values from one ``/metrics`` read (None when not exported)."""
+    """The engine's values from one ``/metrics`` read (None when not exported)."""
 
     num_requests_running: float | None = None
     num_requests_waiting: float | None = None
     generation_tokens_total: float | None = None
     prompt_tokens_total: float | None = None
+    # Engine steps that produced output: the _count of vllm:iteration_tokens_total.
+    iteration_tokens_total_count: float | None = None
     request_success_total: float | None = None
     num_preemptions_total: float | None = None
     kv_cache_usage_perc: float | None = None
@@ -421,9 +441,12 @@ class Counters:
     cpu_stopped: tuple = ()
 
     # Counters only go up within one engine process.
-    MONOTONIC = ("generation_tokens_total", "prompt_tokens_total", "request_success_total", "num_preemptions_total")
-    # Any of these moving is progress (see the module docstring).
-    PROGRESS = MONOTONIC + ("kv_cache_usage_perc", "num_requests_running", "num_requests_waiting", "cpu_seconds")
+    MONOTONIC = ("generation_tokens_total", "prompt_tokens_total", "iteration_tokens_total_count",
+                 "request_success_total", "num_preemptions_total")
+    # Work done: only these moving is progress. The gauges (queue lengths, KV-cache usage)
+    # move when requests arrive at a frozen scheduler, so they never count; neither do
+    # finished requests (an abort finishes one without work) or preemptions.
+    WORK = ("generation_tokens_total", "prompt_tokens_total", "iteration_tokens_total_count", "cpu_seconds")
 
     @classmethod
     def from_parsed(cls, parsed: dict) -> "Counters":
@@ -433,6 +456,7 @@ class Counters:
             num_requests_waiting=parsed.get("num_requests_waiting"),
             generation_tokens_total=parsed.get("generation_tokens_total"),
             prompt_tokens_total=parsed.get("prompt_tokens_total"),
+            iteration_tokens_total_count=parsed.get("iteration_tokens_total_count"),
             request_success_total=math.fsum(success.values()) if success else (0.0 if success == {} else None),
             num_preemptions_total=parsed.get("num_preemptions_total"),
             kv_cache_usage_perc=parsed.get("kv_cache_usage_perc"),
@@ -448,13 +472,18 @@ class Counters:
         """Requests are running or waiting."""
         return (self.num_requests_running or 0) > 0 or (self.num_requests_waiting or 0) > 0
 
-    def moved_since(self, before: "Counters") -> bool:
-        """A progress value moved. CPU time does not count while an engine process is (or was) stopped:
+    def worked_since(self, before: "Counters") -> bool:
+        """Work was done: a token counter or the engine-step count went up (or, with cpu_progress,
+        the engine's CPU time). CPU time does not count while an engine process is (or was) stopped:
         the workers of a stopped engine core keep polling for its next step."""
-        names = self.PROGRESS
+        names = self.WORK
         if self.cpu_stopped or before.cpu_stopped:
             names = tuple(name for name in names if name != "cpu_seconds")
-        return any(getattr(self, name) != getattr(before, name) for name in names)
+        for name in names:
+            old, new = getattr(before, name), getattr(self, name)
+            if old is not None and new is not None and new > old:
+                return True
+        return False
 
     def went_back(self, before: "Counters") -> bool:
         """A new engine process: its start time changed, or a counter went down."""
@@ -537,7 +566,7 @@ def engine_cpu(root_pid: int, proc: str = "/proc") -> tuple:
     waits for its workers without using CPU while the workers compute. A worker also
     keeps polling shared memory (using CPU) for the next step of an engine core that
     is stopped, so the caller must not take CPU as progress while ``stopped`` is not
-    empty (:meth:`Counters.moved_since`). Read from ``/proc/PID/stat`` (field 3 the
+    empty (:meth:`Counters.worked_since`). Read from ``/proc/PID/stat`` (field 3 the
     state, fields 14 and 15 the CPU time in clock ticks).
     """
     if not root_pid:
@@ -603,7 +632,13 @@ class Judge:
         self.served = False
         self.served_at = None
         self.last_counters = None
+        # Where the stall window starts: work seen done, a new baseline, or a probe that finished
+        # (monotonic seconds); last_work: work seen done only.
         self.last_progress = None
+        self.last_work = None
+        # When requests were first seen running or waiting after an idle look.
+        self.busy_since = None
+        # When /health first failed after it had answered 200.
         self.bad_since = None
         self.down_since = None
         self.peer_down_since = None
@@ -707,86 +742,149 @@ class Judge:
                     % (status, age, cfg.startup_grace)))
             return Verdict(DEAD, RESTART, hard=True, evidence=self._evidence(sample), reason=(
                 "did not serve within the start-up grace (%gs; still %s after %.0fs)" % (cfg.startup_grace, status, age)))
-        self.bad_since = self.bad_since if self.bad_since is not None else now
-        bad_for = now - self.bad_since
-        evidence = self._evidence(sample, not_serving_for=_secs(bad_for))
-        error = sample.health.error if sample.health else None
-        if bad_for >= cfg.dead_confirm:
-            return Verdict(DEAD, RESTART, hard=True, evidence=evidence, reason=(
-                "not serving for %.0fs in the same run of the unit (%s: %s)" % (bad_for, status, error)))
-        return Verdict(DEAD, evidence=evidence, reason=(
-            "not serving (%s); confirming for %gs: vLLM exits by itself when its engine dies and systemd restarts it"
-            % (status, cfg.dead_confirm)))
+        return self._failing(sample, status)
+
+    def _observe(self, counters: "Counters | None", now: float, extra: dict) -> None:
+        """Take one read of the counters: note work done, a new baseline, and since when requests wait or run."""
+        if counters is None:
+            return
+        before = self.last_counters
+        self.last_counters = counters
+        if before is None or counters.went_back(before):
+            # First read of this run, or a new engine process: a new baseline, not progress lost.
+            self.last_progress = now
+            if before is not None:
+                extra["counters_reset"] = True
+        elif counters.worked_since(before):
+            self.last_progress = self.last_work = now
+        if counters.busy:
+            self.busy_since = self.busy_since if self.busy_since is not None else now
+        else:
+            self.busy_since = None
+
+    def _stalled(self, now: float, busy) -> float:
+        """Seconds without work done that count against the window: for a busy engine, from when it got busy
+        at the earliest, so that an idle spell before a request does not eat the window of its first step."""
+        since = self.last_progress
+        if busy and self.busy_since is not None:
+            since = max(since, self.busy_since)
+        return now - since
 
     def _progress(self, sample: Sample, extra: dict) -> Verdict:
         cfg, now, counters = self.config, sample.time, sample.counters
-        if counters is not None:
-            before = self.last_counters
-            if before is None or counters.went_back(before):
-                # First read of this run, or a new engine process: a new baseline, not progress lost.
-                self.last_progress = now
-                if before is not None:
-                    extra["counters_reset"] = True
-            elif counters.moved_since(before):
-                self.last_progress = now
-            self.last_counters = counters
-        elif self.last_progress is None:
+        self._observe(counters, now, extra)
+        if self.last_progress is None:
             self.last_progress = now
-        stalled = now - self.last_progress
         busy = counters.busy if counters is not None else None
-        evidence = self._evidence(sample, no_progress_for=_secs(stalled), **extra)
+        stalled = self._stalled(now, busy)
+        evidence = self._evidence(sample, no_progress_for=_secs(now - self.last_progress), **extra)
+        if busy and self.busy_since is not None:
+            evidence["busy_for"] = _secs(now - self.busy_since)
         if stalled >= cfg.stall_window:
             what = ("%s running, %s waiting" % (_fmt(counters.num_requests_running), _fmt(counters.num_requests_waiting))
                     if counters is not None else "/metrics unreadable")
             if cfg.probe:
                 return Verdict(SUSPECT, PROBE, evidence=evidence, reason=(
-                    "no progress value moved for %.0fs (%s): a 1-token generation decides" % (stalled, what)))
+                    "no work done (tokens, engine steps) for %.0fs (%s): a 1-token generation decides" % (stalled, what)))
             if busy:
                 return Verdict(HUNG, RESTART, hard=True, evidence=evidence, reason=(
-                    "no progress value moved for %.0fs with %s" % (stalled, what)))
+                    "no work done (tokens, engine steps) for %.0fs with %s" % (stalled, what)))
         if busy:
-            return Verdict(BUSY, evidence=evidence, reason="requests in progress and counters moving")
+            return Verdict(BUSY, evidence=evidence, reason="requests in progress, work done within the stall window")
         return Verdict(SERVING, evidence=evidence, reason="serving")
+
+    def _failing(self, sample: Sample, status: str) -> Verdict:
+        """``/health`` not 200 (or no answer, or the port closed) after the engine had served in this run.
+
+        An engine known gone - the port refuses or is unreachable, or ``/health`` answers 503, vLLM's
+        word for a dead engine core - is dead once that lasted ``dead_confirm`` seconds (vLLM exits
+        by itself and systemd restarts it meanwhile). Any other failure (a read timeout under load,
+        another status) is only a suspicion: the 1-token probe decides. Either way, never dead while
+        work is being done: each look still reads ``/metrics``.
+        """
+        cfg, now = self.config, sample.time
+        extra = {}
+        self.bad_since = self.bad_since if self.bad_since is not None else now
+        self._observe(sample.counters, now, extra)
+        worked_since = self.last_work if self.last_work is not None and self.last_work >= self.bad_since else None
+        quiet = now - max(self.bad_since, worked_since or self.bad_since)
+        probe = sample.health
+        error = probe.error if probe else None
+        gone = status in (health.LOADING, health.UNREACHABLE) or (probe is not None and probe.http_status == 503)
+        evidence = self._evidence(sample, not_serving_for=_secs(now - self.bad_since), quiet_for=_secs(quiet), **extra)
+        if quiet < cfg.dead_confirm:
+            if worked_since is not None:
+                return Verdict(SLOW, evidence=evidence, reason=(
+                    "/health failing (%s: %s) but work is being done (tokens, engine steps): slow, not dead"
+                    % (status, error)))
+            return Verdict(DEAD, evidence=evidence, reason=(
+                "not serving (%s: %s); confirming for %gs: vLLM exits by itself when its engine dies and systemd "
+                "restarts it" % (status, error, cfg.dead_confirm)))
+        if gone or not cfg.probe:
+            return Verdict(DEAD, RESTART, hard=True, evidence=evidence, reason=(
+                "not serving for %.0fs in the same run of the unit, no work done meanwhile (%s: %s)"
+                % (now - self.bad_since, status, error)))
+        return Verdict(SUSPECT, PROBE, evidence=evidence, reason=(
+            "/health failing for %.0fs (%s: %s) and no work done meanwhile: a 1-token generation decides"
+            % (now - self.bad_since, status, error)))
 
     def probed(self, sample: Sample, result: Probe, now: float | None = None, after: "Counters | None" = None) -> Verdict:
         """Judge the 1-token probe made after a ``probe`` verdict for ``sample``.
 
-        ``after`` is a read of the counters once the probe is over. If a progress
-        value moved between ``sample`` and then, the engine works, only too slowly
-        for the probe's bound (an idle engine that was just handed a burst of long
-        prompts): busy, not hung. A stopped engine core moves nothing, not even the
-        gauges, since vLLM's API server learns them from the engine core.
+        ``after`` is a read of the counters once the probe is over. The probe finishing is work
+        done by the scheduler: alive (``serving``/``busy``, or ``slow`` when ``/health`` was
+        failing), and the window starts again. Not finishing, it is a hang (``hung``, or ``dead``
+        when ``/health`` was failing) unless work was done between the last read and ``after``
+        (an engine that is only too slow for the probe's bound: ``busy``). Only work counts: the
+        queue the probe itself joined, or any other gauge, never rescues a frozen scheduler.
         """
         cfg = self.config
         now = sample.time + result.latency if now is None else now
+        health_failing = sample.health is None or sample.health.status != health.SERVING
         stalled = now - self.last_progress if self.last_progress is not None else None
         evidence = self._evidence(sample, no_progress_for=_secs(stalled), probe=result.as_dict())
-        before = sample.counters
-        if (result.status != health.SERVING and after is not None and before is not None
-                and not after.went_back(before) and after.moved_since(before)):
-            self.last_progress = now
-            self.last_counters = after
+        before = self.last_counters
+        worked = False
+        if after is not None:
             evidence["counters_after_probe"] = after.as_dict()
-            return Verdict(BUSY, evidence=evidence, reason=(
-                "a 1-token generation did not finish within %gs, but progress values moved meanwhile: busy, not hung"
-                % cfg.probe_timeout))
+            if before is not None and after.went_back(before):
+                # A new engine process meanwhile: a new baseline; the next look judges it.
+                self.last_counters, self.last_progress = after, now
+                return Verdict(SUSPECT, evidence=evidence, reason="counters went back during the probe: a new engine "
+                                                                  "process; judged afresh from the next look")
+            worked = before is not None and after.worked_since(before)
+            # The baseline includes the probe's own tokens, so they never count as progress later.
+            self.last_counters = after
         if result.status == health.SERVING:
-            # Alive, only slow or idle: the window starts again.
             self.last_progress = now
-            return Verdict(BUSY if sample.counters is not None and sample.counters.busy else SERVING, evidence=evidence,
-                           reason="no progress value moved for %.0fs, but a 1-token generation finished in %.2fs"
-                                  % (stalled or 0, result.latency))
+            if health_failing:
+                self.bad_since = now
+                return Verdict(SLOW, evidence=evidence, reason=(
+                    "/health failing, but a 1-token generation finished in %.2fs: slow, not dead" % result.latency))
+            busy = sample.counters is not None and sample.counters.busy
+            return Verdict(BUSY if busy else SERVING, evidence=evidence, reason=(
+                "no work done for %.0fs, but a 1-token generation finished in %.2fs" % (stalled or 0, result.latency)))
+        if worked:
+            self.last_progress = self.last_work = now
+            return Verdict(BUSY, evidence=evidence, reason=(
+                "a 1-token generation did not finish within %gs, but work was done meanwhile (tokens, engine steps): "
+                "busy, not hung" % cfg.probe_timeout))
         if result.http_status is not None and 400 <= result.http_status < 500:
             self.last_progress = now
             return Verdict(SUSPECT, evidence=evidence, reason=(
                 "the 1-token generation was refused (HTTP %s): check model and api_key; not restarting"
                 % result.http_status))
+        if health_failing:
+            return Verdict(DEAD, RESTART, hard=True, evidence=evidence, reason=(
+                "/health failing for %.0fs, no work done meanwhile, and a 1-token generation did not finish within %gs "
+                "(%s)" % (now - (self.bad_since if self.bad_since is not None else now), cfg.probe_timeout,
+                          result.error)))
         if result.status in (health.LOADING, health.UNREACHABLE) or result.http_status == 503:
-            # The engine died meanwhile (port closed, or /health 503): dead, judged with dead_confirm from the next look.
-            return Verdict(DEAD, evidence=evidence, reason="the engine stopped serving during the probe (%s); judged next look"
-                           % result.error)
+            # The engine died meanwhile (port closed, or /health 503): judged as dead from the next look.
+            return Verdict(DEAD, evidence=evidence, reason="the engine stopped serving during the probe (%s); judged "
+                                                           "next look" % result.error)
         return Verdict(HUNG, RESTART, hard=True, evidence=evidence, reason=(
-            "no progress value moved for %.0fs and a 1-token generation did not finish within %gs (%s)"
+            "no work done (tokens, engine steps) for %.0fs and a 1-token generation did not finish within %gs (%s)"
             % (stalled or 0, cfg.probe_timeout, result.error)))
 
     def _pair(self, sample: Sample) -> Verdict | None:
@@ -1011,8 +1109,11 @@ class Watchdog:
 
     def _generate_probe(self) -> Probe:
         cfg = self.config
+        # Straight to the completion: when /health is what fails (a read timeout under load),
+        # only the generation tells a slow engine from a dead one.
         return Probe.of(health.probe(cfg.url, api_key=cfg.api_key or None, model=cfg.model or None,
-                                     kind="generate", timeout=cfg.request_timeout, generate_timeout=cfg.probe_timeout))
+                                     kind="generate", timeout=cfg.request_timeout, generate_timeout=cfg.probe_timeout,
+                                     health_first=False))
 
     def _scrape(self) -> Counters:
         if self._fetch is None:
@@ -1166,7 +1267,9 @@ class Watchdog:
                         peer=peer, peer_error=peer_error)
         if unit is not None and unit.running and unit.wanted:
             sample.health = self.health_probe()
-            if sample.health.status == health.SERVING:
+            # Also when /health fails on an open connection (a read timeout under load): work
+            # counters that still move say the engine is only slow.
+            if sample.health.status in (health.SERVING, health.DEAD):
                 try:
                     sample.counters = self._counters(unit)
                 except Exception as exc:  # pylint: disable=broad-except  # no metrics is evidence too
@@ -1202,12 +1305,10 @@ class Watchdog:
         verdict = self.judge.assess(sample)
         if verdict.action == PROBE:
             result = self.generate_probe()
-            after = None
-            if result.status != health.SERVING and sample.counters is not None:
-                try:
-                    after = self._counters(sample.unit)
-                except Exception:  # pylint: disable=broad-except  # unreadable now: judge on the probe alone
-                    after = None
+            try:
+                after = self._counters(sample.unit)
+            except Exception:  # pylint: disable=broad-except  # unreadable now: judge on the probe alone
+                after = None
             verdict = self.judge.probed(sample, result, now=self.clock(), after=after)
         if verdict.action == GIVE_UP:
             verdict = self._give_up(verdict, sample, verdict.reason)

@@ -25,7 +25,8 @@ description:
     O(generate_timeout). A hung engine still answers C(/health) 200; only a generation shows it."
   - "V(wrong_model) - C(/v1/models) answered but does not list O(model)."
   - Waits, polling every O(interval) seconds, until the status is O(wait_for) or O(timeout) seconds passed,
-    and fails at once, without waiting for the timeout, when O(unit) stops or the server rejects O(api_key).
+    and fails at once, without waiting for the timeout, when O(unit) stops, when O(unit) crashes the second time
+    since the wait began (a crash loop), or when the server rejects O(api_key).
   - Only reads. It never changes anything, so it always reports RV(ignore:changed=false) and runs in full in check mode.
 author:
   - Factory Floor maintainers (@factory-floor)
@@ -60,12 +61,14 @@ options:
   timeout:
     description:
       - How long to wait, in seconds, for the status O(wait_for) before failing.
-      - Start-up of a large model on a GB10 / DGX Spark takes 5 to 20 minutes (weights, compile warm-up, CUDA graphs).
+      - Start-up of a large model on a GB10 / DGX Spark takes 5 to 20 minutes (weights, compile warm-up, CUDA graphs);
+        the default, 1800 (30 minutes), covers a 20-minute start-up with half as much again as margin. A start-up that
+        cannot succeed does not wait this long when O(unit) is given (see O(unit)).
       - V(0) probes once and returns the state whatever it is, without failing on it.
       - The deadline is checked between probes, so the wait can run over by at most one probe
         (5 seconds per connect and per answer of C(/health), C(/version) and C(/v1/models), plus O(generate_timeout)).
     type: float
-    default: 1200
+    default: 1800
   interval:
     description:
       - Seconds to sleep between two probes. The last sleep is shortened so a probe runs at the deadline.
@@ -86,10 +89,17 @@ options:
     description:
       - A systemd unit to watch while waiting for V(serving), for example V(vllm-replica.service) or V(vllm-split.service) (the units the roles install).
       - After each probe that did not see V(serving), the module reads
-        C(systemctl show -p LoadState,ActiveState,SubState,Result,ExecMainStatus UNIT).
-        If the unit is C(failed), C(inactive), C(active) with SubState C(exited), or does not exist, the module fails
-        at once with that state and the unit's last 30 journal lines (C(journalctl -u UNIT -n 30 --no-pager)).
-        C(activating) (including SubState C(auto-restart)) and C(deactivating) keep the wait going.
+        C(systemctl show -p LoadState,ActiveState,SubState,Result,ExecMainStatus,NRestarts,ExecMainStartTimestampMonotonic
+        UNIT). If the unit is C(failed), C(inactive), C(active) with SubState C(exited), or does not exist, the module fails
+        at once with that state and the unit's last 30 journal lines (C(journalctl -u UNIT -n 30 --no-pager)),
+        RV(reason) V(unit_down). C(activating) (including SubState C(auto-restart)) and C(deactivating) keep the wait going.
+      - "Crash loop: the first read is the baseline; after it, each run of the unit that ended counts as a crash - systemd's
+        C(NRestarts) going up (C(Restart=) started it again), the main process started again
+        (C(ExecMainStartTimestampMonotonic) changed) while C(NRestarts) did not go up, or SubState C(auto-restart) (the run
+        ended, the next one starts after C(RestartSec=)). At the second crash the module fails with the journal tail and
+        RV(reason) V(crash_loop), at the first read after it: within O(interval) plus one probe (seconds, a connection
+        refused during start-up), far within 30 s with the defaults, instead of waiting for systemd's start limit or
+        O(timeout). One crash alone keeps the wait going: the restart may cure it."
       - vLLM's API server exits with status 0 a few seconds after its engine died, so the unit is then
         C(inactive) with Result C(success), and C(Restart=on-failure) does not restart it.
       - Not read when O(wait_for=dead).
@@ -144,7 +154,7 @@ EXAMPLES = r"""
     model: smollm2-135m-instruct
     probe: generate
     unit: vllm-replica.service
-    timeout: 1200
+    timeout: 1800
 
 - name: Report the state once, without waiting
   factory_floor.llm.vllm_health:
@@ -232,10 +242,26 @@ attempts:
   returned: always
   type: int
   sample: 37
+reason:
+  description:
+    - How the wait ended. V(reached) (the status O(wait_for) was seen), V(probed) (O(timeout=0)), V(timeout),
+      V(unit_down) (O(unit) stopped and systemd will not start it again), V(crash_loop) (O(unit) crashed the second time
+      since the wait began) or V(rejected) (the server refused O(api_key)).
+  returned: always
+  type: str
+  sample: crash_loop
+crashes:
+  description:
+    - Runs of O(unit) that ended since the wait began (a count, from C(systemctl show) - C(NRestarts) and
+      C(ExecMainStartTimestampMonotonic) changes, SubState C(auto-restart)); 0 without O(unit), or when the unit was not
+      read (it served at the first probe).
+  returned: always
+  type: int
+  sample: 2
 unit_state:
   description:
-    - The state of O(unit) from C(systemctl show), when the module failed because the unit stopped.
-  returned: on failure, when O(unit) stopped
+    - The state of O(unit) from C(systemctl show), when the module failed because the unit stopped or crash-looped.
+  returned: on failure, when O(unit) stopped or crashed twice
   type: dict
   contains:
     name:
@@ -256,6 +282,12 @@ unit_state:
     exec_main_status:
       description: C(ExecMainStatus), the exit status of the main process.
       type: int
+    n_restarts:
+      description: C(NRestarts), systemd's own restarts of the unit under C(Restart=) (a count; reset by a start by hand).
+      type: int
+    main_started:
+      description: C(ExecMainStartTimestampMonotonic), when the current main process started (microseconds of the host's monotonic clock).
+      type: int
   sample:
     name: vllm-replica.service
     load_state: loaded
@@ -263,11 +295,13 @@ unit_state:
     sub_state: failed
     result: exit-code
     exec_main_status: 1
+    n_restarts: 2
+    main_started: 1284077332
 journal:
   description:
     - The unit's last 30 journal lines (C(journalctl -u UNIT -n 30 --no-pager)), when the module failed because O(unit)
-      stopped or the wait timed out. Also at the end of C(msg).
-  returned: on failure, when O(unit) is set and it stopped or the wait timed out
+      stopped, crash-looped or the wait timed out. Also at the end of C(msg).
+  returned: on failure, when O(unit) is set and it stopped, crashed twice or the wait timed out
   type: list
   elements: str
   sample: ["Jan 01 12:00:00 spark-a python[812]: ValueError: No available memory for the cache blocks."]
@@ -314,6 +348,8 @@ def _result(outcome) -> dict:
         error=last.error,
         url=outcome.url,
         attempts=outcome.attempts,
+        reason=outcome.reason,
+        crashes=outcome.crashes,
         ended_at=round(time.time(), 3),
     )
 
@@ -324,7 +360,7 @@ def main():
             url=dict(type="str", required=True),
             api_key=dict(type="str", no_log=True, fallback=(env_fallback, ["VLLM_API_KEY"])),
             model=dict(type="str"),
-            timeout=dict(type="float", default=1200),
+            timeout=dict(type="float", default=1800),
             interval=dict(type="float", default=2),
             probe=dict(type="str", default="health", choices=["health", "models", "generate"]),
             unit=dict(type="str"),

@@ -151,7 +151,7 @@ RELOAD = ["nginx-reload"]
 class World:
     """Engine statuses, drain files and nginx's answers for a Syncer; records what it ran."""
 
-    def __init__(self, tmp_path, candidates=(A, B)):
+    def __init__(self, tmp_path, candidates=(A, B), **extra):
         self.statuses = {c["name"]: vh.LOADING for c in candidates}
         self.answers = {}  # command name -> Done, or an exception to raise
         self.calls = []  # (command, servers file text when it ran)
@@ -170,6 +170,7 @@ class World:
             "test_command": TEST,
             "reload_command": RELOAD,
         }
+        self.config.update(extra)
         self.syncer = up.Syncer(self.config, probe=self.probe, run=self.run, log=self.logs.append, clock=self.clock)
 
     def probe(self, candidate):
@@ -213,6 +214,13 @@ class World:
 
 @pytest.fixture
 def world(tmp_path):
+    # The tests of nginx -t, reload, drain and state: one probe moves an engine in or out.
+    return World(tmp_path, fails=1, passes=1)
+
+
+@pytest.fixture
+def hysteresis(tmp_path):
+    # The defaults: out after 3 failed probes in a row, in after 2 passed ones.
     return World(tmp_path)
 
 
@@ -231,6 +239,8 @@ def test_membership_change_writes_tests_then_reloads(world):
         "in_rotation": ["spark-b"],
         "statuses": {"spark-a": "loading", "spark-b": "serving"},
         "drained": [],
+        "membership": {"spark-a": {"member": False, "fails": 1, "passes": 0},
+                       "spark-b": {"member": True, "fails": 0, "passes": 1}},
     }
     event = json.loads(world.logs[-1])
     assert event["event"] == "membership" and event["applied"] is True and event["members"] == ["spark-b"]
@@ -380,7 +390,9 @@ def test_every_engine_drained(world):
     assert world.servers() == up.render_servers([], up.MODE_DRAINED)
     assert up.PLACEHOLDER in world.servers()
     assert state == {"updated": world.now, "mode": "drained", "members": [], "in_rotation": [],
-                     "statuses": {"spark-a": "serving", "spark-b": "serving"}, "drained": ["spark-a", "spark-b"]}
+                     "statuses": {"spark-a": "serving", "spark-b": "serving"}, "drained": ["spark-a", "spark-b"],
+                     "membership": {"spark-a": {"member": True, "fails": 0, "passes": 1},
+                                    "spark-b": {"member": True, "fails": 0, "passes": 1}}}
 
 
 def test_without_state_file(world):
@@ -395,6 +407,153 @@ def test_state_file_without_directory(world, monkeypatch):
     world.config["state_file"] = "upstream-state.json"
     world.once()
     assert json.loads((world.dir / "upstream-state.json").read_text())["mode"] == "fallback"
+
+
+# --- hysteresis: fails / passes ----------------------------------------------------------------
+
+TIMED_OUT = vh.ProbeResult(status=vh.DEAD, error="GET /health: connected, but no HTTP answer within 2s")
+GONE_503 = vh.ProbeResult(status=vh.DEAD, error="GET /health answered HTTP 503", http_status=503)
+
+
+def joined(world, *names):
+    """Two passes with ``names`` serving: in."""
+    for name in names:
+        world.statuses[name] = vh.SERVING
+    world.once()
+    return world.once()
+
+
+def test_defaults_are_three_fails_and_two_passes(hysteresis):
+    assert (hysteresis.syncer.membership.fails, hysteresis.syncer.membership.passes) == (3, 2) == (
+        up.DEFAULT_FAILS, up.DEFAULT_PASSES)
+
+
+@pytest.mark.parametrize("between", [[], [TIMED_OUT], [vh.UNREACHABLE]])
+def test_an_engine_joins_after_two_passed_probes_in_a_row(hysteresis, between):
+    world = hysteresis
+    world.statuses["spark-b"] = vh.SERVING
+    first = world.once()
+    assert first["members"] == ["spark-a", "spark-b"] and first["mode"] == "fallback"  # none in yet
+    for status in between:   # a failure in between starts the count again
+        world.statuses["spark-b"] = status
+        world.once()
+        world.statuses["spark-b"] = vh.SERVING
+        assert world.once()["mode"] == "fallback"
+    state = world.once()
+    assert state["mode"] == "live" and state["members"] == ["spark-b"] and state["in_rotation"] == ["spark-b"]
+    assert world.ran() == ["nginx-test", "nginx-reload"]
+
+
+@pytest.mark.parametrize("failure", [TIMED_OUT, vh.UNREACHABLE, vh.DEAD, RuntimeError("probe bug")])
+def test_an_engine_leaves_after_three_failed_probes_in_a_row(hysteresis, failure):
+    world = hysteresis
+    joined(world, "spark-a", "spark-b")
+    world.statuses["spark-a"] = failure
+    for look in (1, 2):
+        state = world.once()
+        assert world.calls == [], look                   # still in nginx's upstream: no reload
+        assert state["members"] == ["spark-a", "spark-b"]
+        assert state["in_rotation"] == ["spark-b"]       # its latest probe failed: not counted as serving
+        assert state["membership"]["spark-a"] == {"member": True, "fails": look, "passes": 0}
+    state = world.once()
+    assert world.ran() == ["nginx-test", "nginx-reload"]
+    assert state["members"] == ["spark-b"] and state["in_rotation"] == ["spark-b"]
+
+
+def test_one_slow_answer_under_load_reloads_nothing(hysteresis):
+    world = hysteresis
+    joined(world, "spark-a", "spark-b")
+    reloads = 0
+    # Slow answers now and then, never three in a row.
+    for status in [TIMED_OUT, vh.SERVING, TIMED_OUT, TIMED_OUT, vh.SERVING, vh.SERVING, TIMED_OUT, vh.SERVING] * 5:
+        world.statuses["spark-a"] = status
+        state = world.once()
+        reloads += world.ran().count("nginx-reload")
+        assert state["members"] == ["spark-a", "spark-b"]
+        assert ("spark-a" in state["in_rotation"]) == (status == vh.SERVING)
+    assert reloads == 0
+
+
+def test_counts_stop_at_their_thresholds(hysteresis):
+    world = hysteresis
+    for _pass in range(10):
+        world.statuses.update({"spark-a": vh.SERVING, "spark-b": vh.DEAD})
+        state = world.once()
+    assert state["membership"] == {"spark-a": {"member": True, "fails": 0, "passes": 2},
+                                   "spark-b": {"member": False, "fails": 3, "passes": 0}}
+
+
+@pytest.mark.parametrize("gone", [vh.LOADING, GONE_503, vh.WRONG_MODEL])
+def test_an_engine_known_gone_leaves_at_once(hysteresis, gone):
+    world = hysteresis
+    joined(world, "spark-a", "spark-b")
+    world.statuses["spark-a"] = gone
+    state = world.once()
+    assert world.ran() == ["nginx-test", "nginx-reload"]
+    assert state["members"] == ["spark-b"] and state["in_rotation"] == ["spark-b"]
+    assert world.servers() == up.render_servers([B], up.MODE_LIVE)
+    # ... and comes back only after two passed probes in a row.
+    world.statuses["spark-a"] = vh.SERVING
+    assert world.once()["members"] == ["spark-b"]
+    assert world.once()["members"] == ["spark-a", "spark-b"]
+
+
+def test_the_counts_survive_a_restart_of_the_checker(hysteresis):
+    world = hysteresis
+    joined(world, "spark-a", "spark-b")
+    world.statuses["spark-a"] = TIMED_OUT
+    world.once()
+    world.once()
+    # systemd restarts the checker (a new configuration, a crash): the state file keeps the counts.
+    world.syncer = up.Syncer(world.config, probe=world.probe, run=world.run, log=world.logs.append, clock=world.clock)
+    assert world.syncer.membership.state["spark-a"] == {"member": True, "fails": 2, "passes": 0}
+    state = world.once()
+    assert state["members"] == ["spark-b"] and world.ran() == ["nginx-test", "nginx-reload"]
+
+
+def test_a_state_file_without_counts_starts_from_what_nginx_runs(hysteresis):
+    """A checker upgraded in place: its state file has no counts yet; the live members stay in."""
+    world = hysteresis
+    world.servers_file.write_text(up.render_servers([A, B], up.MODE_LIVE))
+    world.state_file.parent.mkdir()
+    world.state_file.write_text(json.dumps({"mode": "live", "members": ["spark-a", "spark-b"], "drained": []}))
+    world.syncer = up.Syncer(world.config, probe=world.probe, run=world.run, log=world.logs.append, clock=world.clock)
+    world.statuses.update({"spark-a": vh.SERVING, "spark-b": vh.SERVING})
+    state = world.once()
+    assert world.calls == [] and state["in_rotation"] == ["spark-a", "spark-b"]
+
+
+@pytest.mark.parametrize("content", ["not json", "[1, 2]", json.dumps({"membership": {"spark-a": "garbage"}})])
+def test_an_unreadable_state_file_starts_afresh(hysteresis, content):
+    world = hysteresis
+    world.state_file.parent.mkdir()
+    world.state_file.write_text(content)
+    world.syncer = up.Syncer(world.config, probe=world.probe, run=world.run, log=world.logs.append, clock=world.clock)
+    assert world.syncer.membership.state["spark-a"] == {"member": False, "fails": 0, "passes": 0}
+
+
+@pytest.mark.parametrize("fails, passes, words", [
+    (0, 2, "fails must be an integer >= 1"),
+    (3, 0, "passes must be an integer >= 1"),
+    (True, 2, "fails must be an integer >= 1"),
+    (3, "2", "passes must be an integer >= 1"),
+])
+def test_membership_knobs_are_checked(fails, passes, words):
+    with pytest.raises(ValueError, match=words):
+        up.Membership(["spark-a"], fails=fails, passes=passes)
+
+
+@pytest.mark.parametrize("status, http_status, gone", [
+    (vh.LOADING, None, True),
+    (vh.DEAD, 503, True),
+    (vh.WRONG_MODEL, None, True),
+    (vh.DEAD, None, False),        # no answer in time: may be slow
+    (vh.DEAD, 500, False),
+    (vh.DEAD, 401, False),
+    (vh.UNREACHABLE, None, False),  # no route, connect timeout: may be the network
+])
+def test_known_gone(status, http_status, gone):
+    assert up.known_gone(status, http_status) is gone
 
 
 # --- main(): one pass against loopback servers ------------------------------------------------
@@ -451,6 +610,12 @@ EXPECTED_STATUSES = {"spark-a": "serving", "spark-b": "dead", "spark-c": "loadin
 
 def test_main_once(tmp_path, engines, keep_sigterm, capsys):
     path = write_config(tmp_path, engines)
+    # One passed probe is not enough to join (passes 2): every candidate listed meanwhile.
+    assert up.main(["--config", str(path), "--once"]) == 0
+    state = json.loads((tmp_path / "run" / "upstream.json").read_text())
+    assert state["mode"] == "fallback" and state["in_rotation"] == []
+    assert state["membership"]["spark-a"] == {"member": False, "fails": 0, "passes": 1}
+    # The next run reads the count from the state file: the second pass in a row joins.
     assert up.main(["--config", str(path), "--once"]) == 0
     servers = (tmp_path / "upstream.conf").read_text()
     assert servers == (
@@ -494,8 +659,9 @@ def test_runs_as_installed_on_the_proxy_host(tmp_path, engines):
     for module in (up, vh):
         shutil.copy(module.__file__, lib)
     path = write_config(tmp_path, engines)
-    done = subprocess.run([sys.executable, "-E", "-s", str(lib / "_upstream.py"), "--config", str(path), "--once"],
-                          capture_output=True, text=True, timeout=60, check=False, cwd=str(tmp_path))
-    assert done.returncode == 0, done.stderr
+    for _run in range(2):   # two passed probes in a row join (the count kept in the state file)
+        done = subprocess.run([sys.executable, "-E", "-s", str(lib / "_upstream.py"), "--config", str(path), "--once"],
+                              capture_output=True, text=True, timeout=60, check=False, cwd=str(tmp_path))
+        assert done.returncode == 0, done.stderr
     state = json.loads((tmp_path / "run" / "upstream.json").read_text())
     assert state["in_rotation"] == ["spark-a"] and state["statuses"] == EXPECTED_STATUSES

@@ -11,6 +11,7 @@ requests is mocked. Time in wait() is a fake clock, so waits take no real time.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import socket
@@ -215,6 +216,36 @@ def test_hung_generation_is_dead(server):
     assert result.status == vh.DEAD
     assert result.error.startswith("1-token generation did not finish within 0.3s")
     assert result.models == ["tiny-llama"]  # /health and /v1/models still answered
+
+
+@pytest.mark.parametrize("model, paths", [
+    ("tiny-llama", ["/v1/completions"]),
+    (None, ["/v1/models", "/v1/completions"]),   # no model given: the first one listed
+])
+def test_generate_without_health_first_goes_straight_to_the_completion(server, model, paths):
+    # /health does not answer in time (an API server busy under load); the engine still generates.
+    server.health_delay = 5
+    result = vh.probe(server.url, model=model, kind="generate", timeout=0.5, health_first=False)
+    assert result.status == vh.SERVING and result.error is None
+    assert [r[1] for r in server.requests] == paths
+
+
+@pytest.mark.parametrize("attrs, status, http_status", [
+    ({"completion_delay": 30}, vh.DEAD, None),      # a hung engine
+    ({"completion_status": 404}, vh.DEAD, 404),     # another model served
+    ({"completion_status": 500}, vh.DEAD, 500),
+])
+def test_generate_without_health_first_fails_as_the_completion_does(server, attrs, status, http_status):
+    for name, value in attrs.items():
+        setattr(server, name, value)
+    result = vh.probe(server.url, model="tiny-llama", kind="generate", generate_timeout=0.3, health_first=False)
+    assert (result.status, result.http_status) == (status, http_status)
+    assert "/health" not in [r[1] for r in server.requests]
+
+
+def test_generate_without_health_first_on_a_closed_port_is_loading():
+    result = vh.probe("http://127.0.0.1:%d" % free_port(), model="m", kind="generate", health_first=False)
+    assert result.status == vh.LOADING
 
 
 def test_generation_error_is_dead(server):
@@ -532,6 +563,76 @@ def test_unit_goes_down_while_waiting():
     assert outcome.elapsed == pytest.approx(4.0)
 
 
+# --- crash loops --------------------------------------------------------------------------------
+
+
+def run_of(n_restarts, started, sub_state="start", active_state="activating"):
+    """One read of a unit under Restart=always: NRestarts, ExecMainStartTimestampMonotonic (us), SubState."""
+    return vh.UnitState("vllm.service", "loaded", active_state, sub_state, "success", 0, n_restarts, started)
+
+
+@pytest.mark.parametrize("reads, crashes", [
+    # Baseline, then systemd restarts it twice (each seen between two reads).
+    ([run_of(0, 100), run_of(1, 200), run_of(2, 300)], [0, 1, 2]),
+    # Two restarts between two reads (RestartSec shorter than the poll interval).
+    ([run_of(0, 100), run_of(2, 300)], [0, 2]),
+    # Each crash seen while systemd waits RestartSec (auto-restart), then its restart: counted once.
+    ([run_of(0, 100), run_of(0, 100, "auto-restart"), run_of(1, 200), run_of(1, 200, "auto-restart")], [0, 1, 1, 2]),
+    # Started again by hand (systemctl restart resets NRestarts): the run ended all the same.
+    ([run_of(3, 100), run_of(0, 200), run_of(0, 300)], [0, 1, 2]),
+    # A run that ended before the wait began is not the wait's, nor its restart.
+    ([run_of(0, 100, "auto-restart"), run_of(1, 200), run_of(1, 200)], [0, 0, 0]),
+    # Nothing changes: a long start-up.
+    ([run_of(5, 100)] * 4, [0, 0, 0, 0]),
+    # systemd too old to say (no NRestarts): the start timestamps alone.
+    ([run_of(None, 100), run_of(None, 100), run_of(None, 250)], [0, 0, 1]),
+])
+def test_crash_counter(reads, crashes):
+    counter = vh.CrashCounter()
+    assert [counter.update(unit, t) for t, unit in enumerate(reads)] == crashes
+
+
+def crash_loop_world(restart_sec, crash_after):
+    """A unit under Restart=always whose run k starts at k x (crash_after + restart_sec), crashes
+    ``crash_after`` seconds later and is started again ``restart_sec`` after that; its port never
+    opens. Returns (clock, unit_state, crash time of run k)."""
+    clock = FakeTime()
+    t0, period = clock.now, crash_after + restart_sec
+
+    def unit_state():
+        k = int((clock.now - t0) // period)
+        crashed = clock.now - t0 - k * period >= crash_after
+        return run_of(k, 1000 + k, "auto-restart" if crashed else "start")
+
+    return clock, unit_state, lambda k: t0 + k * period + crash_after
+
+
+@pytest.mark.parametrize("restart_sec, crash_after", [(5, 40), (0.1, 40), (25, 10), (5, 1)])
+def test_a_crash_loop_gives_up_within_30_s_of_the_second_crash(restart_sec, crash_after):
+    clock, unit_state, crash_time = crash_loop_world(restart_sec, crash_after)
+    journal = ["vllm[812]: RuntimeError: Engine core initialization failed."]
+    outcome = vh.wait("http://127.0.0.1:%d" % free_port(), timeout=1800, interval=2, unit_state=unit_state,
+                      unit_journal=lambda: journal, clock=clock.clock, sleep=clock.sleep)
+    assert not outcome.ok and outcome.reason == "crash_loop" and outcome.crashes == 2
+    assert 0 <= clock.now - crash_time(1) <= 30
+    assert outcome.journal == journal and outcome.unit is not None
+    assert outcome.message.startswith("systemd unit vllm.service crashed 2 times since the wait for vLLM at ")
+    assert "Last 1 journal lines of vllm.service:\nvllm[812]: RuntimeError" in outcome.message
+
+
+def test_one_crash_keeps_the_wait_going():
+    reads = iter([run_of(0, 100), run_of(0, 100, "auto-restart")] + [run_of(1, 200)] * 100)
+    clock = FakeTime()
+    outcome = vh.wait("http://127.0.0.1:%d" % free_port(), timeout=60, interval=2, unit_state=lambda: next(reads),
+                      unit_journal=lambda: [], clock=clock.clock, sleep=clock.sleep)
+    assert outcome.reason == "timeout" and outcome.crashes == 1
+
+
+def test_default_budget_covers_a_20_minute_start_up():
+    # GB10: up to 20 minutes from start to serving; the default leaves half as much again.
+    assert inspect.signature(vh.wait).parameters["timeout"].default == 1800 >= 1.5 * 20 * 60
+
+
 def test_unit_not_read_when_serving(server):
     outcome = vh.wait(server.url, unit_state=lambda: pytest.fail("unit read"), clock=FakeTime().clock)
     assert outcome.ok and outcome.attempts == 1
@@ -603,10 +704,18 @@ def test_systemd_unit_state_parses_systemctl_show():
         return 0, SHOW_FAILED, ""
 
     state = vh.systemd_unit_state("vllm.service", run_command, systemctl="/usr/bin/systemctl")
-    assert calls == [["/usr/bin/systemctl", "show", "-p", "LoadState,ActiveState,SubState,Result,ExecMainStatus",
-                      "--", "vllm.service"]]
+    assert calls == [["/usr/bin/systemctl", "show", "-p", "LoadState,ActiveState,SubState,Result,ExecMainStatus,"
+                      "NRestarts,ExecMainStartTimestampMonotonic", "--", "vllm.service"]]
     assert state == vh.UnitState("vllm.service", "loaded", "failed", "failed", "exit-code", 1)
     assert state.down
+
+
+def test_systemd_unit_state_reads_restarts_and_the_main_process_start():
+    text = SHOW_FAILED + "NRestarts=4\nExecMainStartTimestampMonotonic=1284077332\n"
+    state = vh.systemd_unit_state("vllm.service", lambda argv: (0, text, ""))
+    assert (state.n_restarts, state.main_started) == (4, 1284077332)
+    never_ran = vh.systemd_unit_state("vllm.service", lambda argv: (0, SHOW_FAILED + "ExecMainStartTimestampMonotonic=0\n", ""))
+    assert (never_ran.n_restarts, never_ran.main_started) == (None, None)
 
 
 @pytest.mark.parametrize("answer", [(1, "", "Failed to connect to bus"), (0, "garbage\n", "")])

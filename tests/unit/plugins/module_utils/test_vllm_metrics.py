@@ -20,6 +20,11 @@ b_t0            900,000     280,000      708      0.30      1,080k   708
 b_t1 (+20 s)    980,000     281,980      716      0.35      1,080k   716
 b_restarted      15,000       1,980        8      0.05      1,008k     8
 ============  ==========  ===========  =========  ==========  ====  ===========
+
+``vllm_0_32_frozen_t0``/``_t1`` carry vLLM 0.32.0's own names, labels and buckets (from
+vllm/v1/metrics/loggers.py and buckets.py of that release), the engine-step histogram
+``vllm:iteration_tokens_total`` included: 200 steps, 2,400 prompt and 4,620 generated tokens,
+4 running; between t0 and t1 only the waiting count moves (2 -> 3), a frozen scheduler.
 """
 
 from __future__ import annotations
@@ -113,6 +118,12 @@ def test_parse_keeps_total_suffix_and_sums_series():
     assert ttft[math.inf] == 924 and ttft[0.25] == 300 and ttft[0.1] == 0
     assert len(ttft) == 23  # vLLM's 22 bounds + +Inf
     assert len(parsed["histograms"]["e2e_latency_seconds"]) == 22
+
+
+@pytest.mark.parametrize("name, steps", [("vllm_0_32_frozen_t0", 200), ("vllm_a_t1", None)])
+def test_parse_engine_steps_from_iteration_tokens_count(name, steps):
+    """vLLM 0.32's histogram vllm:iteration_tokens_total: its _count is the engine steps that produced output."""
+    assert vm.parse_metrics(fixture(name))["iteration_tokens_total_count"] == steps
 
 
 def test_parse_ignores_created_samples():

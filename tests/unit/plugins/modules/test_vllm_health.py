@@ -16,7 +16,8 @@ from ansible.module_utils import basic
 from ansible_collections.factory_floor.llm.plugins.modules import vllm_health
 from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_vllm_health import FakeVLLM, free_port
 
-RETURN_KEYS = {"changed", "status", "elapsed", "models", "model_roots", "version", "probe_latency", "error", "url", "attempts"}
+RETURN_KEYS = {"changed", "status", "elapsed", "models", "model_roots", "version", "probe_latency", "error", "url", "attempts",
+               "reason", "crashes"}
 
 
 @pytest.fixture
@@ -97,11 +98,45 @@ def test_unit_failed_fails_at_once_with_journal(run_module, systemd):
     assert result["journal"] == ["vllm[812]: ValueError: No available memory for the cache blocks.",
                                  "systemd[1]: vllm.service: Failed."]
     assert result["unit_state"] == {"name": "vllm.service", "load_state": "loaded", "active_state": "failed",
-                                    "sub_state": "failed", "result": "exit-code", "exec_main_status": 1}
+                                    "sub_state": "failed", "result": "exit-code", "exec_main_status": 1,
+                                    "n_restarts": None, "main_started": None}
+    assert result["reason"] == "unit_down" and result["crashes"] == 0
     assert systemd["calls"] == [
-        ["/usr/bin/systemctl", "show", "-p", "LoadState,ActiveState,SubState,Result,ExecMainStatus", "--", "vllm.service"],
+        ["/usr/bin/systemctl", "show", "-p", "LoadState,ActiveState,SubState,Result,ExecMainStatus,NRestarts,"
+         "ExecMainStartTimestampMonotonic", "--", "vllm.service"],
         ["/usr/bin/journalctl", "-u", "vllm.service", "-n", "30", "--no-pager"],
     ]
+
+
+def test_crash_loop_fails_at_the_second_crash_with_journal(run_module, systemd, monkeypatch):
+    """Restart=always: the unit crashes, systemd starts it again, it crashes again. The module gives
+    up at the second crash, not after its 1800 s budget nor at systemd's start limit."""
+    runs = iter([(0, 100), (0, 100), (1, 200), (1, 200), (2, 300)] + [(2, 300)] * 100)
+    shows = []
+
+    def show():
+        n, started = next(runs)
+        shows.append(n)
+        return ("LoadState=loaded\nActiveState=activating\nSubState=start\nResult=success\nExecMainStatus=0\n"
+                "NRestarts=%d\nExecMainStartTimestampMonotonic=%d\n" % (n, started))
+
+    def run_command(self, args, **kwargs):
+        systemd["calls"].append(list(args))
+        if args[1] == "show":
+            return 0, show(), ""
+        return 0, "vllm[9]: RuntimeError: Engine core initialization failed.\n", ""
+
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    started = time.monotonic()
+    code, result = run_module(vllm_health, {"url": "http://127.0.0.1:%d" % free_port(), "unit": "vllm.service",
+                                            "interval": 0.05})
+    assert time.monotonic() - started < 10
+    assert code == 1 and result["reason"] == "crash_loop" and result["crashes"] == 2
+    assert shows == [0, 0, 1, 1, 2]
+    assert result["msg"].startswith("systemd unit vllm.service crashed 2 times since the wait for vLLM at ")
+    assert result["journal"] == ["vllm[9]: RuntimeError: Engine core initialization failed."]
+    assert "Engine core initialization failed." in result["msg"]
+    assert result["unit_state"]["n_restarts"] == 2
 
 
 def test_unit_running_is_watched_until_timeout(run_module, systemd):
