@@ -25,7 +25,12 @@ Rules (MISSION.md item 1: 30 s of "502 no live upstreams" after a replica came b
   that starts listening gets requests at once, before the next probe; nginx turns
   its own 502 into 503 with Retry-After meanwhile;
 - servers carry ``max_fails=0``: nginx never marks one failed on its own, so no
-  failure accounting can outlive an outage.
+  failure accounting can outlive an outage;
+- with conversation affinity (the role's ``nginx_proxy_balance: affinity``) the same
+  pass also writes ``members_file``, the members as nginx's Lua balancer reads them
+  (name, resolved address, port, ``max_num_seqs``): both files are checked by one
+  ``nginx -t`` and loaded by one reload, so the balancer always hashes over exactly
+  the engines nginx's upstream holds.
 
 Stdlib only (plus requests through _vllm_health), no Ansible imports.
 """
@@ -36,6 +41,7 @@ import argparse
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -147,6 +153,47 @@ def render_servers(members, mode):
     return "\n".join(lines) + "\n"
 
 
+def resolve_address(address, port):
+    """The address ``address`` (a name or a literal) resolves to, as text; IPv4 first.
+
+    nginx resolves a server's name when it loads its configuration; the Lua balancer
+    needs the address itself (``ngx.balancer.set_current_peer`` takes no names) and
+    uses one per engine. The first IPv4 address ``getaddrinfo`` gives, else its first
+    (vLLM listens on ``0.0.0.0`` by default: a name such as ``localhost`` that also
+    resolves to ``::1`` must not pick the address nothing listens on). None when the
+    name does not resolve.
+    """
+    try:
+        infos = socket.getaddrinfo(address, int(port), type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError, ValueError):
+        return None
+    for info in infos:
+        if info[0] == socket.AF_INET:
+            return info[4][0]
+    return infos[0][4][0] if infos else None
+
+
+def render_members(members, mode, hosts):
+    """The member list nginx's Lua balancer reads at every (re)load: JSON text.
+
+    ``members`` are candidate dicts (``name``, ``address``, ``port``, optional
+    ``max_num_seqs``: the engine's ``--max-num-seqs``, in requests); ``hosts`` maps a name to
+    its resolved address. A member without one is left out (nginx -t would refuse its
+    server line anyway). Sorted by name: idempotent, and the balancer's tie order.
+    """
+    out = []
+    for member in sorted(members, key=lambda c: c["name"]):
+        host = hosts.get(member["name"])
+        if not host:
+            continue
+        entry = {"name": member["name"], "address": member["address"], "host": host, "port": int(member["port"])}
+        seqs = member.get("max_num_seqs")
+        if isinstance(seqs, int) and not isinstance(seqs, bool) and seqs > 0:
+            entry["max_num_seqs"] = seqs
+        out.append(entry)
+    return json.dumps({"mode": mode, "members": out}, indent=1, sort_keys=True) + "\n"
+
+
 def read_drained(drain_dir):
     """Names of drained engines: one empty file per engine in ``drain_dir``."""
     try:
@@ -170,6 +217,14 @@ def write_atomic(path, text, mode=0o644):
         raise
 
 
+def _read_text(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
 def _log_stdout(message):
     """One line to stdout (the journal, under systemd)."""
     sys.stdout.write(message + "\n")
@@ -179,10 +234,13 @@ def _log_stdout(message):
 class Syncer:
     """One membership loop; every side effect goes through injectable callables."""
 
-    def __init__(self, config, probe=None, run=None, log=None, clock=time.time):
+    def __init__(self, config, probe=None, run=None, log=None, clock=time.time, resolve=resolve_address):
         self.config = config
         self.candidates = config["candidates"]
         self.probe = probe or self._probe
+        self.resolve = resolve
+        # Last address each name resolved to: a name that fails to resolve once keeps it.
+        self.hosts = {}
         self.run = run or (lambda argv: subprocess.run(argv, capture_output=True, text=True, check=False))
         self.log = log or _log_stdout
         self.clock = clock
@@ -224,11 +282,20 @@ class Syncer:
         )
 
     def current_text(self):
-        try:
-            with open(self.config["servers_file"], encoding="utf-8") as handle:
-                return handle.read()
-        except OSError:
-            return None
+        return _read_text(self.config["servers_file"])
+
+    def current_members(self):
+        """The member list nginx's Lua balancer reads (None without ``members_file``, or no file)."""
+        path = self.config.get("members_file")
+        return _read_text(path) if path else None
+
+    def member_hosts(self, members):
+        """name -> resolved address for ``members``; a name that does not resolve now keeps its last one."""
+        for member in members:
+            host = self.resolve(member["address"], member["port"])
+            if host:
+                self.hosts[member["name"]] = host
+        return {m["name"]: self.hosts[m["name"]] for m in members if m["name"] in self.hosts}
 
     def _call(self, argv):
         """Run ``argv``; return (returncode, output). A command that cannot run counts as failed."""
@@ -238,21 +305,26 @@ class Syncer:
             return 127, "%s could not run: %s" % (" ".join(argv), exc)
         return done.returncode, (done.stderr or done.stdout or "").strip()
 
-    def apply(self, text):
-        """Install ``text`` as the servers file if nginx accepts it; reload nginx.
+    def apply(self, text, members_text=None):
+        """Install ``text`` as the servers file (and ``members_text`` as the member list) if
+        nginx accepts them; reload nginx.
 
-        ``nginx -t`` rejecting it restores the previous file. A failed reload keeps
-        the file (nginx accepted it, a restart loads it) and is retried every pass.
+        ``nginx -t`` rejecting them restores the previous files. A failed reload keeps
+        the files (nginx accepted them, a restart loads them) and is retried every pass.
         """
-        path = self.config["servers_file"]
-        previous = self.current_text()
-        write_atomic(path, text)
+        files = [(self.config["servers_file"], text)]
+        if members_text is not None:
+            files.append((self.config["members_file"], members_text))
+        previous = [(path, _read_text(path)) for path, dummy in files]
+        for path, new in files:
+            write_atomic(path, new)
         rc, output = self._call(self.config.get("test_command", ["nginx", "-t", "-q"]))
         if rc != 0:
-            if previous is None:
-                os.unlink(path)
-            else:
-                write_atomic(path, previous)
+            for path, old in previous:
+                if old is None:
+                    os.unlink(path)
+                else:
+                    write_atomic(path, old)
             self.log("nginx -t rejected the new upstream, kept the old one: %s" % output)
             return False
         rc, output = self._call(self.config.get("reload_command", ["systemctl", "reload", "nginx"]))
@@ -280,8 +352,12 @@ class Syncer:
         drained = read_drained(self.config.get("drain_dir", "/etc/factory-floor/drain"))
         members, mode = choose_members(self.candidates, self.membership.members(), drained)
         text = render_servers(members, mode)
-        changed = text != self.current_text() or self.reload_pending
-        applied = self.apply(text) if changed else False
+        members_text = None
+        if self.config.get("members_file"):
+            members_text = render_members(members, mode, self.member_hosts(members))
+        changed = (text != self.current_text() or self.reload_pending
+                   or (members_text is not None and members_text != self.current_members()))
+        applied = self.apply(text, members_text) if changed else False
         if statuses != self.last_status or changed:
             self.log(json.dumps({
                 "event": "membership" if changed else "probe",
@@ -293,7 +369,8 @@ class Syncer:
                 "applied": applied,
             }, sort_keys=True))
         self.last_status = statuses
-        installed = self.current_text() == text and not self.reload_pending
+        installed = (self.current_text() == text and not self.reload_pending
+                     and (members_text is None or self.current_members() == members_text))
         if installed:
             self.applied_drained = sorted(drained)
         # ``drained`` is what nginx runs, not what the drain dir asks for: an engine is
