@@ -1,0 +1,75 @@
+#!/bin/bash
+# The affinity balancer for real, without the lab: the nginx_proxy role applied by
+# Ansible to one container of the lab image (no network, loopback only), two stand-in
+# engines on its loopback (standin.py), and check.py inside it sending requests
+# through nginx and asserting where each landed. Then the role again with
+# nginx_proxy_balance=least_conn: no Lua left, least_conn as before.
+#
+#   make venv collection && bash tests/proxy_affinity/run.sh
+#
+# Needs podman and the lab image (make lab-image). Takes about 2 minutes. Prints
+# check.py's JSON results and exits non-zero on the first failed check. Leaves
+# nothing behind: the container is removed at the end (also on failure).
+# AFF_IMAGE (default localhost/factory-floor-lab:latest), AFF_CONTAINER (aff-check),
+# AFF_OUT (a directory for the results; default a temporary one).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+export CONTAINERS_CONF=${CONTAINERS_CONF:-$root/lab/containers.conf}
+export ANSIBLE_COLLECTIONS_PATH=$root/build/collections
+export ANSIBLE_CONFIG=$root/ansible.cfg
+export PATH=$root/.venv/bin:$PATH
+image=${AFF_IMAGE:-localhost/factory-floor-lab:latest}
+export AFF_CONTAINER=${AFF_CONTAINER:-aff-check}
+out=${AFF_OUT:-$(mktemp -d)}
+mkdir -p "$out"
+key=affinity-check-key   # the stand-ins' key, from inventory.yml
+
+stop() { podman rm -f -t 5 "$AFF_CONTAINER" >/dev/null 2>&1 || true; }
+trap stop EXIT
+stop
+podman run -d --name "$AFF_CONTAINER" --network none --systemd=always "$image" /sbin/init >/dev/null
+for _ in $(seq 60); do
+  state=$(podman exec "$AFF_CONTAINER" systemctl is-system-running 2>/dev/null || true)
+  [[ $state == running || $state == degraded ]] && break
+  sleep 1
+done
+echo "container $AFF_CONTAINER: systemd $state"
+
+# The role installs lua-cjson with affinity on; a lab image built before it was in
+# the image's package list lacks it, and the container has no network: bring
+# Debian's package from this machine.
+if ! podman exec "$AFF_CONTAINER" dpkg -s lua-cjson >/dev/null 2>&1; then
+  debs=$(mktemp -d)
+  (cd "$debs" && apt-get download -qq lua-cjson 2>/dev/null)
+  podman cp "$debs"/. "$AFF_CONTAINER":/tmp/debs
+  podman exec "$AFF_CONTAINER" sh -c 'dpkg -i /tmp/debs/*.deb >/dev/null'
+  rm -rf "$debs"
+  echo "lua-cjson installed from this machine's apt (not in $image)"
+fi
+
+podman exec "$AFF_CONTAINER" mkdir -p /opt/affinity-check
+podman cp "$here/standin.py" "$AFF_CONTAINER":/opt/affinity-check/standin.py
+podman cp "$here/check.py" "$AFF_CONTAINER":/opt/affinity-check/check.py
+for engine in up-a:18001 up-b:18002; do
+  podman exec "$AFF_CONTAINER" systemd-run --quiet --unit="standin-${engine%%:*}" /usr/bin/python3 \
+    /opt/affinity-check/standin.py --name "${engine%%:*}" --port "${engine##*:}" --api-key "$key"
+done
+
+converge() {
+  local log=$1; shift
+  ansible-playbook -i "$here/inventory.yml" "$here/converge.yml" "$@" >"$log" 2>&1 || { cat "$log"; return 1; }
+  grep -E '^aff-proxy +:' "$log"
+}
+echo "== converge (affinity)"
+converge "$out/converge.log"
+echo "== converge again: nothing may change"
+converge "$out/idempotence.log"
+grep -qE '^aff-proxy +: ok=[0-9]+ +changed=0 ' "$out/idempotence.log" || { echo "second run changed something"; exit 1; }
+echo "== check (affinity)"
+podman exec "$AFF_CONTAINER" python3 /opt/affinity-check/check.py affinity | tee "$out/affinity.json"
+echo "== converge (nginx_proxy_balance=least_conn)"
+converge "$out/least_conn.log" -e nginx_proxy_balance=least_conn
+echo "== check (least_conn)"
+podman exec "$AFF_CONTAINER" python3 /opt/affinity-check/check.py least_conn | tee "$out/least_conn.json"
+echo "all checks passed; results in $out"
