@@ -111,6 +111,8 @@ def handler_for(engine):
 
         def setup(self):
             super().setup()
+            # As uvicorn does for vLLM: no Nagle delay between the headers and each chunk.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with engine.lock:
                 engine.sockets[self.connection] = False
 
