@@ -9,6 +9,8 @@ affinity, X-Factory-Floor-Route). Stdlib only.
 
   check.py affinity     nginx_proxy_balance: affinity (the default)
   check.py least_conn   nginx_proxy_balance: least_conn
+  check.py lab_client   the proxy scenario's affinity_client.py and its assertions (affinity)
+  check.py bench        benchmarks/affinity.py, small, on stand-ins modelling a prefix cache (affinity)
 
 Prints one JSON document with what each check measured; exits 1 at the first check that
 fails, naming it and what was seen.
@@ -520,11 +522,98 @@ def streams_unbuffered_lc():
     return {"chunks": record["chunks"], "first_s": round(record["first"], 3), "last_s": round(record["last"], 3)}
 
 
+# ------------------------------------------- the proxy scenario's client, here
+
+
+CLIENT = "/opt/affinity-check/affinity_client.py"
+
+
+def key_file():
+    """The API key in a root-only file, for the clients' --api-key-file."""
+    with open("/run/affinity-check.key", "w", encoding="utf-8") as handle:
+        os.fchmod(handle.fileno(), 0o600)
+        handle.write(API_KEY)
+    return "/run/affinity-check.key"
+
+
+def client(*args):
+    key_file()
+    argv = [sys.executable, CLIENT, args[0], "--url", "http://127.0.0.1:8080/v1/chat/completions", "--model",
+            "lab-chat", "--api-key-file", "/run/affinity-check.key"] + list(args[1:])
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=600)
+    check(done.returncode == 0, "%s: %s", args[0], done.stderr[-500:])
+    return json.loads(done.stdout) if done.stdout.strip() else None
+
+
+def lab_client():
+    """What extensions/molecule/proxy/verify.yml asserts, with its client, against the stand-ins."""
+    in_rotation(*PORTS)
+    placed = client("place", "--keys", "4", "--turns", "3", "--mark-file", "/run/affinity-check.mark")
+    check(placed["failed"] == [] and placed["wrong_route"] == [] and placed["split"] == []
+          and len(placed["engines"]) == 2, "place: %s", placed)
+    RESULTS["place"] = placed["engines"]
+    hot = client("hot", "--n", "16", "--max-tokens", "48")
+    check(hot["failed"] == [] and len(hot["by_upstream"]) == 2 and hot["spilled"] >= 1 and hot["unmarked_away"] == 0
+          and {o.split()[0] for o in hot["order"][:3]} == {hot["home"]}, "hot: %s", hot)
+    RESULTS["hot"] = {k: hot[k] for k in ("by_upstream", "spilled")}
+    keyless_ = client("keyless", "--n", "40", "--concurrency", "8", "--max-tokens", "16")
+    check(keyless_["by_status"] == {"200": 40} and keyless_["by_route"] == {"least_conn": 40}
+          and min(keyless_["by_upstream"].values()) >= 12, "keyless: %s", keyless_)
+    RESULTS["keyless"] = keyless_["by_upstream"]
+    log = "/run/affinity-check-steady.jsonl"
+    if os.path.exists(log):
+        os.unlink(log)
+    steady = subprocess.Popen([sys.executable, CLIENT, "steady", "--url", "http://127.0.0.1:8080/v1/chat/completions",
+                               "--model", "lab-chat", "--api-key-file", "/run/affinity-check.key", "--keys", "8",
+                               "--concurrency", "2", "--max-tokens", "8", "--out", log])
+    time.sleep(3)
+    with open(log, encoding="utf-8") as handle:
+        first = [json.loads(line) for line in handle][:40]
+    target = [r for r in first if r["key"] == 0][0]["upstream"]
+    name = ENGINES[target]
+    open(os.path.join(DRAIN, name), "w").close()
+    wait_for("%s drained" % name, lambda: read_json(STATE).get("drained") == [name])
+    drained = time.time()
+    time.sleep(3)
+    os.unlink(os.path.join(DRAIN, name))
+    in_rotation(*PORTS)
+    back = time.time()
+    time.sleep(3)
+    steady.terminate()
+    steady.wait(timeout=30)
+    moves = client("moves", "--out", log, "--since", str(drained), "--until", str(back), "--target", target)
+    check(moves["failed"] == [] and moves["keys"] == 8 and moves["keys_of_target"] and moves["during"] > 0
+          and moves["after"] > 0 and moves["during_wrong"] == [] and moves["after_wrong"] == [], "moves: %s", moves)
+    RESULTS["moves"] = moves
+    found = subprocess.run("grep -rlF -f /run/affinity-check.mark /var/log/nginx /run/factory-floor /etc/nginx; "
+                           "journalctl --no-pager -o export | grep -a -c -F -f /run/affinity-check.mark",
+                           shell=True, capture_output=True, text=True, check=False).stdout.split()
+    check(found == ["0"], "the mark is in: %s", found)
+
+
+def bench():
+    """benchmarks/affinity.py, small, against stand-ins that model a prefix cache."""
+    key_file()
+    done = subprocess.run([sys.executable, "/opt/affinity-check/bench/affinity.py", "--proxy=http://127.0.0.1:8080",
+                           "--engine=up-a=http://127.0.0.1:18001", "--engine=up-b=http://127.0.0.1:18002",
+                           "--cap=%d" % CAP, "--model=lab-chat", "--api-key-file=/run/affinity-check.key",
+                           "--clients=4", "--per-client=2", "--turns=4", "--context-tokens=1500",
+                           "--turn-tokens=100", "--answer-tokens=20", "--duration=15", "--long-prompt-tokens=1200",
+                           "--long-max-tokens=20", "--short-max-tokens=10"],
+                          capture_output=True, text=True, check=False, timeout=1800)
+    sys.stderr.write(done.stdout)
+    check(done.returncode == 0, "affinity.py failed: %s", done.stderr[-2000:])
+    result = json.loads([line for line in done.stdout.splitlines() if line.startswith("RESULT ")][0][7:])
+    RESULTS["ratios"] = {part: result[part]["ratios"] for part in result["parts"]}
+    RESULTS["agent_ttft_follow_up"] = {arm: result["agent"][arm]["ttft_follow_up"] for arm in ("least_conn", "affinity")}
+    RESULTS["agent_prefix_cache"] = {arm: result["agent"][arm]["prefix_cache"] for arm in ("least_conn", "affinity")}
+
+
 def main():
     phase = sys.argv[1] if len(sys.argv) > 1 else "affinity"
     RESULTS["phase"] = phase
     try:
-        {"affinity": affinity, "least_conn": least_conn}[phase]()
+        {"affinity": affinity, "least_conn": least_conn, "lab_client": lab_client, "bench": bench}[phase]()
     except CheckFailed as exc:
         RESULTS["failed"] = str(exc)
         print(json.dumps(RESULTS, indent=1, sort_keys=True, default=sorted))

@@ -3,11 +3,15 @@
 # Ansible to one container of the lab image (no network, loopback only), two stand-in
 # engines on its loopback (standin.py), and check.py inside it sending requests
 # through nginx and asserting where each landed. Then the role again with
-# nginx_proxy_balance=least_conn: no Lua left, least_conn as before.
+# nginx_proxy_balance=least_conn: no Lua left, least_conn as before. In between, the
+# proxy scenario's client (extensions/molecule/resources/affinity_client.py) with the
+# verify's assertions, and with AFF_BENCH=1 benchmarks/affinity.py, small, on stand-ins
+# that model a prefix cache (the mechanism, not vLLM's numbers).
 #
 #   make venv collection && bash tests/proxy_affinity/run.sh
 #
-# Needs podman and the lab image (make lab-image). Takes about 2 minutes. Prints
+# Needs podman and the lab image (make lab-image). Takes about 5 minutes (15 with
+# AFF_BENCH=1) on an idle machine. Prints
 # check.py's JSON results and exits non-zero on the first failed check. Leaves
 # nothing behind: the container is removed at the end (also on failure).
 # AFF_IMAGE (default localhost/factory-floor-lab:latest), AFF_CONTAINER (aff-check),
@@ -68,6 +72,25 @@ converge "$out/idempotence.log"
 grep -qE '^aff-proxy +: ok=[0-9]+ +changed=0 ' "$out/idempotence.log" || { echo "second run changed something"; exit 1; }
 echo "== check (affinity)"
 podman exec "$AFF_CONTAINER" python3 /opt/affinity-check/check.py affinity | tee "$out/affinity.json"
+echo "== check: the proxy scenario's affinity client"
+podman cp "$root/extensions/molecule/resources/affinity_client.py" "$AFF_CONTAINER":/opt/affinity-check/affinity_client.py
+podman exec "$AFF_CONTAINER" python3 /opt/affinity-check/check.py lab_client | tee "$out/lab_client.json"
+if [[ ${AFF_BENCH:-0} == 1 ]]; then
+  # Stand-ins whose prefill takes 0.5 ms per prompt token their prefix cache lacks.
+  echo "== benchmarks/affinity.py, small, on stand-ins with a modelled prefix cache"
+  podman exec "$AFF_CONTAINER" mkdir -p /opt/affinity-check/bench
+  for file in benchmarks/affinity.py benchmarks/balance.py plugins/module_utils/_load.py; do
+    podman cp "$root/$file" "$AFF_CONTAINER":/opt/affinity-check/bench/
+  done
+  for engine in up-a:18001 up-b:18002; do
+    podman exec "$AFF_CONTAINER" systemctl stop "standin-${engine%%:*}"
+    podman exec "$AFF_CONTAINER" systemd-run --quiet --unit="standin-${engine%%:*}" /usr/bin/python3 \
+      /opt/affinity-check/standin.py --name "${engine%%:*}" --port "${engine##*:}" --api-key "$key" \
+      --prefill-seconds 0.0005
+  done
+  podman exec "$AFF_CONTAINER" python3 /opt/affinity-check/check.py bench 2>"$out/bench.txt" | tee "$out/bench.json"
+  cat "$out/bench.txt"
+fi
 echo "== converge (nginx_proxy_balance=least_conn)"
 converge "$out/least_conn.log" -e nginx_proxy_balance=least_conn
 echo "== check (least_conn)"
