@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Checks of the proxy's routing, run inside the container of tests/proxy_affinity/run.sh.
 
 nginx (the nginx_proxy role's, on 127.0.0.1:8080), its membership checker and two
@@ -571,18 +570,21 @@ def lab_client():
         first = [json.loads(line) for line in handle][:40]
     target = [r for r in first if r["key"] == 0][0]["upstream"]
     name = ENGINES[target]
+    asked = time.time()
     open(os.path.join(DRAIN, name), "w").close()
     wait_for("%s drained" % name, lambda: read_json(STATE).get("drained") == [name])
     drained = time.time()
     time.sleep(3)
+    undrain = time.time()
     os.unlink(os.path.join(DRAIN, name))
     in_rotation(*PORTS)
     back = time.time()
     time.sleep(3)
     steady.terminate()
     steady.wait(timeout=30)
-    moves = client("moves", "--out", log, "--since", str(drained), "--until", str(back), "--target", target)
-    check(moves["failed"] == [] and moves["keys"] == 8 and moves["keys_of_target"] and moves["during"] > 0
+    moves = client("moves", "--out", log, "--asked", str(asked), "--since", str(drained), "--undrain", str(undrain),
+                   "--until", str(back), "--target", target)
+    check(moves["failed"] == [] and moves["conversations"] == 8 and moves["conversations_of_target"] and moves["during"] > 0
           and moves["after"] > 0 and moves["during_wrong"] == [] and moves["after_wrong"] == [], "moves: %s", moves)
     RESULTS["moves"] = moves
     found = subprocess.run("grep -rlF -f /run/affinity-check.mark /var/log/nginx /run/factory-floor /etc/nginx; "

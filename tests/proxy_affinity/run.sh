@@ -1,19 +1,21 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # The affinity balancer for real, without the lab: the nginx_proxy role applied by
 # Ansible to one container of the lab image (no network, loopback only), two stand-in
 # engines on its loopback (standin.py), and check.py inside it sending requests
 # through nginx and asserting where each landed. Then the role again with
 # nginx_proxy_balance=least_conn: no Lua left, least_conn as before. In between, the
 # proxy scenario's client (extensions/molecule/resources/affinity_client.py) with the
-# verify's assertions, and with AFF_BENCH=1 benchmarks/affinity.py, small, on stand-ins
-# that model a prefix cache (the mechanism, not vLLM's numbers).
+# verify's assertions, the proxy scenario's own affinity plays
+# (extensions/molecule/proxy/verify_affinity.yml) on stand-ins named spark-a and spark-b,
+# and with AFF_BENCH=1 benchmarks/affinity.py, small, on stand-ins that model a prefix
+# cache (the mechanism, not vLLM's numbers).
 #
 #   make venv collection && bash tests/proxy_affinity/run.sh
 #
-# Needs podman and the lab image (make lab-image). Takes about 5 minutes (15 with
-# AFF_BENCH=1) on an idle machine. Prints
-# check.py's JSON results and exits non-zero on the first failed check. Leaves
-# nothing behind: the container is removed at the end (also on failure).
+# Needs podman and the lab image (make lab-image). Takes 10-15 minutes (5 more with
+# AFF_BENCH=1) on a busy 2-core machine. Prints check.py's JSON results and exits
+# non-zero on the first failed check. Leaves nothing behind: the container is removed
+# at the end (also on failure).
 # AFF_IMAGE (default localhost/factory-floor-lab:latest), AFF_CONTAINER (aff-check),
 # AFF_OUT (a directory for the results; default a temporary one).
 set -euo pipefail
@@ -91,6 +93,18 @@ if [[ ${AFF_BENCH:-0} == 1 ]]; then
   podman exec "$AFF_CONTAINER" python3 /opt/affinity-check/check.py bench 2>"$out/bench.txt" | tee "$out/bench.json"
   cat "$out/bench.txt"
 fi
+echo "== the proxy scenario's affinity plays (extensions/molecule/proxy/verify_affinity.yml), lab names"
+# spark-a and spark-b on loopback addresses of their own, port 8000, found by name.
+podman exec "$AFF_CONTAINER" sh -c 'printf "127.0.0.10 spark-a\n127.0.0.11 spark-b\n" >> /etc/hosts'
+for engine in spark-a:127.0.0.10 spark-b:127.0.0.11; do
+  podman exec "$AFF_CONTAINER" systemd-run --quiet --unit="standin-${engine%%:*}" /usr/bin/python3 \
+    /opt/affinity-check/standin.py --name "${engine%%:*}" --host "${engine##*:}" --port 8000 --api-key "$key"
+done
+ansible-playbook -i "$here/inventory-lab-names.yml" "$here/converge.yml" >"$out/lab_names.log" 2>&1 \
+  || { cat "$out/lab_names.log"; exit 1; }
+ansible-playbook -i "$here/inventory-lab-names.yml" "$root/extensions/molecule/proxy/verify_affinity.yml" \
+  >"$out/verify_affinity.log" 2>&1 || { tail -40 "$out/verify_affinity.log"; exit 1; }
+grep -E '^gateway +:' "$out/verify_affinity.log"
 echo "== converge (nginx_proxy_balance=least_conn)"
 converge "$out/least_conn.log" -e nginx_proxy_balance=least_conn
 echo "== check (least_conn)"

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A stand-in vLLM engine on loopback, for tests/proxy_affinity/check.py.
 
 Answers what the proxy's membership checker probes (``GET /health``, ``GET /v1/models``
@@ -19,7 +18,7 @@ refused", as from a vLLM that exits), closes its idle keep-alive connections, le
 requests in flight finish (closing their connections after them), then exits - what
 uvicorn does for vLLM.
 
-  standin.py --name up-a --port 18001 --model lab-chat --api-key KEY
+  standin.py --name up-a [--host 127.0.0.1] --port 18001 --model lab-chat --api-key KEY
 """
 
 import argparse
@@ -166,8 +165,8 @@ def handler_for(engine):
                 self.reply(200, engine.stats())
             elif self.path == "/v1/models":
                 if self.authorised():
-                    self.reply(200, {"object": "list", "data": [{"id": engine.model, "object": "model",
-                                                                  "max_model_len": 4096}]})
+                    card = {"id": engine.model, "object": "model", "max_model_len": 4096}
+                    self.reply(200, {"object": "list", "data": [card]})
             else:
                 self.reply(404, {"error": "not found"})
 
@@ -235,6 +234,7 @@ def handler_for(engine):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--name", required=True)
+    parser.add_argument("--host", default="127.0.0.1", help="a loopback address (127.0.0.0/8)")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--model", default="lab-chat")
     parser.add_argument("--api-key", default="")
@@ -243,7 +243,7 @@ def main():
     args = parser.parse_args()
     engine = Engine(args.name, args.model, args.api_key, args.token_seconds)
     engine.prefill_seconds = args.prefill_seconds
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler_for(engine))
+    server = ThreadingHTTPServer((args.host, args.port), handler_for(engine))
     server.daemon_threads = True
     stopping = threading.Event()
 
