@@ -146,7 +146,7 @@ def table(report):
 #
 # ``hosts`` is a list, in inventory order, of what each engine host noted during the run:
 #   name            its inventory name
-#   events          {event: epoch seconds} this host noted (start, drained, old_stopped,
+#   events          {event: epoch seconds} this host noted (drained, old_stopped,
 #                   serving, gate_done, in_rotation, failed, restored, rollback_started,
 #                   rollback_serving)
 #   health          the vllm_health status of its start-up wait (None: not probed)
@@ -174,7 +174,7 @@ def _gates(hosts):
     return {h["name"]: h["gate"] for h in hosts if h.get("gate")}
 
 
-def switch_timeline(hosts, now):
+def switch_timeline(hosts, now, start=None):
     """The topology switch's events, each host's earliest or latest as the report counts them.
 
     ``first_serving`` is when the first new engine served clients: with the gate, when it
@@ -183,7 +183,7 @@ def switch_timeline(hosts, now):
     first = (hosts[0].get("events") or {}) if hosts else {}
     in_rotation, healthy = _times(hosts, "in_rotation"), _times(hosts, "serving")
     # In this order: events at the same second are listed so.
-    timeline = {"start": first.get("start"), "drained": first.get("drained"),
+    timeline = {"start": first.get("start") if start is None else float(start), "drained": first.get("drained"),
                 "old_stopped": min(_times(hosts, "old_stopped"), default=None),
                 "first_serving": min(in_rotation or healthy, default=None),
                 "first_healthy": min(healthy) if in_rotation and healthy else None,
@@ -281,7 +281,7 @@ def switch_report(records, hosts, plan, now):
         outcome = "failed" if rollback_failed else ("rolled_back" if plan.get("rollback") else "ok")
         reason = "; ".join(h["reason"] for h in hosts if h.get("reason") is not None) if plan.get("rollback") else None
         scores = [float(g["score"]) for g in _gates(hosts).values() if g.get("score") is not None]
-        report = summarize(records, switch_timeline(hosts, now), switch_engines(hosts),
+        report = summarize(records, switch_timeline(hosts, now, plan.get("start")), switch_engines(hosts),
                            min(scores) if scores else None, outcome, reason)
         lines = report["table"] + gate["summary"]
     if inventory.get("advice") is not None:

@@ -77,7 +77,7 @@ options:
         required: true
       events:
         description:
-          - Epoch seconds (float) of what happened on it, among C(start), C(drained), C(old_stopped), C(serving),
+          - Epoch seconds (float) of what happened on it, among C(drained), C(old_stopped), C(serving),
             C(gate_done), C(in_rotation), C(failed), C(restored), C(rollback_started), C(rollback_serving).
         type: dict
         default: {}
@@ -110,7 +110,7 @@ options:
   plan:
     description:
       - With O(procedure), what the run decided and what the closing play read.
-      - V(switch) reads C(topology), C(on_target), C(heal), C(heal_hosts), C(heal_holders), C(heal_ready), C(heal_left),
+      - V(switch) reads C(start) (epoch seconds; else the first host's C(start) event), C(topology), C(on_target), C(heal), C(heal_hosts), C(heal_holders), C(heal_ready), C(heal_left),
         C(drained_other) (host to drain holder), C(gated), C(incumbent), C(incumbent_score), C(rollback), C(api_engines)
         (the factory_floor.llm.switch_plan module's keys), C(inventory) (the topology record's), C(rotation_error) and
         C(inventory_sources).
