@@ -55,7 +55,6 @@ function of readings, so it is tested with plain tables.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -64,6 +63,8 @@ import sys
 import time
 
 try:  # inside the collection
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _daemon as daemon
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd as systemd
     from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
         GIB,
         MemoryPlanError,
@@ -72,6 +73,8 @@ try:  # inside the collection
         read_cgroup_memory,
     )
 except ImportError:  # installed next to _memory.py on a host
+    import _daemon as daemon  # type: ignore[no-redef]
+    import _systemd as systemd  # type: ignore[no-redef]
     from _memory import (  # type: ignore[no-redef]
         GIB,
         MemoryPlanError,
@@ -246,21 +249,9 @@ class Host:
             return None
 
     def show(self, unit, properties):
-        """``systemctl show -p P1 -p P2 UNIT`` as a dict; empty when systemctl fails."""
-        argv = [self.systemctl, "show"] + ["--property=%s" % p for p in properties] + ["--", unit]
-        try:
-            done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  universal_newlines=True, timeout=30, check=False)
-        except (OSError, subprocess.SubprocessError):
-            return {}
-        if done.returncode != 0:
-            return {}
-        values = {}
-        for line in done.stdout.splitlines():
-            if "=" in line:
-                key, value = line.split("=", 1)
-                values[key] = value
-        return values
+        """``systemctl show --property=P1 --property=P2 UNIT`` as a dict (``_systemd``); empty when systemctl fails."""
+        rc, out, dummy = systemd.run([self.systemctl, "show"] + ["--property=%s" % p for p in properties] + ["--", unit])
+        return systemd.parse_properties(out) if rc == 0 else {}
 
     def cgroup_dir(self, cgroup):
         """The directory of a unit's cgroup (``ControlGroup``) in this host's cgroup tree, or None.
@@ -590,10 +581,12 @@ def decide(config, mem_available, readings, state, now):
 class Guard:
     """One guard: configuration, host, memory of past decisions, journal."""
 
-    def __init__(self, config, host, log, clock=time.time, dry_run=False):
+    def __init__(self, config, host, log, clock=time.time, dry_run=False, notify=None):
         self.config = config
         self.host = host
         self.log = log
+        # systemd's readiness and liveness (sd_notify); nothing outside systemd.
+        self.notify = notify or daemon.sd_notify
         self.clock = clock
         self.dry_run = dry_run
         self.state = new_state()
@@ -722,12 +715,7 @@ class Guard:
             "events": [dict(e) for e in self.history],
         }
         try:
-            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-            tmp = path + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as handle:
-                json.dump(status, handle, indent=1, sort_keys=True)
-                handle.write("\n")
-            os.replace(tmp, path)
+            daemon.write_atomic(path, json.dumps(status, indent=1, sort_keys=True) + "\n")
         except OSError as exc:
             self.log(ERR, "memory guard: cannot write %s: %s" % (path, exc))
 
@@ -757,9 +745,11 @@ class Guard:
                     _gib(config["floor"] + config["resume"]), ", ".join(config["engine_units"] + [config["own_unit"]])))
         self.restore()
         count = 0
+        self.notify("READY=1")
         while ticks is None or count < ticks:
             started = self.clock()
             self.tick()
+            self.notify("WATCHDOG=1")
             count += 1
             if ticks is not None and count >= ticks:
                 break
@@ -767,23 +757,15 @@ class Guard:
 
 
 def _journal(priority, line):
-    sys.stdout.write("<%d>%s\n" % (priority, line))
-    sys.stdout.flush()
+    daemon.emit(daemon.journal_line(priority, line))
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="_memory_guard_watch.py",
-        description="Factory Floor memory guard: hold co-resident workloads to their declared peaks and keep a "
-                    "floor under MemAvailable, never acting on the vLLM engines.")
-    parser.add_argument("--config", required=True, help="the guard's JSON configuration")
-    parser.add_argument("--check-config", action="store_true", help="check the configuration and exit")
-    parser.add_argument("--once", action="store_true", help="one look, then exit")
-    parser.add_argument("--dry-run", action="store_true", help="decide and log, act on nothing")
-    args = parser.parse_args(argv)
+    args = daemon.parse_args(argv, "Factory Floor memory guard: hold co-resident workloads to their declared peaks and "
+                             "keep a floor under MemAvailable, never acting on the vLLM engines.",
+                             dry_run=True, prog="_memory_guard_watch.py")
     try:
-        with open(args.config, encoding="utf-8") as handle:
-            config = load_config(json.load(handle))
+        config = daemon.load_json(args.config, load_config)
     except (OSError, ValueError) as exc:
         sys.stderr.write("memory guard: %s: %s\n" % (args.config, exc))
         return 2

@@ -42,22 +42,30 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-import traceback
 
 from urllib.parse import urlsplit, urlunsplit
 
-try:
-    import requests
-except ImportError:
-    HAS_REQUESTS = False
-    REQUESTS_IMPORT_ERROR = traceback.format_exc()
-    _NEW_CONNECTION_ERRORS = ()
-else:
-    HAS_REQUESTS = True
-    REQUESTS_IMPORT_ERROR = None
-    # urllib3 (requests' own transport, reached through requests so that only
-    # requests is imported) raises this for every failure to open the TCP connection.
-    _NEW_CONNECTION_ERRORS = (requests.packages.urllib3.exceptions.NewConnectionError,)
+try:  # installed next to a daemon on a host (tried first: nothing of Ansible is imported there)
+    import _systemd as systemd  # type: ignore[no-redef]
+    import _vllm_client as client  # type: ignore[no-redef]
+except ImportError:  # inside the collection
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd as systemd
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_client as client
+
+# The unit's state a start-up wait reads (the one systemctl show reader is _systemd's).
+UnitState = systemd.UnitState
+UnitStateError = systemd.UnitStateError
+WAIT_PROPERTIES = ("LoadState", "ActiveState", "SubState", "Result", "ExecMainStatus", "NRestarts",
+                   "ExecMainStartTimestampMonotonic")
+WAIT_FIELDS = ("name", "load_state", "active_state", "sub_state", "result", "exec_main_status", "n_restarts",
+               "main_started")
+
+requests = client.requests
+HAS_REQUESTS = client.HAS_REQUESTS
+REQUESTS_IMPORT_ERROR = client.REQUESTS_IMPORT_ERROR
+# urllib3 (requests' own transport, reached through requests so that only requests is
+# imported) raises this for every failure to open the TCP connection.
+_NEW_CONNECTION_ERRORS = (requests.packages.urllib3.exceptions.NewConnectionError,) if requests is not None else ()
 
 
 SERVING = "serving"
@@ -109,58 +117,6 @@ class ProbeResult:
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
-
-
-@dataclasses.dataclass
-class UnitState:
-    """A systemd unit's state, as ``systemctl show`` reports it.
-
-    ``n_restarts`` is ``NRestarts`` (systemd's own restarts under ``Restart=``; reset when
-    the unit is started by hand), ``main_started`` is ``ExecMainStartTimestampMonotonic``
-    (microseconds of CLOCK_MONOTONIC when the current main process started; changes with
-    every new run).
-    """
-
-    name: str
-    load_state: str | None = None
-    active_state: str | None = None
-    sub_state: str | None = None
-    result: str | None = None
-    exec_main_status: int | None = None
-    n_restarts: int | None = None
-    main_started: int | None = None
-
-    @property
-    def down(self) -> bool:
-        """True when the unit is not running and systemd will not start it again by itself.
-
-        ``failed``; ``inactive`` (stopped, or vLLM's API server exited with status 0
-        after its engine died, so ``Restart=on-failure`` does not fire); ``active``
-        with SubState ``exited`` (no main process left); or the unit does not exist.
-        ``activating`` (including SubState ``auto-restart``) and ``deactivating``
-        are not down: systemd is still working on it.
-        """
-        if self.load_state in ("not-found", "masked", "error", "bad-setting"):
-            return True
-        if self.active_state in ("failed", "inactive"):
-            return True
-        return self.active_state == "active" and self.sub_state == "exited"
-
-    def describe(self) -> str:
-        return "ActiveState=%s, SubState=%s, Result=%s, ExecMainStatus=%s%s" % (
-            self.active_state,
-            self.sub_state,
-            self.result,
-            self.exec_main_status,
-            "" if self.load_state in (None, "loaded") else ", LoadState=%s" % self.load_state,
-        )
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-
-class UnitStateError(Exception):
-    """``systemctl show`` could not be run or did not answer."""
 
 
 # A start-up wait gives up at the unit's second crash since it began: one crash may be a
@@ -316,21 +272,8 @@ def _fmt(seconds: float) -> str:
     return ("%.3f" % seconds).rstrip("0").rstrip(".")
 
 
-def _no_proxies() -> dict:
-    """Per-request ``proxies`` that switch off HTTP_PROXY, HTTPS_PROXY and ALL_PROXY.
-
-    A health probe has to reach the endpoint itself, not whatever a proxy answers
-    for it. requests adds environment proxies to the dict it is given, so every
-    request gets a fresh one.
-    """
-    return {"http": None, "https": None, "all": None}
-
-
-def _headers(api_key: str | None) -> dict:
-    headers = {"Accept": "application/json"}
-    if api_key:
-        headers["Authorization"] = "Bearer %s" % api_key
-    return headers
+_no_proxies = client.no_proxies
+_headers = client.headers
 
 
 class _Failed(Exception):
@@ -621,35 +564,11 @@ def _ended(ok, reason, last, url, elapsed, attempts, message=None, unit=None, jo
 
 
 def systemd_unit_state(unit: str, run_command, systemctl: str = "systemctl") -> UnitState:
-    """Read a unit's state with ``systemctl show -p LoadState,ActiveState,SubState,Result,ExecMainStatus,NRestarts,
-    ExecMainStartTimestampMonotonic UNIT``.
+    """Read what a start-up wait needs of a unit (``_systemd.show``); raises :class:`UnitStateError`.
 
-    ``run_command(argv)`` returns ``(rc, stdout, stderr)`` like
-    ``AnsibleModule.run_command``. Raises :class:`UnitStateError` when it fails.
+    ``run_command(argv)`` returns ``(rc, stdout, stderr)`` like ``AnsibleModule.run_command``.
     """
-    argv = [systemctl, "show", "-p", "LoadState,ActiveState,SubState,Result,ExecMainStatus,NRestarts,"
-            "ExecMainStartTimestampMonotonic", "--", unit]
-    rc, out, err = run_command(argv)
-    if rc != 0:
-        raise UnitStateError("%s failed (rc %s): %s" % (" ".join(argv), rc, (err or out or "").strip()))
-    values = {}
-    for line in (out or "").splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            values[key.strip()] = value.strip()
-    if "ActiveState" not in values:
-        raise UnitStateError("%s did not report ActiveState: %r" % (" ".join(argv), out))
-    return UnitState(
-        name=unit,
-        load_state=values.get("LoadState") or None,
-        active_state=values.get("ActiveState") or None,
-        sub_state=values.get("SubState") or None,
-        result=values.get("Result") or None,
-        exec_main_status=_int_or_none(values.get("ExecMainStatus")),
-        n_restarts=_int_or_none(values.get("NRestarts")),
-        # 0 when the unit never ran.
-        main_started=_int_or_none(values.get("ExecMainStartTimestampMonotonic")) or None,
-    )
+    return systemd.show(unit, run_command, systemctl, properties=WAIT_PROPERTIES)
 
 
 def _int_or_none(text):

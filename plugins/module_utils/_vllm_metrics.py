@@ -44,13 +44,13 @@ except ImportError:
 else:
     PROMETHEUS_CLIENT_IMPORT_ERROR = None
 
-try:
-    import requests
-except ImportError:
-    requests = None
-    REQUESTS_IMPORT_ERROR = traceback.format_exc()
-else:
-    REQUESTS_IMPORT_ERROR = None
+try:  # inside the collection
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_client as client
+except ImportError:  # installed next to a daemon on a host
+    import _vllm_client as client  # type: ignore[no-redef]
+
+requests = client.requests
+REQUESTS_IMPORT_ERROR = client.REQUESTS_IMPORT_ERROR
 
 
 TOPOLOGY_REPLICAS = "replicas"
@@ -92,8 +92,6 @@ SUMMED = ("num_requests_running", "num_requests_waiting", "prompt_tokens_total",
 WEIGHTING_CAPACITY = "capacity"
 WEIGHTING_UNWEIGHTED = "unweighted"
 
-# Env proxies (HTTP_PROXY, ALL_PROXY) must not reroute a direct read of an engine.
-_NO_PROXIES = {"http": None, "https": None, "all": None}
 _ERRNO_RE = re.compile(r"\[Errno -?\d+\] [^'\")]+")
 
 
@@ -168,17 +166,12 @@ def make_fetch(timeout=DEFAULT_TIMEOUT, api_key=None):
     if requests is None:
         raise MetricsError("the Python library requests is required: %s" % REQUESTS_IMPORT_ERROR)
     session = requests.Session()
-    headers = {
-        # Classic text format (what vLLM serves unless OpenMetrics is asked for).
-        "Accept": "text/plain;version=0.0.4",
-        "User-Agent": "factory_floor.llm.vllm_metrics",
-    }
-    if api_key:
-        headers["Authorization"] = "Bearer %s" % api_key
+    # Classic text format (what vLLM serves unless OpenMetrics is asked for).
+    headers = client.headers(api_key, accept="text/plain;version=0.0.4", **{"User-Agent": "factory_floor.llm.vllm_metrics"})
 
     def fetch(url):
         try:
-            response = session.get(url, headers=headers, timeout=timeout, proxies=dict(_NO_PROXIES),
+            response = session.get(url, headers=headers, timeout=timeout, proxies=client.no_proxies(),
                                    allow_redirects=False)
         except requests.exceptions.Timeout:
             raise ScrapeError("GET %s: no answer within %gs" % (url, timeout)) from None
