@@ -147,3 +147,21 @@ def status_server(body, address: str, port: int, path: str = "/state"):
     server = ThreadingHTTPServer((address, port), Handler)
     server.daemon_threads = True
     return server
+
+
+def configure(argv, description: str, load, describe, prefix: str = "", dry_run: bool = False, prog: str | None = None):
+    """The command line and the configuration: ``(args, config)``, or ``(None, exit status)`` when the run ends here.
+
+    A configuration that cannot be read or is wrong is named on stderr (status 2);
+    ``--check-config`` prints ``describe(path, config)`` (status 0).
+    """
+    args = parse_args(argv, description, dry_run=dry_run, prog=prog)
+    try:
+        config = load_json(args.config, load)
+    except (OSError, ValueError) as exc:
+        sys.stderr.write("%s%s: %s\n" % (prefix, args.config, exc))
+        return None, 2
+    if args.check_config:
+        sys.stdout.write(prefix + describe(args.config, config) + "\n")
+        return None, 0
+    return args, config

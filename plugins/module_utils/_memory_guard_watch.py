@@ -59,7 +59,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 try:  # inside the collection
@@ -761,18 +760,14 @@ def _journal(priority, line):
 
 
 def main(argv=None):
-    args = daemon.parse_args(argv, "Factory Floor memory guard: hold co-resident workloads to their declared peaks and "
-                             "keep a floor under MemAvailable, never acting on the vLLM engines.",
-                             dry_run=True, prog="_memory_guard_watch.py")
-    try:
-        config = daemon.load_json(args.config, load_config)
-    except (OSError, ValueError) as exc:
-        sys.stderr.write("memory guard: %s: %s\n" % (args.config, exc))
-        return 2
-    if args.check_config:
-        sys.stdout.write("memory guard: %s: %d workloads, floor %s GiB, every %.0f s\n"
-                         % (args.config, len(config["workloads"]), _gib(config["floor"]), config["interval"]))
-        return 0
+    args, config = daemon.configure(
+        argv, "Factory Floor memory guard: hold co-resident workloads to their declared peaks and keep a floor under "
+        "MemAvailable, never acting on the vLLM engines.", load_config,
+        lambda path, c: "%s: %d workloads, floor %s GiB, every %.0f s" % (path, len(c["workloads"]), _gib(c["floor"]),
+                                                                          c["interval"]),
+        prefix="memory guard: ", dry_run=True, prog="_memory_guard_watch.py")
+    if args is None:
+        return config
     host = Host(systemctl=config["systemctl"], proc_root=config["proc_root"], cgroup_root=config["cgroup_root"],
                 meminfo=config["meminfo"])
     guard = Guard(config, host, _journal, dry_run=args.dry_run)

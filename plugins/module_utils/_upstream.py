@@ -342,13 +342,12 @@ class Syncer:
 
 
 def main(argv=None):
-    args = daemon.parse_args(argv, "Keep nginx's vLLM upstream equal to the engines that serve.")
+    args, config = daemon.configure(
+        argv, "Keep nginx's vLLM upstream equal to the engines that serve.", load_config,
+        lambda path, c: "%s: ok (%d engines, a probe every %gs)" % (path, len(c["candidates"]), float(c.get("interval", 1.0))))
+    if args is None:
+        return config
     try:
-        config = daemon.load_json(args.config, load_config)
-        if args.check_config:
-            sys.stdout.write("%s: ok (%d engines, a probe every %gs)\n"
-                             % (args.config, len(config["candidates"]), float(config.get("interval", 1.0))))
-            return 0
         syncer = Syncer(config)
     except (OSError, ValueError) as exc:
         sys.stderr.write("%s: %s\n" % (args.config, exc))

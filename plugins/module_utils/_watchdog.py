@@ -545,16 +545,11 @@ def make_status_server(watchdog: Watchdog, address: str, port: int):
 
 
 def main(argv=None) -> int:
-    args = daemon.parse_args(argv, "Watch one vLLM engine's systemd unit; restart it when hung or dead.")
-    try:
-        config = daemon.load_json(args.config, load_config)
-    except (OSError, ValueError) as exc:
-        sys.stderr.write("%s: %s\n" % (args.config, exc))
-        return 2
-    if args.check_config:
-        sys.stdout.write("%s: ok (role %s, unit %s, hang detection bound %gs)\n" % (
-            args.config, config.role, config.unit, config.detection_bound))
-        return 0
+    args, config = daemon.configure(
+        argv, "Watch one vLLM engine's systemd unit; restart it when hung or dead.", load_config,
+        lambda path, c: "%s: ok (role %s, unit %s, hang detection bound %gs)" % (path, c.role, c.unit, c.detection_bound))
+    if args is None:
+        return config
     watchdog = Watchdog(config)
     stop = daemon.stop_event()
     server = None

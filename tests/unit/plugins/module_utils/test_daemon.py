@@ -85,3 +85,16 @@ def test_status_server():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_configure(tmp_path, capsys):
+    path = tmp_path / "c.json"
+    path.write_text('{"interval": 5}')
+    args, config = daemon.configure(["--config", str(path)], "a daemon", dict, lambda p, c: "unused")
+    assert args.config == str(path) and config == {"interval": 5}
+    assert daemon.configure(["--config", str(path), "--check-config"], "a daemon", dict,
+                            lambda p, c: "%s: every %ds" % (p, c["interval"]), prefix="guard: ") == (None, 0)
+    assert capsys.readouterr().out == "guard: %s: every 5s\n" % path
+    path.write_text("{")
+    assert daemon.configure(["--config", str(path)], "a daemon", dict, str, prefix="guard: ") == (None, 2)
+    assert capsys.readouterr().err.startswith("guard: %s: " % path)
