@@ -214,3 +214,66 @@ def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=
     plan["gate_hosts"] = gate_hosts(plan, engines, head, failed)
     plan.update(conclude(plan, engines, head, failed))
     return plan
+
+
+# --- The rolling upgrade (switch-model.yml) -----------------------------------------------------
+#
+# ``replicas``: per engine host, what it serves now and what it is to serve: ``running`` (the
+# model directory vLLM lists as root), ``running_image`` (its container's image ID, "" with
+# the venv runtime), ``model``, ``image`` and ``image_id`` (the candidate's).
+
+
+def _keep16(text):
+    """Jinja's ``truncate(16, true, '')`` (leeway 5): the build id's first 16 characters."""
+    text = str(text)
+    return text if len(text) <= 21 else text[:16]
+
+
+def upgrade_done(replica: dict) -> bool:
+    """Whether a replica serves the candidate already: its model, and (container runtime) in its image."""
+    if replica.get("running") != replica.get("model"):
+        return False
+    return not replica.get("image") or bool(replica.get("image_id")) and replica.get("running_image") == replica["image_id"]
+
+
+def upgrade_plan(engines, replicas, target, startup=None, incumbents=None, notes=None):
+    """What the rolling upgrade does, from what the replicas serve and what happened so far.
+
+    ``todo``: the replicas that do not serve the candidate yet, in inventory order. ``stop``:
+    a replica failed, so the ones after it keep the old build. ``roll_back``: the replicas
+    upgraded in this run that go back to the old build because one failed - not when the
+    failed one could not get its old build back (the upgraded one is then the only one
+    serving). ``announcement``: what the preflight prints.
+    """
+    notes = notes or {}
+    todo = [host for host in engines if not upgrade_done(replicas.get(host) or {})]
+    failed = [host for host in engines if (notes.get(host) or {}).get("failed")]
+    restore_failed = [host for host in engines if (notes.get(host) or {}).get("restore_failed")]
+    upgraded = [host for host in engines if (notes.get(host) or {}).get("upgraded")]
+    return {
+        "todo": todo,
+        "stop": bool(failed),
+        "roll_back": upgraded if failed and not restore_failed else [],
+        "announcement": upgrade_announcement(engines, todo, target, startup, incumbents),
+    }
+
+
+def upgrade_announcement(engines, todo, target, startup=None, incumbents=None):
+    """The sentence the upgrade prints before anything changes."""
+    if not todo:
+        return "Every replica already serves %s: nothing to do." % target
+    seconds = float((startup or {}).get("replicas") or 0)
+    scores = []
+    for host in todo:
+        incumbent = (incumbents or {}).get(host) or {}
+        score = incumbent.get("score")
+        scores.append("%s %s (build %s) scores %s" % (host, incumbent.get("model_path", "?"),
+                                                      _keep16(incumbent.get("build_id", "?")),
+                                                      "nothing stored" if score is None else score))
+    return ("Upgrading %s to %s, one replica at a time. Each leaves the proxy for about one replica start-up (%s) plus "
+            "the tool-calling test; %s. Each is compared with the build it serves now: %s." % (
+                ", ".join(todo), target,
+                "%s min, last measured" % _minutes(seconds) if seconds > 0 else "not measured yet here; 5 to 13 min on GB10",
+                "the other replica serves meanwhile" if len(engines) >= 2 else
+                "it is the only replica (switch_model_allow_outage): the model is down meanwhile, clients get 503",
+                "; ".join(scores)))

@@ -38,10 +38,31 @@ def test_after_a_failed_gate(run_module):
     assert (result["rollback"], result["heal_left"], result["expected_in_rotation"]) == (False, ["spark-b"], ["spark-a"])
 
 
-def test_every_returned_key_is_documented(run_module):
-    code, result = run_module(module, ARGS)
+UPGRADE = {"procedure": "upgrade", "engines": ["spark-a", "spark-b"], "target": "/models/New",
+           "replicas": {"spark-a": {"running": "/models/New", "model": "/models/New", "image": ""},
+                        "spark-b": {"running": "/models/Old", "model": "/models/New", "image": ""}},
+           "notes": {"spark-b": {"failed": True}}}
+
+
+@pytest.mark.parametrize("args, procedure", [(ARGS, "switch"), (UPGRADE, "upgrade")])
+def test_every_returned_key_is_documented(run_module, args, procedure):
+    code, result = run_module(module, args)
     assert code == 0, result
-    assert set(result) - {"changed", "invocation", "warnings", "deprecations"} == set(yaml.safe_load(module.RETURN))
+    documented = yaml.safe_load(module.RETURN)
+    expected = {k for k, v in documented.items() if v["returned"] in ("always", "with O(procedure=%s)" % procedure)}
+    assert set(result) - {"changed", "invocation", "warnings", "deprecations"} == expected
+
+
+def test_upgrade(run_module):
+    code, result = run_module(module, UPGRADE)
+    assert code == 0, result
+    assert (result["todo"], result["stop"], result["roll_back"]) == (["spark-b"], True, [])
+    assert result["announcement"].startswith("Upgrading spark-b to /models/New, one replica at a time.")
+
+
+def test_a_switch_needs_its_topology_and_head(run_module):
+    code, result = run_module(module, {"engines": ["spark-a"]})
+    assert code == 1 and "topology, head" in result["msg"]
 
 
 @pytest.mark.parametrize("args, words", [
