@@ -40,7 +40,6 @@ and the module share):
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 
 from urllib.parse import urlsplit, urlunsplit
@@ -52,7 +51,13 @@ except ImportError:  # inside the collection
     from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd as systemd
     from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_client as client
 
-# The unit's state a start-up wait reads (the one systemctl show reader is _systemd's).
+# The unit's state a start-up wait reads (the one systemctl show reader is _systemd's), and
+# what its processes and journal say when it does not start (also _systemd's).
+PROCESS_COLUMNS = systemd.PROCESS_COLUMNS
+container_pid = systemd.container_pid
+process_lines = systemd.process_lines
+systemd_journal = systemd.journal
+unit_process_lines = systemd.unit_process_lines
 UnitState = systemd.UnitState
 UnitStateError = systemd.UnitStateError
 WAIT_PROPERTIES = ("LoadState", "ActiveState", "SubState", "Result", "ExecMainStatus", "NRestarts",
@@ -569,120 +574,3 @@ def systemd_unit_state(unit: str, run_command, systemctl: str = "systemctl") -> 
     ``run_command(argv)`` returns ``(rc, stdout, stderr)`` like ``AnsibleModule.run_command``.
     """
     return systemd.show(unit, run_command, systemctl, properties=WAIT_PROPERTIES)
-
-
-def _int_or_none(text):
-    try:
-        return int(text) if text else None
-    except ValueError:
-        return None
-
-
-PROCESS_COLUMNS = "pid name state cpu_seconds last_core allowed_cores"
-
-
-def process_lines(root_pid: int, proc_dir: str = "/proc") -> list:
-    """One line per process in the tree under ``root_pid`` (itself included), from ``/proc``.
-
-    Columns: :data:`PROCESS_COLUMNS` - state as ``/proc/PID/status`` says it (R, S,
-    D, T ...), CPU seconds (utime + stime, at the kernel's 100 ticks a second),
-    the core it last ran on, and the cores it may run on (``Cpus_allowed_list``).
-    A process runnable (R) for minutes with no CPU seconds gained is held somewhere.
-    Processes that vanish while being read are left out. Never raises.
-    """
-    parents = {}
-    try:
-        names = os.listdir(proc_dir)
-    except OSError:
-        return []
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(os.path.join(proc_dir, name, "stat"), encoding="utf-8", errors="replace") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 36:
-            parents[int(name)] = (int(fields[1]), fields)
-    tree = [root_pid] if root_pid in parents else []
-    for pid in tree:  # grows while it is walked: breadth first
-        tree.extend(sorted(child for child, entry in parents.items() if entry[0] == pid and child not in tree))
-    lines = []
-    for pid in tree:
-        fields = parents[pid][1]
-        status = {}
-        try:
-            with open(os.path.join(proc_dir, str(pid), "status"), encoding="utf-8", errors="replace") as handle:
-                for line in handle:
-                    key, sep, value = line.partition(":")
-                    if sep:
-                        status[key] = value.strip()
-        except OSError:
-            continue
-        cpu = (int(fields[11]) + int(fields[12])) / 100.0
-        lines.append("%d %s %s %.1f %s %s" % (pid, status.get("Name", "?"), (status.get("State") or "?").split()[0],
-                                              cpu, fields[36], status.get("Cpus_allowed_list", "?")))
-    return lines
-
-
-def container_pid(engine: str, name: str, run_command) -> int:
-    """Host PID of a container's main process (``ENGINE container inspect --format {{.State.Pid}} NAME``).
-
-    With the container runtime the engine's processes are not under the unit's main
-    process (the ``docker run`` / ``podman run`` client): docker starts them under
-    containerd-shim, podman under conmon. The container's main process is vLLM's API
-    server (the role runs it with ``--entrypoint vllm``), the root of the same tree
-    the unit's MainPID is with the venv runtime. ``run_command(argv)`` returns
-    ``(rc, stdout, stderr)``. 0 when the container does not run or cannot be read;
-    never raises.
-    """
-    try:
-        rc, out, _err = run_command([engine, "container", "inspect", "--format", "{{.State.Pid}}", name])
-    except Exception:  # pylint: disable=broad-except
-        return 0
-    if rc != 0:
-        return 0
-    # The last line that is a number: podman may print warnings first (on the same stream for some callers).
-    for line in reversed((out or "").splitlines()):
-        if line.strip().isdigit():
-            return int(line.strip())
-    return 0
-
-
-def unit_process_lines(unit: str, run_command, systemctl: str = "systemctl", proc_dir: str = "/proc",
-                       container_engine: str = "", container_name: str = "") -> list:
-    """:func:`process_lines` of the unit's main process (``systemctl show -p MainPID``). Never raises.
-
-    With ``container_engine`` (and ``container_name``, default the unit's name without
-    ``.service``, as the vllm role names its containers), the lines of the
-    container's processes follow (:func:`container_pid`): the unit's own tree is then
-    only the engine's client.
-    """
-    try:
-        rc, out, _err = run_command([systemctl, "show", "-p", "MainPID", "--value", "--", unit])
-        pid = int((out or "").strip() or 0) if rc == 0 else 0
-    except Exception:  # pylint: disable=broad-except
-        pid = 0
-    lines = process_lines(pid, proc_dir) if pid > 0 else []
-    if container_engine:
-        name = container_name or (unit[:-len(".service")] if unit.endswith(".service") else unit)
-        root = container_pid(container_engine, name, run_command)
-        lines += process_lines(root, proc_dir) if root > 0 else []
-    return lines
-
-
-def systemd_journal(unit: str, run_command, lines: int = 30, journalctl: str = "journalctl") -> list:
-    """Return the last ``lines`` journal lines of the unit (``journalctl -u UNIT -n LINES --no-pager``).
-
-    Never raises: when journalctl fails, the one line returned says why.
-    """
-    argv = [journalctl, "-u", unit, "-n", str(lines), "--no-pager"]
-    try:
-        rc, out, err = run_command(argv)
-    except Exception as exc:  # pylint: disable=broad-except
-        return ["(%s could not run: %s)" % (" ".join(argv), exc)]
-    if rc != 0:
-        return ["(%s failed, rc %s: %s)" % (" ".join(argv), rc, (err or out or "").strip())]
-    return (out or "").rstrip("\n").splitlines()

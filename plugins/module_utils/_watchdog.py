@@ -59,10 +59,11 @@ try:  # inside the collection
     from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as health
     from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_metrics as metrics
     from ansible_collections.factory_floor.llm.plugins.module_utils._daemon import ERR, INFO, NOTICE, WARNING, write_atomic
-    from ansible_collections.factory_floor.llm.plugins.module_utils._watchdog_config import (
-        BUSY, Budget, Config, ConfigError, DEAD, DOWN, DROPIN_NAME, FOLLOWING, GAVE_UP, GIVE_UP, HISTORY_KEPT,
+    # DEAD, HUNG and SLOW are read through this module by its tests (the verdicts it logs).
+    from ansible_collections.factory_floor.llm.plugins.module_utils._watchdog_config import (  # pylint: disable=unused-import
+        BUSY, Budget, Config, DEAD, DROPIN_NAME, FOLLOWING, GAVE_UP, GIVE_UP, HISTORY_KEPT,
         HUNG, MAINTENANCE, NONE, NOT_WANTED, PROBE, RESTART, ROLE_HEAD, ROLE_WORKER, SERVING, SLOW, STARTING,
-        SUSPECT, UNIT_PROPERTIES, UnitInfo, WRONG_MODEL, follow_decision, load_config, parse_unit_show,
+        UNIT_PROPERTIES, UnitInfo, follow_decision, load_config, parse_unit_show,
     )
     from ansible_collections.factory_floor.llm.plugins.module_utils._watchdog_judge import (
         Counters, Judge, Probe, Sample, Verdict, _secs,
@@ -76,10 +77,10 @@ except ImportError:  # installed next to the daemon on an engine host
     import _vllm_health as health  # type: ignore[no-redef]
     import _vllm_metrics as metrics  # type: ignore[no-redef]
     from _daemon import ERR, INFO, NOTICE, WARNING, write_atomic  # type: ignore[no-redef]
-    from _watchdog_config import (  # type: ignore[no-redef]
-        BUSY, Budget, Config, ConfigError, DEAD, DOWN, DROPIN_NAME, FOLLOWING, GAVE_UP, GIVE_UP, HISTORY_KEPT,
+    from _watchdog_config import (  # type: ignore[no-redef]  # pylint: disable=unused-import
+        BUSY, Budget, Config, DEAD, DROPIN_NAME, FOLLOWING, GAVE_UP, GIVE_UP, HISTORY_KEPT,
         HUNG, MAINTENANCE, NONE, NOT_WANTED, PROBE, RESTART, ROLE_HEAD, ROLE_WORKER, SERVING, SLOW, STARTING,
-        SUSPECT, UNIT_PROPERTIES, UnitInfo, WRONG_MODEL, follow_decision, load_config, parse_unit_show,
+        UNIT_PROPERTIES, UnitInfo, follow_decision, load_config, parse_unit_show,
     )
     from _watchdog_judge import (  # type: ignore[no-redef]
         Counters, Judge, Probe, Sample, Verdict, _secs,

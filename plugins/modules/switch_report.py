@@ -110,8 +110,8 @@ options:
   plan:
     description:
       - With O(procedure), what the run decided and what the closing play read.
-      - V(switch) reads C(start) (epoch seconds; else the first host's C(start) event), C(topology), C(on_target), C(heal), C(heal_hosts), C(heal_holders), C(heal_ready), C(heal_left),
-        C(drained_other) (host to drain holder), C(gated), C(incumbent), C(incumbent_score), C(rollback), C(api_engines)
+      - V(switch) reads C(start) (epoch seconds; else the first host's C(start) event), C(topology), C(on_target),
+        C(heal), C(heal_hosts), C(heal_holders), C(heal_ready), C(heal_left), C(drained_other) (host to drain holder), C(gated), C(incumbent), C(incumbent_score), C(rollback), C(api_engines)
         (the factory_floor.llm.switch_plan module's keys), C(inventory) (the topology record's), C(rotation_error) and
         C(inventory_sources).
       - V(upgrade) reads C(target) (in words), C(todo) (the replicas to upgrade), C(start) (epoch seconds), C(old)
@@ -179,52 +179,52 @@ left_drained:
   elements: str
 downtime:
   description: Seconds without a model, the longest stretch with no answered request.
-  returned: unless O(procedure=switch) switched nothing (outcome V(unchanged), V(healed), V(heal_failed))
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: float
   sample: 97.4
 count_502:
   description: Requests answered 502 by the proxy during the whole switch.
-  returned: unless O(procedure=switch) switched nothing (outcome V(unchanged), V(healed), V(heal_failed))
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: int
   sample: 0
 count_503:
   description: Requests answered 503 (no engine serving; sent with Retry-After).
-  returned: unless O(procedure=switch) switched nothing (outcome V(unchanged), V(healed), V(heal_failed))
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: int
   sample: 180
 failures_after_serving:
   description: Requests that started after C(first_serving) and were not answered 200.
-  returned: unless O(procedure=switch) switched nothing (outcome V(unchanged), V(healed), V(heal_failed))
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: int
   sample: 0
 count_502_after_serving:
   description: 502 answers among C(failures_after_serving).
-  returned: unless O(procedure=switch) switched nothing (outcome V(unchanged), V(healed), V(heal_failed))
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: int
   sample: 0
 failures_after_serving_sample:
   description: Up to five of those requests, as the probe client logged them.
-  returned: unless O(procedure=switch) switched nothing (outcome V(unchanged), V(healed), V(heal_failed))
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: list
   elements: dict
 requests:
   description: Requests the probe client sent.
-  returned: unless O(procedure=switch) switched nothing (outcome V(unchanged), V(healed), V(heal_failed))
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: int
   sample: 412
 by_status:
   description: Request counts by HTTP status (C("0") = no HTTP answer).
-  returned: unless O(procedure=switch) switched nothing (outcome V(unchanged), V(healed), V(heal_failed))
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: dict
   sample: {"200": 230, "503": 182}
 startup:
   description: Seconds from the old topology stopped to the first new engine serving, or null.
-  returned: unless O(procedure=switch) switched nothing (outcome V(unchanged), V(healed), V(heal_failed))
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: float
   sample: 96.1
 timeline:
   description: The timeline as seconds since C(start).
-  returned: unless O(procedure=switch) switched nothing (outcome V(unchanged), V(healed), V(heal_failed))
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: dict
 outcome:
   description:
@@ -240,31 +240,31 @@ reason:
   type: str
 engines:
   description: The engines given.
-  returned: unless O(procedure=switch) switched nothing (outcome V(unchanged), V(healed), V(heal_failed))
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: dict
 tool_score:
   description: The tool score given.
-  returned: unless O(procedure=switch) switched nothing (outcome V(unchanged), V(healed), V(heal_failed))
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: float
 first_serving:
   description: Epoch seconds when the first new engine served.
-  returned: unless O(procedure=switch) switched nothing (outcome V(unchanged), V(healed), V(heal_failed))
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: float
 downtime_from:
   description: Epoch seconds the longest gap began.
-  returned: unless O(procedure=switch) switched nothing (outcome V(unchanged), V(healed), V(heal_failed))
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: float
 downtime_to:
   description: Epoch seconds the longest gap ended.
-  returned: unless O(procedure=switch) switched nothing (outcome V(unchanged), V(healed), V(heal_failed))
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: float
 count_200:
   description: Requests answered 200.
-  returned: unless O(procedure=switch) switched nothing (outcome V(unchanged), V(healed), V(heal_failed))
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: int
 count_no_answer:
   description: Requests with no HTTP answer at all.
-  returned: unless O(procedure=switch) switched nothing (outcome V(unchanged), V(healed), V(heal_failed))
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: int
 table:
   description: The report as lines for people.
