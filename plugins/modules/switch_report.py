@@ -111,8 +111,9 @@ options:
     description:
       - With O(procedure), what the run decided and what the closing play read.
       - V(switch) reads C(start) (epoch seconds; else the first host's C(start) event), C(topology), C(on_target),
-        C(heal), C(heal_hosts), C(heal_holders), C(heal_ready), C(heal_left), C(drained_other) (host to drain holder), C(gated), C(incumbent), C(incumbent_score), C(rollback), C(api_engines)
-        (the factory_floor.llm.switch_plan module's keys), C(inventory) (the topology record's), C(rotation_error) and
+        C(heal), C(heal_hosts), C(heal_holders), C(heal_ready), C(heal_left), C(drained_other) (host to drain holder),
+        C(gated), C(incumbent), C(incumbent_score), C(rollback), C(api_engines) (the factory_floor.llm.switch_plan
+        module's keys), C(inventory) (the topology record's), C(rotation_error) and
         C(inventory_sources).
       - V(upgrade) reads C(target) (in words), C(todo) (the replicas to upgrade), C(start) (epoch seconds), C(old)
         (C(model), C(image)), C(switch_model) and C(switch_image).
