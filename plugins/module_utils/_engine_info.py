@@ -34,7 +34,7 @@ def arg_diff(now: list, new: list) -> tuple:
 
 def split_nul(data: bytes) -> list:
     """``/proc/PID/cmdline`` or ``environ`` as its strings."""
-    return [part for part in data.decode("utf-8", errors="replace").split("\0")]
+    return data.decode("utf-8", errors="replace").split("\0")
 
 
 def fingerprint_matches(environ: list, fingerprint: str) -> bool:

@@ -165,9 +165,9 @@ def announcement(plan, startup=None, incumbent_score=None):
         if plan["heal"]:
             hosts = plan["heal_hosts"]
             text = ("Already on %s, but %s %s still drained from the proxy by an interrupted %s run. Finishing it: nothing "
-                    "stops or starts; once %s" % (topology, ", ".join(hosts), "is" if len(hosts) == 1 else "are",
-                                                 " / ".join(plan["heal_holders"]),
-                                                 "they serve" if topology == "replicas" else "rank 0 serves"))
+                    "stops or starts; once %s" % (
+                        topology, ", ".join(hosts), "is" if len(hosts) == 1 else "are", " / ".join(plan["heal_holders"]),
+                        "they serve" if topology == "replicas" else "rank 0 serves"))
             if plan["gated"]:
                 text += (", the tool-calling gate tests %s directly, against tool_gate_min_score and its own build's last "
                          "passing score minus tool_gate_tolerance (the incumbent is gone), and each engine that passes "

@@ -97,6 +97,7 @@ except ImportError:  # installed next to the daemon on an engine host
         STARTING, SUSPECT, UNKNOWN, UnitInfo, WRONG_MODEL,
     )
 
+
 # --------------------------------------------------------------------------- evidence
 
 @dataclasses.dataclass

@@ -68,7 +68,7 @@ options:
     default: {}
   incumbent_score:
     description:
-      - The incumbent build's stored score (the C(tool_gate) role's C(tool_gate_incumbent) on RV(incumbent.host)), for the
+      - The incumbent build's stored score (the C(tool_gate) role's C(tool_gate_incumbent) on the host of RV(incumbent)), for the
         announcement. Empty when nothing serves or it is not known yet.
     type: dict
     default: {}

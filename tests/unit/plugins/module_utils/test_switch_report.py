@@ -257,8 +257,8 @@ def test_switch_timeline_takes_each_event_from_the_right_host():
 
 def test_switch_timeline_without_the_gate_first_serving_is_healthy():
     hosts = [{"name": "a", "events": {"start": T0, "serving": T0 + 30}}, {"name": "b", "events": {"serving": T0 + 20}}]
-    assert sr.switch_timeline(hosts, T0 + 50) == {"start": T0, "first_serving": T0 + 20, "all_serving": T0 + 30,
-                                                   "end": T0 + 50}
+    assert sr.switch_timeline(hosts, T0 + 50) == {
+        "start": T0, "first_serving": T0 + 20, "all_serving": T0 + 30, "end": T0 + 50}
 
 
 def test_switch_report_ok_gated():

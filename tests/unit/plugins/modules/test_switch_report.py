@@ -111,8 +111,8 @@ def test_bad_outcome_is_rejected(run_module, probe_log):
 
 
 def test_switch_procedure(run_module, probe_log):
-    hosts = [{"name": "spark-a", "health": "serving", "events": {"start": T0 - 1.0, "old_stopped": T0 + 2.5,
-                                                                  "serving": T0 + 12.0}}]
+    hosts = [{"name": "spark-a", "health": "serving",
+              "events": {"start": T0 - 1.0, "old_stopped": T0 + 2.5, "serving": T0 + 12.0}}]
     code, result = run_module(module, {"probe_log": str(probe_log), "procedure": "switch", "hosts": hosts,
                                        "plan": {"topology": "replicas", "gated": False}})
     assert code == 0, result
