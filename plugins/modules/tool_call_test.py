@@ -404,15 +404,17 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._tool_call impor
     HAS_REQUESTS,
     REQUESTS_IMPORT_ERROR,
     AbortRun,
-    SuiteError,
     combine_runs,
     first_model,
-    load_bfcl,
-    load_suite_file,
-    merge_suites,
     normalize_url,
     run_suite,
     score,
+)
+from ansible_collections.factory_floor.llm.plugins.module_utils._tool_check import SuiteError
+from ansible_collections.factory_floor.llm.plugins.module_utils._tool_suite import (
+    load_bfcl,
+    load_suite_file,
+    merge_suites,
     select_cases,
     suite_digest,
 )
