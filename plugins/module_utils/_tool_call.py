@@ -12,10 +12,12 @@ The rules a case must pass (the gate's contract, MISSION.md / issue 9):
 
 * HTTP 200 with one choice;
 * a case that expects calls: ``finish_reason`` is ``tool_calls``; the calls are in
-  ``message.tool_calls`` (a call written as text in ``content`` fails); each call
-  names a tool the request offered; its ``arguments`` is a JSON object that
-  matches the tool's ``parameters`` schema and the case's expected values; the
-  calls match the expected ones one to one, in any order;
+  ``message.tool_calls`` (a call written as text in ``content`` fails, and so does
+  tool-call markup left in ``content`` beside them); each call names a tool the
+  request offered; its ``arguments`` is a JSON object that matches the tool's
+  ``parameters`` JSON Schema (checked with the ``jsonschema`` library) and the
+  case's expected values; the calls match the expected ones one to one, in any
+  order;
 * a case that expects text: no tool call, ``finish_reason`` ``stop`` (or
   ``length``), non-empty ``content`` that contains what the case asks for;
 * streamed (``stream: true``): the same rules on the reply reassembled from the

@@ -5,17 +5,19 @@
 """The tool-calling gate's rules: JSON Schema of a tool's parameters, expected values, replies.
 
 Private to the collection; the checking layer of ``factory_floor.llm.tool_call_test``
-(``_tool_suite`` reads suites, ``_tool_call`` runs them and scores). Pure, standard
-library only.
+(``_tool_suite`` reads suites, ``_tool_call`` runs them and scores). Pure: the
+standard library and ``jsonschema`` (checked by the module with ``missing_required_lib``).
 
 The rules a case must pass (the gate's contract, MISSION.md / issue 9):
 
 * HTTP 200 with one choice;
 * a case that expects calls: ``finish_reason`` is ``tool_calls``; the calls are in
-  ``message.tool_calls`` (a call written as text in ``content`` fails); each call
-  names a tool the request offered; its ``arguments`` is a JSON object that
-  matches the tool's ``parameters`` schema and the case's expected values; the
-  calls match the expected ones one to one, in any order;
+  ``message.tool_calls`` (a call written as text in ``content`` fails, and so does
+  tool-call markup left in ``content`` beside them); each call names a tool the
+  request offered; its ``arguments`` is a JSON object that matches the tool's
+  ``parameters`` JSON Schema (checked with the ``jsonschema`` library) and the
+  case's expected values; the calls match the expected ones one to one, in any
+  order;
 * a case that expects text: no tool call, ``finish_reason`` ``stop`` (or
   ``length``), non-empty ``content`` that contains what the case asks for;
 * streamed (``stream: true``): the same rules on the reply reassembled from the
@@ -41,6 +43,20 @@ from __future__ import annotations
 
 import json
 import re
+import traceback
+from urllib.parse import unquote
+
+try:
+    import jsonschema
+    import jsonschema.exceptions
+    import jsonschema.validators
+except ImportError:  # pragma: no cover - reported by the module with missing_required_lib()
+    jsonschema = None
+    HAS_JSONSCHEMA = False
+    JSONSCHEMA_IMPORT_ERROR = traceback.format_exc()
+else:
+    HAS_JSONSCHEMA = True
+    JSONSCHEMA_IMPORT_ERROR = None
 
 
 TOOL_CHOICES = ("auto", "required", "none")
@@ -52,145 +68,135 @@ class SuiteError(ValueError):
 
 
 class SchemaError(ValueError):
-    """A tool's parameters schema uses something the checker does not support."""
+    """A tool's parameters schema is not a JSON Schema the gate can check in full."""
 
 
 # ---------------------------------------------------------------------------
-# JSON Schema, the subset OpenAI tool definitions use
+# JSON Schema of a tool's parameters, checked with the jsonschema library
 # ---------------------------------------------------------------------------
 
-# Keywords that only annotate (JSON Schema 2020-12 treats "format" as an
-# annotation by default; "optional" is BFCL's own marker).
-_ANNOTATIONS = frozenset(("description", "title", "default", "examples", "format", "optional", "$comment",
-                          "$schema", "$id", "deprecated", "readOnly", "writeOnly"))
-_KEYWORDS = frozenset(("type", "enum", "properties", "required", "items", "additionalProperties",
-                       "minimum", "maximum", "minItems", "maxItems"))
-_TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
+# Keywords that only annotate or that another keyword reads (then/else: if;
+# minContains/maxContains: contains), beside each draft's validation keywords.
+# "optional" is BFCL's own marker, "discriminator" OpenAPI's (pydantic writes it
+# next to the oneOf it describes); keys starting with "x-" are extensions.
+_ANNOTATIONS = frozenset((
+    "$schema", "$id", "$anchor", "$dynamicAnchor", "$vocabulary", "$comment", "$defs", "definitions", "id",
+    "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
+    "contentMediaType", "contentEncoding", "contentSchema", "then", "else", "minContains", "maxContains",
+    "optional", "discriminator",
+))
+# Where a keyword holds schemas: one schema, a list of them, or a mapping of name -> schema.
+_ONE_SCHEMA = ("additionalProperties", "additionalItems", "unevaluatedProperties", "unevaluatedItems", "contains",
+               "propertyNames", "not", "if", "then", "else", "contentSchema")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas", "$defs", "definitions")
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _validator_class(schema):
+    """The draft the schema names in ``$schema``, else 2020-12 (what OpenAI, pydantic and MCP tool schemas use)."""
+    return jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
 
 
-def _type_ok(value, name: str) -> bool:
-    if name == "object":
-        return isinstance(value, dict)
-    if name == "array":
-        return isinstance(value, list)
-    if name == "string":
-        return isinstance(value, str)
-    if name == "boolean":
-        return isinstance(value, bool)
-    if name == "null":
-        return value is None
-    if name == "number":
-        return _is_number(value)
-    if name == "integer":  # JSON Schema: a number with no fractional part (1.0 is an integer)
-        return _is_number(value) and float(value).is_integer()
-    raise SchemaError("unknown type %r (JSON Schema knows %s)" % (name, ", ".join(_TYPES)))
+def _resolves(schema, ref: str) -> bool:
+    """Whether a local reference (``#`` or ``#/a/b``, JSON Pointer) names a place in ``schema``."""
+    if ref == "#":
+        return True
+    if not ref.startswith("#/"):
+        return False
+    node = schema
+    for part in ref[2:].split("/"):
+        part = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return True
 
 
-def check_schema_supported(schema, path: str = "parameters") -> None:
-    """Raise :class:`SchemaError` when ``schema`` uses a keyword :func:`schema_errors` cannot check.
+def _check_keywords(node, root, known, path):
+    if isinstance(node, bool):
+        return
+    if not isinstance(node, dict):
+        raise SchemaError("%s: a schema is a mapping (or true/false), got %s" % (path, _short(node)))
+    for key, value in node.items():
+        if key not in known and key not in _ANNOTATIONS and not key.startswith("x-"):
+            raise SchemaError("%s: %r is not a JSON Schema keyword (a typo? an OpenAPI word such as nullable?); "
+                              "the gate refuses what it would not check" % (path, key))
+        if key in ("$ref", "$dynamicRef"):
+            if not isinstance(value, str) or not _resolves(root, value):
+                raise SchemaError("%s: %s %s is not a reference into this schema (#/$defs/NAME); the gate follows "
+                                  "no other, and fetches nothing" % (path, key, _short(value)))
+        elif key in _ONE_SCHEMA or (key == "items" and not isinstance(value, list)):
+            _check_keywords(value, root, known, "%s.%s" % (path, key))
+        elif key in _SCHEMA_LISTS or key == "items":
+            for index, sub in enumerate(value if isinstance(value, list) else []):
+                _check_keywords(sub, root, known, "%s.%s[%d]" % (path, key, index))
+        elif key in _SCHEMA_MAPS or (key == "dependencies" and isinstance(value, dict)):
+            for name, sub in (value.items() if isinstance(value, dict) else ()):
+                if key != "dependencies" or not isinstance(sub, list):  # draft 7: a list of property names
+                    _check_keywords(sub, root, known, "%s.%s.%s" % (path, key, name))
 
-    Refusing is safer than ignoring: an unchecked keyword would let wrong
-    arguments pass the gate.
+
+def check_schema(schema, path: str = "parameters") -> None:
+    """Raise :class:`SchemaError` when ``schema`` is not a JSON Schema the gate checks in full.
+
+    The schema must be valid under its draft's meta-schema (``$schema``, default
+    2020-12), use only that draft's keywords and annotations (a typo or an OpenAPI
+    word would be ignored by a validator, letting wrong arguments pass), and refer
+    only into itself (``$ref: '#/$defs/NAME'``; nothing is fetched).
     """
+    if jsonschema is None:
+        raise RuntimeError("the Python library jsonschema is required: %s" % JSONSCHEMA_IMPORT_ERROR)
     if not isinstance(schema, dict):
         raise SchemaError("%s: a schema must be a mapping, got %s" % (path, type(schema).__name__))
-    for key, value in schema.items():
-        if key in _ANNOTATIONS:
-            continue
-        if key not in _KEYWORDS:
-            raise SchemaError("%s: keyword %r is not supported by the tool-call checker (it checks %s)" % (
-                path, key, ", ".join(sorted(_KEYWORDS))))
-        if key == "type":
-            names = value if isinstance(value, list) else [value]
-            for name in names:
-                if name not in _TYPES:
-                    raise SchemaError("%s: unknown type %r (JSON Schema knows %s)" % (path, name, ", ".join(_TYPES)))
-        elif key == "properties":
-            if not isinstance(value, dict):
-                raise SchemaError("%s.properties must be a mapping" % path)
-            for name, sub in value.items():
-                check_schema_supported(sub, "%s.properties.%s" % (path, name))
-        elif key == "items" or (key == "additionalProperties" and isinstance(value, dict)):
-            check_schema_supported(value, "%s.%s" % (path, key))
-        elif key in ("required", "enum") and not isinstance(value, list):
-            raise SchemaError("%s.%s must be a list" % (path, key))
+    cls = _validator_class(schema)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        where = "".join("[%d]" % p if isinstance(p, int) else ".%s" % p for p in exc.path)
+        raise SchemaError("%s%s: not a valid JSON Schema (%s): %s" % (
+            path, where, cls.META_SCHEMA.get("$schema", cls.__name__), exc.message)) from None
+    _check_keywords(schema, schema, frozenset(cls.VALIDATORS), path)
+
+
+def _where(path, error) -> str:
+    return path + "".join("[%d]" % p if isinstance(p, int) else ".%s" % p for p in error.absolute_path)
 
 
 def schema_errors(value, schema, path: str = "$") -> list:
     """Where ``value`` breaks ``schema``, as messages; empty when it matches.
 
-    Checks ``type`` (a name or a list of names), ``enum``, ``properties``,
-    ``required``, ``items``, ``additionalProperties`` (boolean or schema),
-    ``minimum``/``maximum`` and ``minItems``/``maxItems``, with JSON Schema's
-    meaning. Call :func:`check_schema_supported` first for anything else.
+    Validated by the ``jsonschema`` library with the schema's draft (``$schema``,
+    default 2020-12); ``format`` is an annotation (not asserted), as 2020-12 says.
+    Call :func:`check_schema` on the schema first.
     """
+    if jsonschema is None:
+        raise RuntimeError("the Python library jsonschema is required: %s" % JSONSCHEMA_IMPORT_ERROR)
+    validator = _validator_class(schema)(schema)
     errors = []
-    if "type" in schema:
-        names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        if not any(_type_ok(value, name) for name in names):
-            return ["%s: expected %s, got %s" % (path, " or ".join(names), _json_type(value))]
-    if "enum" in schema and not any(_same_json(value, option) for option in schema["enum"]):
-        errors.append("%s: %s is not one of %s" % (path, _short(value), _short(schema["enum"])))
-    if _is_number(value):
-        if "minimum" in schema and value < schema["minimum"]:
-            errors.append("%s: %s is less than the minimum %s" % (path, value, schema["minimum"]))
-        if "maximum" in schema and value > schema["maximum"]:
-            errors.append("%s: %s is more than the maximum %s" % (path, value, schema["maximum"]))
-    if isinstance(value, dict):
-        properties = schema.get("properties", {})
-        for name in schema.get("required", []):
-            if name not in value:
-                errors.append("%s: required property %r is missing" % (path, name))
-        extra = schema.get("additionalProperties", True)
-        for name, item in value.items():
-            if name in properties:
-                errors.extend(schema_errors(item, properties[name], "%s.%s" % (path, name)))
-            elif extra is False:
-                errors.append("%s: property %r is not allowed" % (path, name))
-            elif isinstance(extra, dict):
-                errors.extend(schema_errors(item, extra, "%s.%s" % (path, name)))
-    if isinstance(value, list):
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            errors.append("%s: %d items, fewer than minItems %s" % (path, len(value), schema["minItems"]))
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            errors.append("%s: %d items, more than maxItems %s" % (path, len(value), schema["maxItems"]))
-        if isinstance(schema.get("items"), dict):
-            for index, item in enumerate(value):
-                errors.extend(schema_errors(item, schema["items"], "%s[%d]" % (path, index)))
+    try:
+        for error in validator.iter_errors(value):
+            message = error.message
+            if error.context:  # anyOf / oneOf: why each alternative failed
+                why = []
+                for sub in error.context:
+                    where = "".join("[%d]" % p if isinstance(p, int) else ".%s" % p for p in sub.relative_path)
+                    text = (where.lstrip(".") + ": " if where else "") + sub.message
+                    if text not in why:
+                        why.append(text)
+                message += " (%s)" % "; ".join(why[:4] + (["..."] if len(why) > 4 else []))
+            text = "%s: %s" % (_where(path, error), message)
+            if text not in errors:
+                errors.append(text)
+    except Exception as exc:  # pylint: disable=broad-except  # a $ref check_schema let through: never crash a run
+        errors.append("%s: the schema could not be applied: %s: %s" % (path, type(exc).__name__, exc))
     return errors
 
 
-def _json_type(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def _same_json(a, b) -> bool:
-    """JSON equality: 1 == 1.0, but true is not 1."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if _is_number(a) and _is_number(b):
-        return a == b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same_json(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _short(value, limit: int = 120) -> str:
@@ -441,6 +447,17 @@ def looks_like_call(content: str) -> bool:
     return bool(_CALL_MARKUP.search(content)) or bool(_CALL_JSON_NAME.search(content) and _CALL_JSON_ARGS.search(content))
 
 
+# Beside parsed tool_calls, the closing tags a parser left behind count too.
+_CALL_CLOSING = re.compile(r"</tool_call>|</function>", re.I)
+
+
+def markup_left(content: str) -> bool:
+    """Whether content that came with parsed ``tool_calls`` still holds tool-call markup: what
+    :func:`looks_like_call` finds, or a closing ``</tool_call>`` / ``</function>`` tag. A client shows
+    that text to its user (or runs the call twice)."""
+    return looks_like_call(content) or bool(_CALL_CLOSING.search(content))
+
+
 def reply_errors(reply: Reply, case: dict, offered: list) -> list:
     """Why ``reply`` does not pass ``case``; empty when it does. ``offered`` are the tool definitions sent."""
     if reply.error:
@@ -471,6 +488,8 @@ def reply_errors(reply: Reply, case: dict, offered: list) -> list:
         else:
             errors.append("no tool call (content: %s)" % _short(content or None))
         return errors
+    if markup_left(content):
+        errors.append("tool-call markup left in content beside the tool_calls: %s" % _short(content))
     schemas = {tool["name"]: tool["parameters"] for tool in offered}
     parsed = []
     for call in reply.tool_calls:

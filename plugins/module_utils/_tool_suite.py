@@ -23,7 +23,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._tool_check impo
     SchemaError,
     SuiteError,
     check_expected,
-    check_schema_supported,
+    check_schema,
 )
 
 
@@ -91,7 +91,7 @@ def _tool_definition(name, tool, where):
         raise SuiteError("%s: tool name %r must be 1-64 letters, digits, _ or - (OpenAI's rule)" % (where, name))
     parameters = tool.get("parameters", {"type": "object", "properties": {}})
     try:
-        check_schema_supported(parameters, "%s.parameters" % where)
+        check_schema(parameters, "%s.parameters" % where)
     except SchemaError as exc:
         raise SuiteError(str(exc)) from exc
     return {"name": name, "description": tool.get("description", ""), "parameters": parameters}

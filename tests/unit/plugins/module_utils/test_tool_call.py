@@ -14,9 +14,13 @@ import time
 import pytest
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _tool_call as tc
+from ansible_collections.factory_floor.llm.plugins.module_utils import _tool_suite as suites
 from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_tool_check import (
     CALL_IN_CONTENT,
+    FLAT_WEATHER,
+    PYDANTIC_WEATHER,
     TOOLS,
+    WEATHER_ARGUMENTS,
     completion,
     sse,
 )
@@ -133,9 +137,9 @@ def city_answer(body):
     return 200, [("get_weather", {"city": "Milan" if city == "Rome" else city})], None, None
 
 
-def run_cases(engine, concurrency, cases=RUN_CASES):
-    return tc.run_suite("http://127.0.0.1:8000/v1", cases, TOOLS, "lab-chat", concurrency=concurrency,
-                        session_factory=engine.session)
+def run_cases(engine, concurrency, cases=RUN_CASES, tools=None):
+    return tc.run_suite("http://127.0.0.1:8000/v1", cases, TOOLS if tools is None else tools, "lab-chat",
+                        concurrency=concurrency, session_factory=engine.session)
 
 
 def without_latency(results):
@@ -311,3 +315,30 @@ def test_combine_runs_refuses_mismatched_runs():
         tc.combine_runs([[_verdict("a", True)], [_verdict("b", True)]])
     with pytest.raises(ValueError, match="one or more runs"):
         tc.combine_runs([])
+
+
+def test_anyof_ref_tool_scores_like_its_flattened_equivalent():
+    """Issue 23's acceptance: a tool schema with anyOf/$ref/$defs/const scores like its flattened equivalent.
+
+    One case per argument set of WEATHER_ARGUMENTS; the server answers each with that set (right
+    where the schema allows it). The case expects exactly those values, so only the schema decides.
+    """
+    cases = [{"id": "weather_%02d" % index, "category": "schema", "prompt": "case %d" % index,
+              "tools": ["get_weather"], "tool_choice": "required",
+              "expect": {"calls": [{"name": "get_weather", "arguments": arguments}]}}
+             for index, (arguments, dummy) in enumerate(WEATHER_ARGUMENTS)]
+
+    def answer(body):
+        index = int(prompt_of(body).split()[1])
+        return 200, [("get_weather", WEATHER_ARGUMENTS[index][0])], None, None
+
+    scored = {}
+    for name, parameters in (("pydantic", PYDANTIC_WEATHER), ("flat", FLAT_WEATHER)):
+        suite = suites.merge_suites([{"name": name, "tools": {"get_weather": {"parameters": parameters}}, "cases": cases}])
+        results = run_cases(FakeEngine(answer), 1, suite["cases"], suite["tools"])
+        summary = {k: v for k, v in tc.score(results).items() if not k.startswith("latency")}
+        scored[name] = ([r["passed"] for r in results], summary)
+    valid = [ok for dummy, ok in WEATHER_ARGUMENTS]
+    assert scored["pydantic"][0] == scored["flat"][0] == valid
+    assert scored["pydantic"][1] == scored["flat"][1]
+    assert scored["flat"][1]["score"] == round(100.0 * sum(valid) / len(valid), 1)

@@ -417,6 +417,14 @@ def test_requests_missing(run, monkeypatch):
     assert code == 1 and "Failed to import the required Python library (requests)" in result["msg"]
 
 
+def test_jsonschema_missing(run, monkeypatch):
+    monkeypatch.setattr(tool_call_test, "HAS_JSONSCHEMA", False)
+    monkeypatch.setattr(tool_call_test, "JSONSCHEMA_IMPORT_ERROR", "ModuleNotFoundError: No module named 'jsonschema'")
+    code, result = run({"url": "http://127.0.0.1:8000", "suite": SUITE, "validate_only": True})
+    assert code == 1 and "Failed to import the required Python library (jsonschema)" in result["msg"]
+    assert "to check tool arguments against their JSON Schema" in result["msg"]
+
+
 def test_shipped_suite_is_where_the_docs_say():
     assert os.path.exists(DEFAULT_SUITE)
     assert "roles/tool_gate/files/suites/default.yml" in tool_call_test.DOCUMENTATION
