@@ -342,19 +342,21 @@ table:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._concurrency_plan import (
+    DEFAULT_TOLERANCE,
+    METRICS,
+    format_table,
+    recommend,
+)
 from ansible_collections.factory_floor.llm.plugins.module_utils._load import (
     DEFAULT_CONCURRENCY,
     DEFAULT_LONG_MAX_TOKENS,
     DEFAULT_LONG_PROMPT_TOKENS,
     DEFAULT_SHORT_MAX_TOKENS,
     DEFAULT_TIMEOUT,
-    DEFAULT_TOLERANCE,
-    METRICS,
     PROFILES,
     REQUESTS_IMPORT_ERROR,
     LoadError,
-    format_table,
-    recommend,
     sweep,
 )
 
