@@ -19,7 +19,9 @@ from __future__ import annotations
 from ansible_collections.factory_floor.llm.plugins.module_utils._load import LoadError
 
 DEFAULT_TOLERANCE = 0.03
-METRICS = ("e2e", "ttft")
+# The p95 a latency target applies to: end-to-end, time to first token, or time per output
+# token (vllm bench serve's --goodput takes the same three: e2el, ttft, tpot).
+METRICS = ("e2e", "ttft", "tpot")
 # A p95 from fewer requests than this is reported with a warning in the reasoning.
 MIN_SAMPLES_FOR_P95 = 20
 
@@ -49,7 +51,7 @@ def recommend(levels, target_seconds=None, metric="e2e", shares=None, tolerance=
 
     ``levels``: ``summarize`` dicts with ``profile`` and ``concurrency``. A level is
     eligible when none of its requests failed, its tokens/s was measured and its
-    ``<metric>_p95`` (seconds; ``metric`` is ``e2e`` or ``ttft``) is at most
+    ``<metric>_p95`` (seconds; ``metric`` is ``e2e``, ``ttft`` or ``tpot``) is at most
     ``target_seconds`` (None: no latency target). Per profile the pick is the eligible
     level with the most tokens/s; levels within ``tolerance`` (fraction) of that count as
     equal and the lowest of them wins. With several profiles, ``max_num_seqs`` is chosen the
@@ -169,16 +171,26 @@ def _fmt(value, spec):
     return "-" if value is None else spec % value
 
 
+def _ms(value):
+    return None if value is None else value * 1000.0
+
+
 def format_table(levels, recommended=None):
-    """Human-readable lines, one per level; ``*`` marks the recommended concurrency."""
-    header = "%-7s %5s %6s %5s %9s %8s %9s %9s %8s %8s %10s" % (
-        "PROFILE", "CONC", "REQ_OK", "FAIL", "TOK/S", "REQ/MIN", "TTFT_P50", "TTFT_P95", "E2E_P50", "E2E_P95",
-        "PROMPT_TOK")
-    lines = [header]
+    """Human-readable lines, one per level; ``*`` marks the recommended concurrency.
+
+    Latencies in seconds, but TPOT and ITL in milliseconds (``_MS``), as ``vllm bench serve``
+    prints them.
+    """
+    layout = "%-7s %5s %6s %5s %9s %8s %9s %9s %9s %11s %11s %10s %8s %8s %8s %10s"
+    lines = [layout % ("PROFILE", "CONC", "REQ_OK", "FAIL", "TOK/S", "REQ/MIN", "TTFT_P50", "TTFT_P95", "TTFT_P99",
+                       "TPOT_P50_MS", "TPOT_P99_MS", "ITL_P99_MS", "E2E_P50", "E2E_P95", "E2E_P99", "PROMPT_TOK")]
     for row in levels:
-        lines.append("%-7s %5s %6d %5d %9s %8s %9s %9s %8s %8s %10s" % (
+        lines.append(layout % (
             row["profile"], ("*%d" if row["concurrency"] == recommended else "%d") % row["concurrency"],
             row["requests_ok"], row["requests_failed"], _fmt(row["tokens_per_s"], "%.1f"),
             _fmt(row["requests_per_min"], "%.1f"), _fmt(row["ttft_p50"], "%.3f"), _fmt(row["ttft_p95"], "%.3f"),
-            _fmt(row["e2e_p50"], "%.2f"), _fmt(row["e2e_p95"], "%.2f"), _fmt(row["prompt_tokens_mean"], "%.0f")))
+            _fmt(row.get("ttft_p99"), "%.3f"), _fmt(_ms(row.get("tpot_p50")), "%.1f"),
+            _fmt(_ms(row.get("tpot_p99")), "%.1f"), _fmt(_ms(row.get("itl_p99")), "%.1f"),
+            _fmt(row["e2e_p50"], "%.2f"), _fmt(row["e2e_p95"], "%.2f"), _fmt(row.get("e2e_p99"), "%.2f"),
+            _fmt(row["prompt_tokens_mean"], "%.0f")))
     return lines

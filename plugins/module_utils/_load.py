@@ -17,13 +17,23 @@ What is measured, per request (one streamed ``POST /v1/chat/completions`` with
 * end-to-end latency: seconds from sending to ``data: [DONE]``;
 * prompt and completion tokens: the ``usage`` object of the last event, as the engine
   counted them. They are never estimated from the number of events: with speculative
-  decoding one event carries several tokens.
+  decoding one event carries several tokens;
+* ITL (inter-token latency): the gaps, seconds, between successive events that carry a
+  choice, from the first generated output on - ``vllm bench serve``'s definition
+  (vllm/benchmarks/lib/endpoint_request_func.py: one gap per chunk after the first; a
+  chunk of several tokens is one gap);
+* TPOT (time per output token, the first excluded): (latency - TTFT) / (completion
+  tokens - 1), where latency runs to the last event that carries a choice (the usage
+  event and ``[DONE]`` carry no token) - ``vllm bench serve``'s definition
+  (vllm/benchmarks/serve.py), for requests with more than one completion token.
 
 Per level (one profile, one number of concurrent requests) ``concurrency`` workers each
 send one request at a time, back to back (a closed loop), until the level's duration is
 up or its request count is reached; requests already sent then finish. tokens/s is the
 completion tokens of the requests that succeeded divided by the level's wall time (first
 request sent to last request finished), the definition of vLLM's own serving benchmark.
+Percentiles are linear between closest ranks, as ``numpy.percentile`` (and so ``vllm bench
+serve``) computes them; ITL percentiles pool every gap of every request of the level.
 
 Public API::
 
@@ -32,6 +42,7 @@ Public API::
     stream_chat(session, url, payload, headers=None, timeout=600, clock=...) -> record
     run_closed_loop(send, concurrency, duration=None, count=None, max_failures=None, clock=...) -> [record]
     summarize(records) -> dict
+    preflight(base_url, model, ...) -> dict
     sweep(base_url, model, ...) -> dict
 
 The recommendation and the table are in ``_concurrency_plan``.
@@ -95,7 +106,9 @@ def summarize(records):
     Seconds for latencies, tokens/s and requests/min for rates. Rates are None when no
     request succeeded, and tokens/s is None when a successful request's answer carried no
     ``usage`` (the engine did not honour ``stream_options.include_usage``): tokens are
-    measured, never guessed.
+    measured, never guessed. TTFT, TPOT and end-to-end percentiles are over the successful
+    requests (TPOT over those with more than one completion token), ITL's over every gap
+    of every successful request.
     """
     ok = [r for r in records if r["ok"]]
     summary = {
@@ -109,8 +122,18 @@ def summarize(records):
         "requests_per_min": None,
         "ttft_p50": None,
         "ttft_p95": None,
+        "ttft_p99": None,
         "e2e_p50": None,
         "e2e_p95": None,
+        "e2e_p99": None,
+        "tpot_mean": None,
+        "tpot_p50": None,
+        "tpot_p95": None,
+        "tpot_p99": None,
+        "itl_mean": None,
+        "itl_p50": None,
+        "itl_p95": None,
+        "itl_p99": None,
         "usage_missing": sum(1 for r in ok if r.get("completion_tokens") is None),
         "errors": [],
     }
@@ -135,10 +158,17 @@ def summarize(records):
         summary["completion_tokens_mean"] = _round(total / float(len(ok)), 1)
         if wall > 0:
             summary["tokens_per_s"] = _round(total / wall, 2)
-    for name in ("ttft", "e2e"):
-        values = [r[name] for r in ok if r.get(name) is not None]
-        summary[name + "_p50"] = _round(percentile(values, 0.50), 4)
-        summary[name + "_p95"] = _round(percentile(values, 0.95), 4)
+    series = {
+        "ttft": [r["ttft"] for r in ok if r.get("ttft") is not None],
+        "e2e": [r["e2e"] for r in ok if r.get("e2e") is not None],
+        "tpot": [r["tpot"] for r in ok if r.get("tpot") is not None],
+        "itl": [gap for r in ok for gap in r.get("itl") or ()],
+    }
+    for name, values in series.items():
+        for q in (50, 95, 99):
+            summary["%s_p%d" % (name, q)] = _round(percentile(values, q / 100.0), 4)
+        if name in ("tpot", "itl") and values:
+            summary[name + "_mean"] = _round(sum(values) / float(len(values)), 4)
     return summary
 
 
@@ -276,12 +306,15 @@ def stream_chat(session, url, payload, headers=None, timeout=DEFAULT_TIMEOUT, cl
 
     Returns a record: ``ok``, ``status`` (HTTP), ``error`` (None or what went wrong),
     ``start``/``end`` (``clock()`` values), ``ttft`` and ``e2e`` (seconds),
-    ``prompt_tokens``/``completion_tokens`` (from ``usage``; None when absent) and
-    ``upstream`` (the proxy's ``X-Factory-Floor-Upstream`` header, if any). Never raises
-    for a failed request.
+    ``prompt_tokens``/``completion_tokens`` (from ``usage``; None when absent), ``itl``
+    (the gaps between events after the first output, seconds), ``last_token`` (seconds to
+    the last event with a choice), ``tpot`` (seconds per output token after the first;
+    None without usage or with one token) and ``upstream`` (the proxy's
+    ``X-Factory-Floor-Upstream`` header, if any). Never raises for a failed request.
     """
     record = {"ok": False, "status": None, "error": None, "start": clock(), "end": None, "ttft": None,
-              "e2e": None, "prompt_tokens": None, "completion_tokens": None, "upstream": None}
+              "e2e": None, "prompt_tokens": None, "completion_tokens": None, "itl": [], "last_token": None,
+              "tpot": None, "upstream": None}
     first_choice = None
     done = False
     try:
@@ -309,10 +342,17 @@ def stream_chat(session, url, payload, headers=None, timeout=DEFAULT_TIMEOUT, cl
                         record["prompt_tokens"] = usage.get("prompt_tokens")
                         record["completion_tokens"] = usage.get("completion_tokens")
                     choices = chunk.get("choices") or []
-                    if choices and first_choice is None:
-                        first_choice = clock() - record["start"]
-                    if record["ttft"] is None and any(_has_output(c) for c in choices):
-                        record["ttft"] = clock() - record["start"]
+                    if not choices:
+                        continue  # the usage event: no token
+                    now = clock() - record["start"]
+                    if first_choice is None:
+                        first_choice = now
+                    if record["ttft"] is None:
+                        if any(_has_output(c) for c in choices):
+                            record["ttft"] = record["last_token"] = now
+                    else:
+                        record["itl"].append(now - record["last_token"])
+                        record["last_token"] = now
                 if not done and record["error"] is None:
                     record["error"] = "the stream ended without data: [DONE]"
     except ValueError as exc:
@@ -324,6 +364,9 @@ def stream_chat(session, url, payload, headers=None, timeout=DEFAULT_TIMEOUT, cl
     if record["ttft"] is None:
         record["ttft"] = first_choice
     record["ok"] = record["error"] is None
+    tokens = record["completion_tokens"]
+    if record["ok"] and tokens and tokens > 1 and record["last_token"] is not None:
+        record["tpot"] = (record["last_token"] - record["ttft"]) / (tokens - 1)
     return record
 
 
@@ -417,6 +460,29 @@ def calibrate(workload, send_once, attempts=3, within=0.03):
     return measured
 
 
+def preflight(base_url, model, profiles=PROFILES, long_prompt_tokens=DEFAULT_LONG_PROMPT_TOKENS,
+              long_max_tokens=DEFAULT_LONG_MAX_TOKENS, api_key=None, session_factory=make_session):
+    """What a sweep checks before it loads the engine; sends no chat completion.
+
+    The profiles are known, ``GET /v1/models`` lists ``model``, and the long profile's
+    prompt and answer fit the engine's ``max_model_len``. Returns ``engine`` (``url``,
+    ``model``, ``max_model_len``); raises :class:`LoadError` naming what is wrong.
+    """
+    for profile in profiles:
+        if profile not in PROFILES:
+            raise LoadError("unknown profile %r; profiles are %s" % (profile, ", ".join(PROFILES)))
+    session = session_factory()
+    try:
+        card = engine_model(session, base_url, model, auth_headers(api_key))
+    finally:
+        session.close()
+    max_model_len = card.get("max_model_len")
+    if "long" in profiles and max_model_len and long_prompt_tokens + long_max_tokens > max_model_len:
+        raise LoadError("the long profile needs %d + %d tokens but the engine's max_model_len is %d; "
+                        "lower long_prompt_tokens" % (long_prompt_tokens, long_max_tokens, max_model_len))
+    return {"url": base_url, "model": model, "max_model_len": max_model_len}
+
+
 def sweep(base_url, model, concurrency=DEFAULT_CONCURRENCY, profiles=PROFILES, duration=60.0, count=None,
           warmup=1, short_max_tokens=DEFAULT_SHORT_MAX_TOKENS, long_prompt_tokens=DEFAULT_LONG_PROMPT_TOKENS,
           long_max_tokens=DEFAULT_LONG_MAX_TOKENS, ignore_eos=True, timeout=DEFAULT_TIMEOUT, api_key=None,
@@ -430,17 +496,11 @@ def sweep(base_url, model, concurrency=DEFAULT_CONCURRENCY, profiles=PROFILES, d
     levels_asked = [int(c) for c in concurrency]
     if not levels_asked or min(levels_asked) < 1:
         raise LoadError("concurrency levels must be integers >= 1, got %r" % (list(concurrency),))
-    for profile in profiles:
-        if profile not in PROFILES:
-            raise LoadError("unknown profile %r; profiles are %s" % (profile, ", ".join(PROFILES)))
+    engine = preflight(base_url, model, profiles, long_prompt_tokens, long_max_tokens, api_key, session_factory)
+    max_model_len = engine["max_model_len"]
     headers = auth_headers(api_key)
     url = base_url.rstrip("/") + "/v1/chat/completions"
-    card = engine_model(session_factory(), base_url, model, headers)
-    max_model_len = card.get("max_model_len")
     workload = Workload(model, short_max_tokens, long_prompt_tokens, long_max_tokens, ignore_eos, seed)
-    if "long" in profiles and max_model_len and long_prompt_tokens + long_max_tokens > max_model_len:
-        raise LoadError("the long profile needs %d + %d tokens but the engine's max_model_len is %d; "
-                        "lower long_prompt_tokens" % (long_prompt_tokens, long_max_tokens, max_model_len))
     control = session_factory()
 
     def send_once(payload):
@@ -472,7 +532,7 @@ def sweep(base_url, model, concurrency=DEFAULT_CONCURRENCY, profiles=PROFILES, d
             for session in sessions:
                 session.close()
     return {
-        "engine": {"url": base_url, "model": model, "max_model_len": max_model_len},
+        "engine": engine,
         "profiles": described,
         "levels": levels,
     }

@@ -140,11 +140,22 @@ def test_recommend_errors(kwargs, match):
 
 
 def test_table_marks_the_recommendation():
-    rows = [dict(level("short", 8, 109.04), requests_per_min=51.0, ttft_p50=0.3, e2e_p50=4.1, prompt_tokens_mean=31.0),
+    rows = [dict(level("short", 8, 109.04), requests_per_min=51.0, ttft_p50=0.3, ttft_p99=0.9, e2e_p50=4.1,
+                 e2e_p99=5.5, tpot_p50=0.0312, tpot_p99=0.0401, itl_p99=0.2104, prompt_tokens_mean=31.0),
             dict(level("short", 12, 130.0), requests_per_min=None, ttft_p50=None, e2e_p50=None, prompt_tokens_mean=None)]
     lines = format_table(rows, recommended=12)
     assert lines[0].split() == ["PROFILE", "CONC", "REQ_OK", "FAIL", "TOK/S", "REQ/MIN", "TTFT_P50", "TTFT_P95",
-                                "E2E_P50", "E2E_P95", "PROMPT_TOK"]
-    assert lines[1].split() == ["short", "8", "100", "0", "109.0", "51.0", "0.300", "0.500", "4.10", "5.00", "31"]
+                                "TTFT_P99", "TPOT_P50_MS", "TPOT_P99_MS", "ITL_P99_MS", "E2E_P50", "E2E_P95", "E2E_P99",
+                                "PROMPT_TOK"]
+    assert lines[1].split() == ["short", "8", "100", "0", "109.0", "51.0", "0.300", "0.500", "0.900", "31.2", "40.1",
+                                "210.4", "4.10", "5.00", "5.50", "31"]
     assert lines[2].split()[:2] == ["short", "*12"]
-    assert lines[2].split()[5] == "-"
+    assert lines[2].split()[5] == "-" and lines[2].split()[8:12] == ["-", "-", "-", "-"]   # a level of an older sweep
+
+
+def test_tpot_target():
+    levels = [level("short", 8, 100, e2e_p95=50), level("short", 12, 120, e2e_p95=50)]
+    levels[0]["tpot_p95"], levels[1]["tpot_p95"] = 0.04, 0.09
+    result = recommend(levels, target_seconds=0.05, metric="tpot")
+    assert result["max_num_seqs"] == 8
+    assert "short at 12: not eligible, tpot_p95 0.09 s is over the target 0.05 s" in result["reasoning"]

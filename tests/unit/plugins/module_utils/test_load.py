@@ -154,6 +154,12 @@ def test_stream_measures_ttft_e2e_and_tokens_from_usage(fake_openai):
     assert 0.2 <= record["ttft"] < 0.35
     assert 0.4 <= record["e2e"] < 0.6
     assert record["upstream"] == "10.0.0.2:8000"
+    # vllm bench serve's definitions: one gap per event after the first output (2 here, ~0.1 s each), and
+    # TPOT = (latency to the last token event - TTFT) / (completion tokens - 1) = ~0.2 / 8.
+    assert len(record["itl"]) == 2 and all(0.09 <= gap < 0.2 for gap in record["itl"])
+    assert record["last_token"] == pytest.approx(record["ttft"] + sum(record["itl"]))
+    assert record["tpot"] == pytest.approx((record["last_token"] - record["ttft"]) / 8)
+    assert 0.2 / 8 <= record["tpot"] < 0.3 / 8
 
 
 @pytest.mark.parametrize("mode, error", [
@@ -174,6 +180,29 @@ def test_stream_without_usage_is_ok_but_has_no_tokens(fake_openai):
     record = stream_chat(make_session(), fake_openai.base + "/v1/chat/completions", Workload("m").payload("short", 0))
     assert record["ok"]
     assert record["completion_tokens"] is None
+    assert record["tpot"] is None and len(record["itl"]) == 2   # gaps are timed; tokens are never guessed
+
+
+def test_one_token_has_no_tpot(fake_openai):
+    fake_openai.events, fake_openai.completion_tokens = 1, 1
+    record = stream_chat(make_session(), fake_openai.base + "/v1/chat/completions", Workload("m").payload("short", 0))
+    assert record["ok"] and record["itl"] == [] and record["tpot"] is None
+
+
+def test_itl_pools_gaps_and_tpot_is_per_request_like_vllm_bench_serve():
+    # Two requests: ITL pools their 5 gaps (0.1, 0.1, 0.1, 0.2, 0.4); TPOT is one value per request.
+    records = [dict(rec(0.0, 0.5, 1.0), itl=[0.1, 0.1, 0.1], tpot=0.1),
+               dict(rec(0.0, 0.5, 1.2), itl=[0.2, 0.4], tpot=0.3),
+               dict(rec(0.0, None, 2.0, ok=False, error="boom"), itl=[9.0], tpot=9.0)]   # failed: left out
+    summary = summarize(records)
+    assert summary["itl_mean"] == pytest.approx(0.18)
+    assert summary["itl_p50"] == pytest.approx(0.1)
+    assert summary["itl_p99"] == pytest.approx(0.392)     # numpy.percentile([.1, .1, .1, .2, .4], 99)
+    assert summary["tpot_mean"] == pytest.approx(0.2) and summary["tpot_p50"] == pytest.approx(0.2)
+    assert summary["tpot_p99"] == pytest.approx(0.298)
+    assert summary["e2e_p99"] == pytest.approx(1.198) and summary["ttft_p99"] == pytest.approx(0.5)
+    # Records without them (balance.py's, an older sweep's): none reported, nothing breaks.
+    assert summarize([rec(0.0, 0.5, 1.0)])["tpot_p50"] is None
 
 
 def test_stream_connection_refused():
