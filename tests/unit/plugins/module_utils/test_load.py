@@ -156,10 +156,10 @@ def test_stream_measures_ttft_e2e_and_tokens_from_usage(fake_openai):
     assert record["upstream"] == "10.0.0.2:8000"
     # vllm bench serve's definitions: one gap per event after the first output (2 here, ~0.1 s each), and
     # TPOT = (latency to the last token event - TTFT) / (completion tokens - 1) = ~0.2 / 8.
-    assert len(record["itl"]) == 2 and all(0.09 <= gap < 0.2 for gap in record["itl"])
+    # (Each gap is timed where the client reads it; their sum is what the server spent.)
+    assert len(record["itl"]) == 2 and 0.18 <= sum(record["itl"]) < 0.35
     assert record["last_token"] == pytest.approx(record["ttft"] + sum(record["itl"]))
     assert record["tpot"] == pytest.approx((record["last_token"] - record["ttft"]) / 8)
-    assert 0.2 / 8 <= record["tpot"] < 0.3 / 8
 
 
 @pytest.mark.parametrize("mode, error", [
