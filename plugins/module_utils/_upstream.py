@@ -42,8 +42,10 @@ import tempfile
 import time
 
 try:  # inside the collection
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _textfile as textfile
     from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as health
 except ImportError:  # installed next to the daemon on a proxy host
+    import _textfile as textfile  # type: ignore[no-redef]
     import _vllm_health as health  # type: ignore[no-redef]
 
 MODE_LIVE = "live"
@@ -313,6 +315,8 @@ class Syncer:
         if self.config.get("state_file"):
             os.makedirs(os.path.dirname(os.path.abspath(self.config["state_file"])), exist_ok=True)
             write_atomic(self.config["state_file"], json.dumps(state, sort_keys=True) + "\n")
+        # The verdict for node_exporter's textfile collector (when the unit names its directory).
+        textfile.write_textfile("factory_floor_upstream", textfile.upstream_families(state, [c["name"] for c in self.candidates]))
         return state
 
 

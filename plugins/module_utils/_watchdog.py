@@ -148,9 +148,11 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 try:  # inside the collection
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _textfile as textfile
     from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as health
     from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_metrics as metrics
 except ImportError:  # installed next to the daemon on an engine host
+    import _textfile as textfile  # type: ignore[no-redef]
     import _vllm_health as health  # type: ignore[no-redef]
     import _vllm_metrics as metrics  # type: ignore[no-redef]
 
@@ -1179,6 +1181,8 @@ class Watchdog:
         }
         with self.status_lock:
             self.status = status
+        # The verdict for node_exporter's textfile collector (when the unit names its directory).
+        textfile.write_textfile(textfile.watchdog_name(cfg.unit), textfile.watchdog_families(status))
         if cfg.status_file:
             try:
                 write_atomic(cfg.status_file, json.dumps(status, sort_keys=True, default=str) + "\n")
