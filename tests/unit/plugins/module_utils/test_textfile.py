@@ -44,7 +44,7 @@ def samples(text):
 
 
 def _environment(monkeypatch, directory, host):
-    directory.mkdir(exist_ok=True)
+    directory.mkdir(parents=True, exist_ok=True)
     monkeypatch.setenv(textfile.ENV_DIR, str(directory))
     monkeypatch.setenv(textfile.ENV_HOST, host)
 
@@ -53,12 +53,16 @@ def _environment(monkeypatch, directory, host):
 
 
 def watchdog_textfile(tmp_path, monkeypatch, fault):
-    """The watchdog's file after a hung engine exhausted its budget (``fault``), or while it serves."""
+    """The watchdog's file after a hung engine exhausted its budget (``fault`` true), while its engine
+    starts (``"starting"``: a restarted unit whose port is still closed), or while it serves."""
     _environment(monkeypatch, tmp_path / "textfile", "spark-a")
     clock, lines = tw.Clock(), []
     world = tw.World(clock)
     dog = world.watchdog(tw.config(tmp_path, max_restarts=2, backoff=0), lines)
-    if fault:
+    if fault == "starting":
+        world.run(["systemctl", "restart", tw.UNIT])
+        assert dog.tick().state == wd.STARTING
+    elif fault:
         for _round in range(3):
             world.health, world.counters, world.generate = wd.Probe("serving"), tw.counters(gen=5, running=1), tw.TIMEOUT
             verdicts = tw.run_until(dog, clock, clock.now + 300, stop=lambda v: v.action in (wd.RESTART, wd.GIVE_UP))
@@ -85,13 +89,17 @@ def memory_guard_textfile(tmp_path, monkeypatch, fault):
 
 
 def upstream_textfile(tmp_path, monkeypatch, fault):
-    """The proxy's membership file with both engines' ports closed (``fault``: refused, known gone), or both serving."""
+    """The proxy's membership file with both engines' ports closed (``fault`` true: refused, known gone), both
+    serving but drained (``"drained"``: a switch), or both serving."""
     _environment(monkeypatch, tmp_path / "textfile", "gateway")
-    (tmp_path / "proxy").mkdir()
+    (tmp_path / "proxy").mkdir(parents=True)
     world = tu.World(tmp_path / "proxy")
+    if fault == "drained":
+        for name in world.statuses:
+            world.drain(name)
     for _look in range(3):  # joins after 2 passed probes; leaves at once when refused (known gone)
         for name in world.statuses:
-            world.statuses[name] = vh.LOADING if fault else vh.SERVING
+            world.statuses[name] = vh.LOADING if fault is True else vh.SERVING
         world.once()
     return (tmp_path / "textfile" / "factory_floor_upstream.prom").read_text()
 
@@ -162,6 +170,18 @@ def test_memory_guard_writes_its_state(tmp_path, monkeypatch, fault):
     assert found[("factory_floor_memory_guard_nothing_left", host)] == (1 if fault else 0)
     database = frozenset(host | {("workload", "database"), ("unit", "mg-database.service"), ("action", "none")})
     assert found[("factory_floor_memory_workload_acted", database)] == 0
+
+
+def test_watchdog_says_starting_while_its_engine_starts(tmp_path, monkeypatch):
+    found = samples(watchdog_textfile(tmp_path, monkeypatch, "starting"))
+    assert [dict(k[1])["verdict"] for k in found if k[0] == "factory_floor_watchdog_verdict"] == ["starting"]
+
+
+def test_membership_checker_counts_drained_engines(tmp_path, monkeypatch):
+    found = samples(upstream_textfile(tmp_path, monkeypatch, "drained"))
+    host = frozenset({("host", "gateway")})
+    assert found[("factory_floor_upstream_engines_in_rotation", host)] == 0
+    assert found[("factory_floor_upstream_engines_drained", host)] == 2
 
 
 @pytest.mark.parametrize("fault", [True, False])
