@@ -229,7 +229,6 @@ def build_request(case: dict, tools: dict, model: str, temperature: float, max_t
     return body
 
 
-
 # ---------------------------------------------------------------------------
 # BFCL (Berkeley Function Calling Leaderboard) data, as shipped by PyPI bfcl-eval
 # ---------------------------------------------------------------------------

@@ -23,7 +23,6 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _textfile as textfile
-from ansible_collections.factory_floor.llm.plugins.module_utils import _upstream as up
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as vh
 from ansible_collections.factory_floor.llm.plugins.module_utils import _watchdog as wd
 from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils import test_memory_guard_watch as mgw

@@ -195,7 +195,7 @@ def test_build_request():
     assert call == {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
     assert case["messages"][1]["tool_calls"][0]["function"]["arguments"] == {"city": "Paris"}  # the suite is untouched
     plain = suites.build_request({"id": "p", "category": "x", "prompt": "hi", "max_tokens": 9, "expect": {"text": True}},
-                             {}, "m", 0.0, 256, False)
+                                 {}, "m", 0.0, 256, False)
     assert "tools" not in plain and "tool_choice" not in plain and plain["max_tokens"] == 9
     assert plain["messages"] == [{"role": "user", "content": "hi"}]
 
@@ -275,7 +275,7 @@ def test_load_bfcl(tmp_path, version):
     assert check.reply_errors(wrong, first, offered)
     parallel = cases["bfcl_parallel_0"]
     both = check.parse_completion(completion([("spotify_play", {"artist": "maroon 5", "duration": 15}),
-                                           ("spotify_play", {"artist": "Taylor Swift", "duration": 20})]))
+                                              ("spotify_play", {"artist": "Taylor Swift", "duration": 20})]))
     assert check.reply_errors(both, parallel, suites.case_tools(parallel, suite["tools"])) == []
 
     limited = suites.load_bfcl(data, ["simple"], limit=1)
@@ -303,6 +303,6 @@ def test_bfcl_expected():
     assert suites.bfcl_expected([[3, 4]]) == [3, 4]
     assert suites.bfcl_expected([{"city": ["Paris"], "zip": ["", "75001"]}]) == {"city": "Paris", "zip": {"$optional": "75001"}}
     assert suites.bfcl_schema({"type": "dict", "properties": {"x": {"type": "any"}, "y": {"type": "tuple", "items": {"type": "float"}},
-                                                          "z": {"type": "string", "optional": True, "default": "a"}}}) == {
+                                                              "z": {"type": "string", "optional": True, "default": "a"}}}) == {
         "type": "object", "properties": {"x": {}, "y": {"type": "array", "items": {"type": "number"}},
                                          "z": {"type": "string", "default": "a"}}}
