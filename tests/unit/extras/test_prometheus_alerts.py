@@ -233,6 +233,20 @@ def test_engine_down_is_silent_while_the_watchdog_says_starting(tmp_path, monkey
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_engine_down_is_silent_while_a_proxy_has_it_drained(tmp_path, monkeypatch):
+    """A switch drains the old engines before it stops them: the proxy's textfile says so."""
+    drained = read(tt.upstream_textfile(tmp_path, monkeypatch, "drained"), PROXY_NODE)
+    series = timeline([dict(snap, **drained) for snap in engine_up(0)])
+    assert run_promtool_test(tmp_path, "VLLMEngineDown", series, []).returncode == 0
+    # The control: the same outage with the engine in rotation pages.
+    serving = read(tt.upstream_textfile(tmp_path / "s", monkeypatch, False), PROXY_NODE)
+    series = timeline([dict(snap, **serving) for snap in engine_up(0)])
+    labels = dict(ENGINE, severity="critical")
+    expected = [{"exp_labels": labels, "exp_annotations": annotations("VLLMEngineDown", labels)}]
+    done = run_promtool_test(tmp_path, "VLLMEngineDown", series, expected)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_a_fault_sample_really_is_one(tmp_path):
     """The control: promtool fails a test that expects no alert on a fault sample."""
     done = run_promtool_test(tmp_path, "VLLMEngineHung", timeline(engine_hung(tmp_path, None, True)), [])
