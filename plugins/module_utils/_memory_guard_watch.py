@@ -76,6 +76,7 @@ try:  # inside the collection
         parse_meminfo,
         read_cgroup_memory,
     )
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _textfile as textfile
 except ImportError:  # installed next to _memory.py on a host
     import _daemon as daemon  # type: ignore[no-redef]
     import _systemd as systemd  # type: ignore[no-redef]
@@ -90,6 +91,7 @@ except ImportError:  # installed next to _memory.py on a host
         parse_meminfo,
         read_cgroup_memory,
     )
+    import _textfile as textfile  # type: ignore[no-redef]
 
 
 # -------------------------------------------------------------------- measurement
@@ -400,6 +402,9 @@ class Guard:
         self.history.extend(events)
         self.history = self.history[-HISTORY:]
         self.write_status(now)
+        # The verdict for node_exporter's textfile collector (when the unit names its directory).
+        textfile.write_textfile("factory_floor_memory_guard", textfile.memory_guard_families(
+            now, mem_available, self.config["floor"], self.state, self.config["workloads"], readings))
         return events
 
     def resume_all(self, why):

@@ -42,10 +42,12 @@ import time
 
 try:  # inside the collection
     from ansible_collections.factory_floor.llm.plugins.module_utils import _daemon as daemon
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _textfile as textfile
     from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as health
     from ansible_collections.factory_floor.llm.plugins.module_utils._daemon import write_atomic
 except ImportError:  # installed next to the daemon on a proxy host
     import _daemon as daemon  # type: ignore[no-redef]
+    import _textfile as textfile  # type: ignore[no-redef]
     import _vllm_health as health  # type: ignore[no-redef]
     from _daemon import write_atomic  # type: ignore[no-redef]
 
@@ -338,6 +340,8 @@ class Syncer:
         if self.config.get("state_file"):
             os.makedirs(os.path.dirname(os.path.abspath(self.config["state_file"])), exist_ok=True)
             write_atomic(self.config["state_file"], json.dumps(state, sort_keys=True) + "\n")
+        # The verdict for node_exporter's textfile collector (when the unit names its directory).
+        textfile.write_textfile("factory_floor_upstream", textfile.upstream_families(state, [c["name"] for c in self.candidates]))
         return state
 
 

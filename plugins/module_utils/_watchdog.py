@@ -56,6 +56,7 @@ try:  # inside the collection
     from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd as systemd
     from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_client as client
     from ansible_collections.factory_floor.llm.plugins.module_utils._proc import engine_cpu
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _textfile as textfile
     from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as health
     from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_metrics as metrics
     from ansible_collections.factory_floor.llm.plugins.module_utils._daemon import ERR, INFO, NOTICE, WARNING, write_atomic
@@ -74,6 +75,7 @@ except ImportError:  # installed next to the daemon on an engine host
     import _systemd as systemd  # type: ignore[no-redef]
     import _vllm_client as client  # type: ignore[no-redef]
     from _proc import engine_cpu  # type: ignore[no-redef]
+    import _textfile as textfile  # type: ignore[no-redef]
     import _vllm_health as health  # type: ignore[no-redef]
     import _vllm_metrics as metrics  # type: ignore[no-redef]
     from _daemon import ERR, INFO, NOTICE, WARNING, write_atomic  # type: ignore[no-redef]
@@ -222,6 +224,8 @@ class Watchdog:
         }
         with self.status_lock:
             self.status = status
+        # The verdict for node_exporter's textfile collector (when the unit names its directory).
+        textfile.write_textfile(textfile.watchdog_name(cfg.unit), textfile.watchdog_families(status))
         if cfg.status_file:
             try:
                 write_atomic(cfg.status_file, json.dumps(status, sort_keys=True, default=str) + "\n")

@@ -26,6 +26,9 @@ from ansible_collections.factory_floor.llm.plugins.module_utils import _upstream
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as vh
 from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_vllm_health import FakeVLLM, free_port
 
+ROLE_VARS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "roles", "nginx_proxy", "vars",
+                         "main.yml")
+
 A = {"name": "spark-a", "address": "10.0.0.1", "port": 8000}
 B = {"name": "spark-b", "address": "10.0.0.2", "port": 8000}
 C = {"name": "spark-c", "address": "10.0.0.3", "port": 8001}
@@ -657,21 +660,29 @@ def test_main_once_nginx_rejects(tmp_path, engines, keep_sigterm, capsys):
 
 
 def test_runs_as_installed_on_the_proxy_host(tmp_path, engines):
-    """The role installs the checker's files (its vars' list) next to each other and runs it with python3, no Ansible."""
+    """The role installs its _nginx_proxy_checker_files next to each other and runs _upstream.py with
+    python3, no Ansible; with the unit's environment it writes node_exporter's textfile."""
     lib = tmp_path / "lib"
     lib.mkdir()
-    role_vars = os.path.join(os.path.dirname(up.__file__), "..", "..", "roles", "nginx_proxy", "vars", "main.yml")
-    with open(role_vars, encoding="utf-8") as handle:
+    with open(os.path.join(ROLE_VARS), encoding="utf-8") as handle:
         files = yaml.safe_load(handle)["_nginx_proxy_checker_files"]
     for name in files:
         shutil.copy(os.path.join(os.path.dirname(up.__file__), name), lib)
     path = write_config(tmp_path, engines)
+    textfiles = tmp_path / "textfile"
+    textfiles.mkdir()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "FACTORY_FLOOR_TEXTFILE_DIR": str(textfiles),
+           "FACTORY_FLOOR_HOST": "gateway"}
     for _run in range(2):   # two passed probes in a row join (the count kept in the state file)
         done = subprocess.run([sys.executable, "-E", "-s", str(lib / "_upstream.py"), "--config", str(path), "--once"],
-                              capture_output=True, text=True, timeout=60, check=False, cwd=str(tmp_path))
+                              capture_output=True, text=True, timeout=60, check=False, cwd=str(tmp_path), env=env)
         assert done.returncode == 0, done.stderr
     state = json.loads((tmp_path / "run" / "upstream.json").read_text())
     assert state["in_rotation"] == ["spark-a"] and state["statuses"] == EXPECTED_STATUSES
+    assert os.listdir(str(textfiles)) == ["factory_floor_upstream.prom"]
+    text = (textfiles / "factory_floor_upstream.prom").read_text()
+    assert 'factory_floor_upstream_in_rotation{backend="spark-a",host="gateway"} 1\n' in text
+    assert 'factory_floor_upstream_engines_in_rotation{host="gateway"} 1\n' in text
 
 
 # --- load_config() and --check-config -------------------------------------------------------------
