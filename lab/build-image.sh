@@ -129,6 +129,12 @@ mkdir -p "$rootfs/var/lib/factory-floor-lab/docker-images"
 chroot "$rootfs" systemctl mask containerd.service >/dev/null 2>&1
 chroot "$rootfs" systemctl enable factory-floor-lab-docker-load.service >/dev/null 2>&1
 chroot "$rootfs" apt-get clean
+# One .deb stays in apt's archive: the metrics scenario removes python3-prometheus-client
+# from the gateway, as a proxy host that never had it, and the nginx_proxy role installs it
+# again offline (the lab has no Debian mirror; apt finds the file here and the package in
+# the lists debootstrap left). 45 KiB; its dependency python3-decorator stays installed.
+keep_version=$(chroot "$rootfs" dpkg-query -W -f='${Version}' python3-prometheus-client | sed 's/:/%3a/')
+cp "$CACHE/debs/python3-prometheus-client_${keep_version}_all.deb" "$rootfs/var/cache/apt/archives/"
 tar -C "$rootfs" -c . | podman import --change 'CMD ["/sbin/init"]' - "$IMAGE-base"
 cleanup_rootfs; trap - EXIT
 

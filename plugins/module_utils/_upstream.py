@@ -32,25 +32,30 @@ Rules (MISSION.md item 1: 30 s of "502 no live upstreams" after a replica came b
   ``nginx -t`` and loaded by one reload, so the balancer always hashes over exactly
   the engines nginx's upstream holds.
 
-Stdlib only (plus requests through _vllm_health), no Ansible imports.
+Stdlib only (plus requests through _vllm_health), no Ansible imports. The daemon's
+shell (command line, journal lines, atomic writes, sd_notify) is ``_daemon.py``'s;
+``--check-config`` validates the configuration before the role installs it.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 try:  # inside the collection
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _daemon as daemon
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _textfile as textfile
     from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as health
+    from ansible_collections.factory_floor.llm.plugins.module_utils._daemon import write_atomic
 except ImportError:  # installed next to the daemon on a proxy host
+    import _daemon as daemon  # type: ignore[no-redef]
+    import _textfile as textfile  # type: ignore[no-redef]
     import _vllm_health as health  # type: ignore[no-redef]
+    from _daemon import write_atomic  # type: ignore[no-redef]
 
 MODE_LIVE = "live"
 MODE_FALLBACK = "fallback"
@@ -202,21 +207,6 @@ def read_drained(drain_dir):
         return set()
 
 
-def write_atomic(path, text, mode=0o644):
-    """Write ``text`` to ``path`` through a temporary file and rename."""
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _read_text(path):
     try:
         with open(path, encoding="utf-8") as handle:
@@ -226,9 +216,51 @@ def _read_text(path):
 
 
 def _log_stdout(message):
-    """One line to stdout (the journal, under systemd)."""
-    sys.stdout.write(message + "\n")
-    sys.stdout.flush()
+    """One line to stdout (the journal, under systemd), at priority info."""
+    daemon.emit(daemon.journal_line(daemon.INFO, message))
+
+
+# The configuration the nginx_proxy role writes (upstream.json.j2), key by key.
+# members_file: with conversation affinity, the member list nginx's Lua balancer reads.
+_STRINGS = ("model", "api_key", "servers_file", "state_file", "drain_dir", "members_file")
+_POSITIVE = ("interval", "probe_timeout")
+_COUNTS = ("fails", "passes")
+_COMMANDS = ("test_command", "reload_command")
+
+
+def load_config(raw):
+    """The checker's configuration, checked key by key (ValueError names the key); returned as given."""
+    if not isinstance(raw, dict):
+        raise ValueError("the configuration must be a JSON object")
+    unknown = sorted(set(raw) - set(("candidates",) + _STRINGS + _POSITIVE + _COUNTS + _COMMANDS))
+    if unknown:
+        raise ValueError("unknown key(s): %s" % ", ".join(unknown))
+    candidates = raw.get("candidates")
+    if not isinstance(candidates, list):
+        raise ValueError("candidates must be a list of engines")
+    for candidate in candidates:
+        if not (isinstance(candidate, dict) and isinstance(candidate.get("name"), str) and candidate["name"]
+                and isinstance(candidate.get("address"), str) and candidate["address"]
+                and isinstance(candidate.get("port"), int) and 0 < candidate["port"] < 65536):
+            raise ValueError("candidates: each needs a name, an address and a port 1-65535, got %r" % (candidate,))
+        seqs = candidate.get("max_num_seqs")
+        if seqs is not None and (isinstance(seqs, bool) or not isinstance(seqs, int) or seqs < 0):
+            raise ValueError("candidates: max_num_seqs must be a whole number of requests, 0 or more, got %r"
+                             % (candidate,))
+    for key in _STRINGS:
+        # No model or key to check is null or "".
+        if key in raw and not isinstance(raw[key], str) and not (key in ("model", "api_key") and raw[key] is None):
+            raise ValueError("%s must be a string" % key)
+    for key in _POSITIVE:
+        if key in raw and (isinstance(raw[key], bool) or not isinstance(raw[key], (int, float)) or raw[key] <= 0):
+            raise ValueError("%s must be a number of seconds above 0" % key)
+    for key in _COUNTS:
+        if key in raw and (isinstance(raw[key], bool) or not isinstance(raw[key], int) or raw[key] < 1):
+            raise ValueError("%s must be a whole number of probes, 1 or more" % key)
+    for key in _COMMANDS:
+        if key in raw and not (isinstance(raw[key], list) and raw[key] and all(isinstance(a, str) for a in raw[key])):
+            raise ValueError("%s must be a command (a list of strings)" % key)
+    return raw
 
 
 class Syncer:
@@ -390,32 +422,27 @@ class Syncer:
         if self.config.get("state_file"):
             os.makedirs(os.path.dirname(os.path.abspath(self.config["state_file"])), exist_ok=True)
             write_atomic(self.config["state_file"], json.dumps(state, sort_keys=True) + "\n")
+        # The verdict for node_exporter's textfile collector (when the unit names its directory).
+        textfile.write_textfile("factory_floor_upstream", textfile.upstream_families(state, [c["name"] for c in self.candidates]))
         return state
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Keep nginx's vLLM upstream equal to the engines that serve.")
-    parser.add_argument("--config", required=True, help="JSON file written by the nginx_proxy role")
-    parser.add_argument("--once", action="store_true", help="one pass, then exit")
-    args = parser.parse_args(argv)
+    args, config = daemon.configure(
+        argv, "Keep nginx's vLLM upstream equal to the engines that serve.", load_config,
+        lambda path, c: "%s: ok (%d engines, a probe every %gs)" % (path, len(c["candidates"]), float(c.get("interval", 1.0))))
+    if args is None:
+        return config
     try:
-        with open(args.config, encoding="utf-8") as handle:
-            config = json.load(handle)
         syncer = Syncer(config)
     except (OSError, ValueError) as exc:
         sys.stderr.write("%s: %s\n" % (args.config, exc))
         return 2
-    stop = []
-    signal.signal(signal.SIGTERM, lambda *args: stop.append(1))
-    interval = float(config.get("interval", 1.0))
-    while True:
-        started = time.monotonic()
+    if args.once:
         syncer.once()
-        if args.once or stop:
-            return 0
-        time.sleep(max(0.0, interval - (time.monotonic() - started)))
-        if stop:
-            return 0
+        return 0
+    daemon.loop(syncer.once, float(config.get("interval", 1.0)), daemon.stop_event())
+    return 0
 
 
 if __name__ == "__main__":

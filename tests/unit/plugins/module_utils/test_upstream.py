@@ -20,10 +20,14 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _upstream as up
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as vh
 from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_vllm_health import FakeVLLM, free_port
+
+ROLE_VARS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "roles", "nginx_proxy", "vars",
+                         "main.yml")
 
 A = {"name": "spark-a", "address": "10.0.0.1", "port": 8000}
 B = {"name": "spark-b", "address": "10.0.0.2", "port": 8000}
@@ -760,7 +764,10 @@ def test_main_once(tmp_path, engines, keep_sigterm, capsys):
     state = json.loads((tmp_path / "run" / "upstream.json").read_text())
     assert state["mode"] == "live" and state["members"] == ["spark-a"] and state["in_rotation"] == ["spark-a"]
     assert state["statuses"] == EXPECTED_STATUSES and state["drained"] == []
-    event = json.loads(capsys.readouterr().out.splitlines()[-1])
+    # One journal line, its priority first (info), then the JSON.
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line.startswith("<6>{")
+    event = json.loads(line[len("<6>"):])
     assert event["event"] == "membership" and event["applied"] is True
     # The probe asked the serving engine for its model list, directly.
     assert "/v1/models" in [r[1] for r in engines["serving"].requests]
@@ -789,18 +796,79 @@ def test_main_once_nginx_rejects(tmp_path, engines, keep_sigterm, capsys):
 
 
 def test_runs_as_installed_on_the_proxy_host(tmp_path, engines):
-    """The role installs _upstream.py next to _vllm_health.py and runs it with python3, no Ansible."""
+    """The role installs its _nginx_proxy_checker_files next to each other and runs _upstream.py with
+    python3, no Ansible; with the unit's environment it writes node_exporter's textfile."""
     lib = tmp_path / "lib"
     lib.mkdir()
-    for module in (up, vh):
-        shutil.copy(module.__file__, lib)
+    with open(os.path.join(ROLE_VARS), encoding="utf-8") as handle:
+        files = yaml.safe_load(handle)["_nginx_proxy_checker_files"]
+    for name in files:
+        shutil.copy(os.path.join(os.path.dirname(up.__file__), name), lib)
     path = write_config(tmp_path, engines)
+    textfiles = tmp_path / "textfile"
+    textfiles.mkdir()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "FACTORY_FLOOR_TEXTFILE_DIR": str(textfiles),
+           "FACTORY_FLOOR_HOST": "gateway"}
     for _run in range(2):   # two passed probes in a row join (the count kept in the state file)
         done = subprocess.run([sys.executable, "-E", "-s", str(lib / "_upstream.py"), "--config", str(path), "--once"],
-                              capture_output=True, text=True, timeout=60, check=False, cwd=str(tmp_path))
+                              capture_output=True, text=True, timeout=60, check=False, cwd=str(tmp_path), env=env)
         assert done.returncode == 0, done.stderr
     state = json.loads((tmp_path / "run" / "upstream.json").read_text())
     assert state["in_rotation"] == ["spark-a"] and state["statuses"] == EXPECTED_STATUSES
+    assert os.listdir(str(textfiles)) == ["factory_floor_upstream.prom"]
+    text = (textfiles / "factory_floor_upstream.prom").read_text()
+    assert 'factory_floor_upstream_in_rotation{backend="spark-a",host="gateway"} 1\n' in text
+    assert 'factory_floor_upstream_engines_in_rotation{host="gateway"} 1\n' in text
+
+
+# --- load_config() and --check-config -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"colour": "blue"}, "unknown key(s): colour"),
+    ({"candidates": "spark-a"}, "candidates must be a list"),
+    ({"candidates": [{"name": "spark-a", "address": "10.0.0.1", "port": 0}]}, "a port 1-65535"),
+    ({"interval": 0}, "interval must be a number of seconds above 0"),
+    ({"fails": 0}, "fails must be a whole number of probes"),
+    ({"passes": True}, "passes must be a whole number of probes"),
+    ({"servers_file": 3}, "servers_file must be a string"),
+    ({"reload_command": "systemctl reload nginx"}, "reload_command must be a command"),
+])
+def test_load_config_names_the_wrong_key(change, words):
+    raw = {"candidates": [{"name": "spark-a", "address": "10.0.0.1", "port": 8000}], "model": None, "api_key": None,
+           "interval": 1.0, "fails": 3, "passes": 2, "servers_file": "/etc/nginx/upstream.conf"}
+    assert up.load_config(dict(raw)) == raw
+    with pytest.raises(ValueError) as err:
+        up.load_config(dict(raw, **change))
+    assert words in str(err.value)
+
+
+def test_check_config(tmp_path, engines, capsys):
+    path = write_config(tmp_path, engines)
+    assert up.main(["--config", str(path), "--check-config"]) == 0
+    assert capsys.readouterr().out == "%s: ok (4 engines, a probe every 1s)\n" % path
+    assert not (tmp_path / "run" / "upstream.json").exists()
+    path.write_text(json.dumps({"candidates": [], "fails": -1}))
+    assert up.main(["--config", str(path), "--check-config"]) == 2
+    assert "fails must be a whole number of probes" in capsys.readouterr().err
+
+
+def test_load_config_takes_the_affinity_keys():
+    raw = {"candidates": [{"name": "spark-a", "address": "10.0.0.1", "port": 8000, "max_num_seqs": 12}],
+           "members_file": "/etc/nginx/factory-floor-members.json"}
+    assert up.load_config(dict(raw)) == raw
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"members_file": 3}, "members_file must be a string"),
+    ({"candidates": [{"name": "spark-a", "address": "10.0.0.1", "port": 8000, "max_num_seqs": -1}]}, "max_num_seqs"),
+    ({"candidates": [{"name": "spark-a", "address": "10.0.0.1", "port": 8000, "max_num_seqs": "12"}]}, "max_num_seqs"),
+])
+def test_load_config_names_a_wrong_affinity_key(change, words):
+    raw = {"candidates": [{"name": "spark-a", "address": "10.0.0.1", "port": 8000}]}
+    with pytest.raises(ValueError) as err:
+        up.load_config(dict(raw, **change))
+    assert words in str(err.value)
 
 
 def test_main_once_writes_the_member_list(tmp_path, engines, keep_sigterm):
