@@ -309,12 +309,14 @@ def stream_chat(session, url, payload, headers=None, timeout=DEFAULT_TIMEOUT, cl
     ``prompt_tokens``/``completion_tokens`` (from ``usage``; None when absent), ``itl``
     (the gaps between events after the first output, seconds), ``last_token`` (seconds to
     the last event with a choice), ``tpot`` (seconds per output token after the first;
-    None without usage or with one token) and ``upstream`` (the proxy's
-    ``X-Factory-Floor-Upstream`` header, if any). Never raises for a failed request.
+    None without usage or with one token), ``upstream`` (the proxy's
+    ``X-Factory-Floor-Upstream`` header, if any) and ``route`` (its
+    ``X-Factory-Floor-Route``: where the affinity balancer found the routing key). Never
+    raises for a failed request.
     """
     record = {"ok": False, "status": None, "error": None, "start": clock(), "end": None, "ttft": None,
               "e2e": None, "prompt_tokens": None, "completion_tokens": None, "itl": [], "last_token": None,
-              "tpot": None, "upstream": None}
+              "tpot": None, "upstream": None, "route": None}
     first_choice = None
     done = False
     try:
@@ -322,6 +324,7 @@ def stream_chat(session, url, payload, headers=None, timeout=DEFAULT_TIMEOUT, cl
                           timeout=(_CONNECT_TIMEOUT, timeout)) as response:
             record["status"] = response.status_code
             record["upstream"] = response.headers.get("X-Factory-Floor-Upstream")
+            record["route"] = response.headers.get("X-Factory-Floor-Route")
             if response.status_code != 200:
                 record["error"] = "HTTP %d: %s" % (response.status_code, " ".join(response.text.split())[:200])
             else:

@@ -25,7 +25,12 @@ Rules (MISSION.md item 1: 30 s of "502 no live upstreams" after a replica came b
   that starts listening gets requests at once, before the next probe; nginx turns
   its own 502 into 503 with Retry-After meanwhile;
 - servers carry ``max_fails=0``: nginx never marks one failed on its own, so no
-  failure accounting can outlive an outage.
+  failure accounting can outlive an outage;
+- with conversation affinity (the role's ``nginx_proxy_balance: affinity``) the same
+  pass also writes ``members_file``, the members as nginx's Lua balancer reads them
+  (name, resolved address, port, ``max_num_seqs``): both files are checked by one
+  ``nginx -t`` and loaded by one reload, so the balancer always hashes over exactly
+  the engines nginx's upstream holds.
 
 Stdlib only (plus requests through _vllm_health), no Ansible imports. The daemon's
 shell (command line, journal lines, atomic writes, sd_notify) is ``_daemon.py``'s;
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -152,6 +158,47 @@ def render_servers(members, mode):
     return "\n".join(lines) + "\n"
 
 
+def resolve_address(address, port):
+    """The address ``address`` (a name or a literal) resolves to, as text; IPv4 first.
+
+    nginx resolves a server's name when it loads its configuration; the Lua balancer
+    needs the address itself (``ngx.balancer.set_current_peer`` takes no names) and
+    uses one per engine. The first IPv4 address ``getaddrinfo`` gives, else its first
+    (vLLM listens on ``0.0.0.0`` by default: a name such as ``localhost`` that also
+    resolves to ``::1`` must not pick the address nothing listens on). None when the
+    name does not resolve.
+    """
+    try:
+        infos = socket.getaddrinfo(address, int(port), type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError, ValueError):
+        return None
+    for info in infos:
+        if info[0] == socket.AF_INET:
+            return info[4][0]
+    return infos[0][4][0] if infos else None
+
+
+def render_members(members, mode, hosts):
+    """The member list nginx's Lua balancer reads at every (re)load: JSON text.
+
+    ``members`` are candidate dicts (``name``, ``address``, ``port``, optional
+    ``max_num_seqs``: the engine's ``--max-num-seqs``, in requests); ``hosts`` maps a name to
+    its resolved address. A member without one is left out (nginx -t would refuse its
+    server line anyway). Sorted by name: idempotent, and the balancer's tie order.
+    """
+    out = []
+    for member in sorted(members, key=lambda c: c["name"]):
+        host = hosts.get(member["name"])
+        if not host:
+            continue
+        entry = {"name": member["name"], "address": member["address"], "host": host, "port": int(member["port"])}
+        seqs = member.get("max_num_seqs")
+        if isinstance(seqs, int) and not isinstance(seqs, bool) and seqs > 0:
+            entry["max_num_seqs"] = seqs
+        out.append(entry)
+    return json.dumps({"mode": mode, "members": out}, indent=1, sort_keys=True) + "\n"
+
+
 def read_drained(drain_dir):
     """Names of drained engines: one empty file per engine in ``drain_dir``."""
     try:
@@ -160,13 +207,22 @@ def read_drained(drain_dir):
         return set()
 
 
+def _read_text(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
 def _log_stdout(message):
     """One line to stdout (the journal, under systemd), at priority info."""
     daemon.emit(daemon.journal_line(daemon.INFO, message))
 
 
 # The configuration the nginx_proxy role writes (upstream.json.j2), key by key.
-_STRINGS = ("model", "api_key", "servers_file", "state_file", "drain_dir")
+# members_file: with conversation affinity, the member list nginx's Lua balancer reads.
+_STRINGS = ("model", "api_key", "servers_file", "state_file", "drain_dir", "members_file")
 _POSITIVE = ("interval", "probe_timeout")
 _COUNTS = ("fails", "passes")
 _COMMANDS = ("test_command", "reload_command")
@@ -187,6 +243,10 @@ def load_config(raw):
                 and isinstance(candidate.get("address"), str) and candidate["address"]
                 and isinstance(candidate.get("port"), int) and 0 < candidate["port"] < 65536):
             raise ValueError("candidates: each needs a name, an address and a port 1-65535, got %r" % (candidate,))
+        seqs = candidate.get("max_num_seqs")
+        if seqs is not None and (isinstance(seqs, bool) or not isinstance(seqs, int) or seqs < 0):
+            raise ValueError("candidates: max_num_seqs must be a whole number of requests, 0 or more, got %r"
+                             % (candidate,))
     for key in _STRINGS:
         # No model or key to check is null or "".
         if key in raw and not isinstance(raw[key], str) and not (key in ("model", "api_key") and raw[key] is None):
@@ -206,10 +266,13 @@ def load_config(raw):
 class Syncer:
     """One membership loop; every side effect goes through injectable callables."""
 
-    def __init__(self, config, probe=None, run=None, log=None, clock=time.time):
+    def __init__(self, config, probe=None, run=None, log=None, clock=time.time, resolve=resolve_address):
         self.config = config
         self.candidates = config["candidates"]
         self.probe = probe or self._probe
+        self.resolve = resolve
+        # Last address each name resolved to: a name that fails to resolve once keeps it.
+        self.hosts = {}
         self.run = run or (lambda argv: subprocess.run(argv, capture_output=True, text=True, check=False))
         self.log = log or _log_stdout
         self.clock = clock
@@ -251,11 +314,20 @@ class Syncer:
         )
 
     def current_text(self):
-        try:
-            with open(self.config["servers_file"], encoding="utf-8") as handle:
-                return handle.read()
-        except OSError:
-            return None
+        return _read_text(self.config["servers_file"])
+
+    def current_members(self):
+        """The member list nginx's Lua balancer reads (None without ``members_file``, or no file)."""
+        path = self.config.get("members_file")
+        return _read_text(path) if path else None
+
+    def member_hosts(self, members):
+        """name -> resolved address for ``members``; a name that does not resolve now keeps its last one."""
+        for member in members:
+            host = self.resolve(member["address"], member["port"])
+            if host:
+                self.hosts[member["name"]] = host
+        return {m["name"]: self.hosts[m["name"]] for m in members if m["name"] in self.hosts}
 
     def _call(self, argv):
         """Run ``argv``; return (returncode, output). A command that cannot run counts as failed."""
@@ -265,21 +337,26 @@ class Syncer:
             return 127, "%s could not run: %s" % (" ".join(argv), exc)
         return done.returncode, (done.stderr or done.stdout or "").strip()
 
-    def apply(self, text):
-        """Install ``text`` as the servers file if nginx accepts it; reload nginx.
+    def apply(self, text, members_text=None):
+        """Install ``text`` as the servers file (and ``members_text`` as the member list) if
+        nginx accepts them; reload nginx.
 
-        ``nginx -t`` rejecting it restores the previous file. A failed reload keeps
-        the file (nginx accepted it, a restart loads it) and is retried every pass.
+        ``nginx -t`` rejecting them restores the previous files. A failed reload keeps
+        the files (nginx accepted them, a restart loads them) and is retried every pass.
         """
-        path = self.config["servers_file"]
-        previous = self.current_text()
-        write_atomic(path, text)
+        files = [(self.config["servers_file"], text)]
+        if members_text is not None:
+            files.append((self.config["members_file"], members_text))
+        previous = [(path, _read_text(path)) for path, dummy in files]
+        for path, new in files:
+            write_atomic(path, new)
         rc, output = self._call(self.config.get("test_command", ["nginx", "-t", "-q"]))
         if rc != 0:
-            if previous is None:
-                os.unlink(path)
-            else:
-                write_atomic(path, previous)
+            for path, old in previous:
+                if old is None:
+                    os.unlink(path)
+                else:
+                    write_atomic(path, old)
             self.log("nginx -t rejected the new upstream, kept the old one: %s" % output)
             return False
         rc, output = self._call(self.config.get("reload_command", ["systemctl", "reload", "nginx"]))
@@ -307,8 +384,12 @@ class Syncer:
         drained = read_drained(self.config.get("drain_dir", "/etc/factory-floor/drain"))
         members, mode = choose_members(self.candidates, self.membership.members(), drained)
         text = render_servers(members, mode)
-        changed = text != self.current_text() or self.reload_pending
-        applied = self.apply(text) if changed else False
+        members_text = None
+        if self.config.get("members_file"):
+            members_text = render_members(members, mode, self.member_hosts(members))
+        changed = (text != self.current_text() or self.reload_pending
+                   or (members_text is not None and members_text != self.current_members()))
+        applied = self.apply(text, members_text) if changed else False
         if statuses != self.last_status or changed:
             self.log(json.dumps({
                 "event": "membership" if changed else "probe",
@@ -320,7 +401,8 @@ class Syncer:
                 "applied": applied,
             }, sort_keys=True))
         self.last_status = statuses
-        installed = self.current_text() == text and not self.reload_pending
+        installed = (self.current_text() == text and not self.reload_pending
+                     and (members_text is None or self.current_members() == members_text))
         if installed:
             self.applied_drained = sorted(drained)
         # ``drained`` is what nginx runs, not what the drain dir asks for: an engine is
