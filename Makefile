@@ -119,7 +119,10 @@ sanity: venv $(SANITY_VENV)/.done
 MOLECULE_ALL := $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard extensions/molecule/*/molecule.yml))))
 MOLECULE_SCENARIOS ?= default metrics proxy replica
 MOLECULE_EXCLUDE = $(if $(filter all,$(MOLECULE_SCENARIOS)),,$(filter-out $(MOLECULE_SCENARIOS),$(MOLECULE_ALL)))
+# A run starts from new lab hosts: ones left running by an interrupted run (or another
+# checkout) may be mid-deploy, or trust another lab key, and molecule would reuse them.
 molecule: lab-image lab-network
+	molecule destroy -s default >/dev/null
 	molecule test --all $(foreach s,$(MOLECULE_EXCLUDE),--exclude $(s))
 
 test-quick: units lint sanity
