@@ -25,7 +25,14 @@ Rules (MISSION.md item 1: 30 s of "502 no live upstreams" after a replica came b
   that starts listening gets requests at once, before the next probe; nginx turns
   its own 502 into 503 with Retry-After meanwhile;
 - servers carry ``max_fails=0``: nginx never marks one failed on its own, so no
-  failure accounting can outlive an outage.
+  failure accounting can outlive an outage;
+- servers are written by address, never by name: the checker resolves each
+  candidate's address itself every pass (the last address that resolved is kept),
+  so nginx resolves nothing when it loads its configuration. A name that does not
+  resolve at that moment (a machine that is down, DNS not up yet at boot) would make
+  ``nginx -t`` - and so nginx's start - fail, and a name whose address changed
+  would keep the old one until the next reload. A candidate whose name has never
+  resolved is left out and counts as unreachable.
 
 Stdlib only (plus requests through _vllm_health), no Ansible imports.
 """
@@ -36,6 +43,7 @@ import argparse
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -116,8 +124,21 @@ def _count(value):
 
 
 def server_key(candidate):
-    """``address:port`` as nginx writes it."""
-    return "%s:%s" % (candidate["address"], candidate["port"])
+    """``address:port`` as nginx writes it (an IPv6 address in brackets)."""
+    address = str(candidate["address"])
+    if ":" in address and not address.startswith("["):
+        address = "[%s]" % address
+    return "%s:%s" % (address, candidate["port"])
+
+
+def resolve_address(name):
+    """The first address ``name`` resolves to (an address resolves to itself), or None."""
+    text = str(name).strip("[]")
+    try:
+        infos = socket.getaddrinfo(text, None, socket.AF_UNSPEC, socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return None
+    return infos[0][4][0] if infos else None
 
 
 def choose_members(candidates, serving, drained):
@@ -179,10 +200,13 @@ def _log_stdout(message):
 class Syncer:
     """One membership loop; every side effect goes through injectable callables."""
 
-    def __init__(self, config, probe=None, run=None, log=None, clock=time.time):
+    def __init__(self, config, probe=None, run=None, log=None, clock=time.time, resolve=resolve_address):
         self.config = config
         self.candidates = config["candidates"]
         self.probe = probe or self._probe
+        self.resolve = resolve
+        # name -> the last address its candidate's address (a name or an address) resolved to.
+        self.resolved = {}
         self.run = run or (lambda argv: subprocess.run(argv, capture_output=True, text=True, check=False))
         self.log = log or _log_stdout
         self.clock = clock
@@ -262,11 +286,27 @@ class Syncer:
             return False
         return True
 
+    def _resolved(self, candidate):
+        """``candidate`` with its address resolved (kept from an earlier pass when it does not
+        resolve now), or None when it never resolved."""
+        address = self.resolve(candidate["address"])
+        if address:
+            self.resolved[candidate["name"]] = address
+        address = self.resolved.get(candidate["name"])
+        return dict(candidate, address=address) if address else None
+
     def once(self):
         """Probe all candidates, update nginx if membership changed; return the state."""
         statuses = {}
-        for candidate in self.candidates:
+        resolved = []
+        for named in self.candidates:
             http_status = None
+            candidate = self._resolved(named)
+            if candidate is None:
+                statuses[named["name"]] = health.UNREACHABLE
+                self.membership.update(named["name"], health.UNREACHABLE)
+                continue
+            resolved.append(candidate)
             try:
                 result = self.probe(candidate)
                 # A _vllm_health.ProbeResult, or only its status.
@@ -278,7 +318,10 @@ class Syncer:
             self.membership.update(candidate["name"], status, http_status)
         passed = {name for name, status in statuses.items() if status == health.SERVING}
         drained = read_drained(self.config.get("drain_dir", "/etc/factory-floor/drain"))
-        members, mode = choose_members(self.candidates, self.membership.members(), drained)
+        members, mode = choose_members(resolved, self.membership.members(), drained)
+        if mode == MODE_DRAINED and any(c["name"] not in drained for c in self.candidates):
+            # Not every engine is drained: some have no address yet. None to list, nginx answers 503.
+            mode = MODE_FALLBACK
         text = render_servers(members, mode)
         changed = text != self.current_text() or self.reload_pending
         applied = self.apply(text) if changed else False
