@@ -74,7 +74,7 @@ def parse_address(value):
     text = str(value or "").strip()
     if not text:
         raise ValueError("empty")
-    address, _, prefix = text.partition("/")
+    address, dummy, prefix = text.partition("/")
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
@@ -88,6 +88,32 @@ def parse_address(value):
     return ip, int(prefix)
 
 
+def configured_addresses(text):
+    """The addresses in the ``virtual_ipaddress`` blocks of a keepalived.conf (without prefix):
+    what a running keepalived holds when it is master. Comments (``#``, ``!``) are skipped."""
+    out, depth, inside = [], 0, None
+    for raw in (text or "").splitlines():
+        line = re.split(r"[#!]", raw, maxsplit=1)[0].strip()
+        if not line:
+            continue
+        words = line.replace("{", " { ").replace("}", " } ").split()
+        for index, word in enumerate(words):
+            if word == "{":
+                depth += 1
+                if index > 0 and words[index - 1] in ("virtual_ipaddress", "virtual_ipaddress_excluded"):
+                    inside = depth
+            elif word == "}":
+                if inside == depth:
+                    inside = None
+                depth -= 1
+            elif inside == depth and (index == 0 or words[index - 1] == "{"):
+                try:
+                    out.append(str(parse_address(word)[0]))
+                except ValueError:
+                    pass
+    return out
+
+
 def parse_state(text):
     """The notify script's state file (one JSON object), or {} when there is none or it is unreadable."""
     try:
@@ -97,11 +123,12 @@ def parse_state(text):
     return data if isinstance(data, dict) else {}
 
 
-def host_status(interfaces, interface, virtual_ipaddress=None, service_state="", state=None):
+def host_status(interfaces, interface, virtual_ipaddress=None, service_state="", state=None, configured=None):
     """What one proxy host has of the floating address.
 
     ``interfaces`` from parse_ip_addr, ``service_state`` systemd's ActiveState of
-    keepalived.service, ``state`` the notify script's file (parse_state).
+    keepalived.service, ``state`` the notify script's file (parse_state), ``configured``
+    the addresses of keepalived's configuration (configured_addresses).
     """
     state = state or {}
     addresses = interfaces.get(interface)
@@ -125,6 +152,8 @@ def host_status(interfaces, interface, virtual_ipaddress=None, service_state="",
         "vrrp_state_current": bool(vrrp_state) and service_state == "active",
         "since": state.get("since"),
         "priority": state.get("priority"),
+        # What keepalived is configured to hold (while it runs, on its master).
+        "configured_addresses": list(configured or []),
     }
 
 
@@ -294,10 +323,10 @@ def check(hosts, reserved=None, group="proxy"):
                        [name], [VAR_INTERFACE])
             continue
         addresses = observed.get("addresses") or []
-        # The floating address on this interface is keepalived's while keepalived runs (it holds it);
-        # otherwise it is the host's own.
-        held = str(vip) if vip is not None and observed.get("service_state") == "active" else None
-        mine = [entry for entry in addresses if entry["address"] != held]
+        # An address keepalived's configuration names is keepalived's while keepalived runs (it holds
+        # it as master); any other address on the interface is the host's own.
+        held = set(observed.get("configured_addresses") or []) if observed.get("service_state") == "active" else set()
+        mine = [entry for entry in addresses if entry["address"] not in held]
         own[name] = [entry["address"] for entry in mine]
         if not mine:
             report.add("no_ipv4",
@@ -313,7 +342,7 @@ def check(hosts, reserved=None, group="proxy"):
                            "and clients would find no proxy behind it. Choose a free address in %s (and set %s to "
                            "the interface the clients reach the proxies on, if %s is not it)."
                            % (vip, VAR_ADDRESS, name, interface, ", ".join(str(net) for net in networks),
-                              " or ".join(str(net.network) for net in networks), VAR_INTERFACE, interface),
+                              " or ".join(sorted(set(str(net.network) for net in networks))), VAR_INTERFACE, interface),
                            [name], [VAR_ADDRESS, VAR_INTERFACE])
             elif prefix is not None and prefix < min(net.network.prefixlen for net in inside):
                 report.add("prefix_wider",
@@ -326,8 +355,8 @@ def check(hosts, reserved=None, group="proxy"):
             if wanted not in own[name]:
                 report.add("src_not_own",
                            "%s on %s is %s, which is not an address of its interface %s (%s): keepalived would go "
-                           "to FAULT (\"src address not configured\")." % (VAR_SRC, name, wanted, interface,
-                                                                          _names(own[name])), [name], [VAR_SRC])
+                           "to FAULT (\"src address not configured\")."
+                           % (VAR_SRC, name, wanted, interface, _names(own[name])), [name], [VAR_SRC])
             sources[name] = wanted
         else:
             in_subnet = [a for a in mine if vip is not None and vip in ipaddress.ip_interface(
@@ -416,7 +445,7 @@ def summarize(statuses, virtual_ipaddress=""):
     ``ok`` when exactly one host holds it.
     """
     holders = sorted(name for name, status in statuses.items() if status.get("holds_address"))
-    address = str(virtual_ipaddress or "").split("/")[0]
+    address = str(virtual_ipaddress or "").split("/", maxsplit=1)[0]
     parts = []
     for name in sorted(statuses):
         status = statuses[name]

@@ -11,10 +11,10 @@ module: keepalived_check
 short_description: Refuse floating-address settings that cannot work, before anything changes; plan the VRRP peers
 version_added: 0.1.0
 description:
-  - The preflight decision of the C(factory_floor.llm.keepalived) role, made once for the whole group of proxy hosts
+  - "The preflight decision of the C(factory_floor.llm.keepalived) role, made once for the whole group of proxy hosts
     on the controller (C(delegate_to: localhost), C(run_once)) from what each host was seen to have
-    (M(factory_floor.llm.keepalived_info): interfaces and addresses; M(factory_floor.llm.vrrp_info): the VRRP routers
-    heard on the interface) and each host's settings.
+    (M(factory_floor.llm.keepalived_info) - interfaces and addresses; M(factory_floor.llm.vrrp_info) - the VRRP routers
+    heard on the interface) and each host's settings."
   - "Refused, each naming the host and the variable: two or more hosts and no C(keepalived_virtual_ipaddress);
     an address that is not IPv4 with a prefix of 0-32; an address outside a host's subnet on C(keepalived_interface)
     (or a prefix wider than that subnet); a host without that interface, or without an IPv4 address on it;

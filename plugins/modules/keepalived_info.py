@@ -40,6 +40,10 @@ options:
     description: keepalived's systemd unit.
     type: str
     default: keepalived.service
+  config:
+    description: keepalived's configuration, read for the addresses it holds when it is master (RV(configured_addresses)).
+    type: path
+    default: /etc/keepalived/keepalived.conf
 """
 
 EXAMPLES = r"""
@@ -112,7 +116,9 @@ service_state:
   type: str
   sample: active
 vrrp_state:
-  description: The VRRP state keepalived last reported through its notify script (V(MASTER), V(BACKUP), V(FAULT), V(STOP)); empty when none was written since boot.
+  description: >-
+    The VRRP state keepalived last reported through its notify script (V(MASTER), V(BACKUP), V(FAULT), V(STOP));
+    empty when none was written since boot.
   returned: always
   type: str
   sample: MASTER
@@ -131,11 +137,21 @@ priority:
   returned: always
   type: int
   sample: 250
+configured_addresses:
+  description:
+    - The addresses in the C(virtual_ipaddress) blocks of O(config) (without prefix), empty when there is none or it
+      cannot be read. While keepalived runs these are its own on this host, not the host's (the preflight needs to
+      tell them apart when the floating address changes).
+  returned: always
+  type: list
+  elements: str
+  sample: [10.89.7.100]
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._keepalived import (
+    configured_addresses,
     host_status,
     parse_ip_addr,
     parse_state,
@@ -149,6 +165,7 @@ def run_module():
             virtual_ipaddress=dict(type="str", default=""),
             state_file=dict(type="path", default="/run/factory-floor/keepalived.json"),
             service=dict(type="str", default="keepalived.service"),
+            config=dict(type="path", default="/etc/keepalived/keepalived.conf"),
         ),
         supports_check_mode=True,
     )
@@ -175,7 +192,13 @@ def run_module():
     except OSError:
         state = {}
 
-    status = host_status(interfaces, params["interface"], params["virtual_ipaddress"], service_state, state)
+    try:
+        with open(params["config"], encoding="utf-8") as handle:
+            configured = configured_addresses(handle.read())
+    except OSError:
+        configured = []
+
+    status = host_status(interfaces, params["interface"], params["virtual_ipaddress"], service_state, state, configured)
     module.exit_json(changed=False, all_addresses=interfaces, **status)
 
 

@@ -110,14 +110,15 @@ def test_auth_pass(secret, problem):
 
 # ------------------------------------------------------------------ the check
 
-def host(address, vip="10.89.7.100/24", interface="eth0", priority=250, extra=(), service="inactive", **settings):
+def host(address, vip="10.89.7.100/24", interface="eth0", priority=250, extra=(), service="inactive", configured=(),
+         **settings):
     """One proxy host's settings and what was seen on it."""
     addresses = [{"address": address, "prefixlen": 24, "secondary": False}] + list(extra)
     entry = {
         "virtual_ipaddress": vip, "interface": interface, "virtual_router_id": 51, "priority": priority,
         "advert_int": 1, "unicast_src_ip": "", "unicast_peer": [], "auth_pass_length": 8, "auth_pass_syntax": False,
         "observed": {"interface_exists": True, "interfaces": ["eth0", "lo"], "addresses": addresses,
-                     "service_state": service},
+                     "service_state": service, "configured_addresses": list(configured)},
         "routers": [],
     }
     entry.update(settings)
@@ -159,7 +160,7 @@ def test_rerun_while_a_host_holds_the_address():
     """The holder has the address on its interface; keepalived runs, so it is not the host's own."""
     held = {"address": "10.89.7.100", "prefixlen": 24, "secondary": True}
     hosts = pair()
-    hosts["spark-a"] = host("10.89.7.10", extra=[held], service="active")
+    hosts["spark-a"] = host("10.89.7.10", extra=[held], service="active", configured=["10.89.7.100"])
     hosts["spark-b"]["observed"]["service_state"] = "active"
     # What each host heard: the other one's unicast advertisements (ours, so no conflict).
     hosts["spark-b"]["routers"] = [{"virtual_router_id": 51, "source": "10.89.7.10", "priority": 250,
@@ -235,6 +236,42 @@ def test_address_equal_to_another_hosts_own_from_facts():
     result = ka.check(pair(), reserved={"gateway": ["10.89.7.100"], "spark-a": ["10.89.7.10"]})
     assert checks(result) == ["own_address"]
     assert result["errors"][0]["hosts"] == ["gateway"]
+
+
+def test_a_new_address_while_the_holder_holds_the_old_one():
+    """The address changes: the holder's old floating address is keepalived's, not the host's subnet
+    or own address; the new one is checked as any other."""
+    held = {"address": "10.89.7.100", "prefixlen": 24, "secondary": True}
+    hosts = pair(spark_a={"virtual_ipaddress": "10.89.7.101/24"}, spark_b={"virtual_ipaddress": "10.89.7.101/24"})
+    hosts["spark-a"]["observed"].update(addresses=hosts["spark-a"]["observed"]["addresses"] + [held],
+                                        service_state="active", configured_addresses=["10.89.7.100"])
+    result = ka.check(hosts)
+    assert result["errors"] == []
+    outside = ka.check(pair(spark_a={"virtual_ipaddress": "10.99.0.100/24", "observed": hosts["spark-a"]["observed"]},
+                            spark_b={"virtual_ipaddress": "10.99.0.100/24"}))
+    assert "(10.89.7.10/24)" in outside["errors"][0]["message"]
+    assert "Choose a free address in 10.89.7.0/24 (" in outside["errors"][0]["message"]
+
+
+def test_configured_addresses():
+    text = """
+global_defs {
+    router_id spark-a   # a comment { with braces }
+}
+vrrp_instance factory_floor {
+    virtual_ipaddress {
+        10.89.7.100/24 dev eth0
+        10.89.7.101 dev eth0 label eth0:1
+    }
+    ! virtual_ipaddress { 10.0.0.1 }
+    track_script {
+        proxy_healthz
+    }
+}
+vrrp_instance other { virtual_ipaddress { 192.0.2.5/32 } }
+"""
+    assert ka.configured_addresses(text) == ["10.89.7.100", "10.89.7.101", "192.0.2.5"]
+    assert ka.configured_addresses("") == []
 
 
 def test_address_on_a_host_without_keepalived_is_its_own():
