@@ -179,7 +179,7 @@ def table(results):
     """Lines of a table, one per event (summarize's dicts, with event, holder_before, restarted,
     rejoined_s), then the failover time and the failures over all of them."""
     lines = ["#   event           holder -> new holder   failover s  holder last s  unanswered  failed (in flight / "
-             "after move / first try)  without answer s  rejoined s"]
+             "after move / first try)  no chat answer s  rejoined s"]
     for index, result in enumerate(results, 1):
         lines.append("%-3d %-15s %-22s %10s  %13s  %10s  %31s  %16s  %10s" % (
             index, result.get("event", ""),
