@@ -17,7 +17,7 @@ export LAB_PIP := $(BIN)/pip
 
 APT_PACKAGES := podman runc debootstrap netavark aardvark-dns iptables nftables curl git python3-venv openssh-client
 
-.PHONY: help deps apt doctor lab-doctor venv collection lab-image lab-network lab-up lab-down demo test test-quick units lint sanity molecule build clean
+.PHONY: help deps apt doctor lab-doctor venv collection promtool lab-image lab-network lab-up lab-down demo test test-quick units lint sanity molecule build clean
 
 help:
 	@echo "make demo        build the lab, deploy the split topology, switch to replicas, print the report"
@@ -76,8 +76,21 @@ lab-down: deps
 demo: lab-up
 	ansible-playbook -i inventory/lab playbooks/demo.yml
 
-units: venv collection
-	$(PY) -m pytest -q --import-mode=importlib tests/unit
+# promtool, Prometheus' own rule checker, for the alert rules' tests
+# (tests/unit/extras/test_prometheus_alerts.py). Taken out of Debian's prometheus package
+# without installing it: installed, that package is 96 MB with its JavaScript libraries, adds
+# a system user and starts a Prometheus server on :9090 on this machine. Only its promtool
+# binary (48 MB, libc only) is kept under .cache; the .deb (19 MB) is removed.
+PROMTOOL := .cache/promtool/usr/bin/promtool
+promtool: $(PROMTOOL)
+$(PROMTOOL): | $(APT_STAMP)
+	rm -rf .cache/promtool && mkdir -p .cache/promtool
+	cd .cache/promtool && apt-get download -qq -o APT::Sandbox::User=root prometheus && \
+	  dpkg-deb --fsys-tarfile prometheus_*.deb | tar -x ./usr/bin/promtool && rm -f prometheus_*.deb
+	$(PROMTOOL) --version | head -n 1
+
+units: venv collection $(PROMTOOL)
+	PROMTOOL=$(abspath $(PROMTOOL)) $(PY) -m pytest -q --import-mode=importlib tests/unit
 
 lint: venv collection
 	ansible-lint --profile production

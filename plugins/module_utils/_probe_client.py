@@ -95,14 +95,23 @@ def run(url, model, out, interval=0.5, concurrency=1, timeout=60.0, api_key=None
     stop = stop or threading.Event()
     lock = threading.Lock()
     headers = {"Authorization": "Bearer %s" % api_key} if api_key else {}
-    payload = {"model": model, "messages": [{"role": "user", "content": "Say OK."}],
-               "max_tokens": max_tokens, "temperature": 0}
     deadline = time.time() + duration if duration is not None else None
+    sent = [0]
+
+    def payload():
+        # Each request its own conversation (numbered), as from many independent clients:
+        # a proxy that routes by conversation (nginx_proxy's affinity) spreads them as
+        # least_conn would, instead of keeping one "Say OK." conversation on one engine.
+        with lock:
+            sent[0] += 1
+            number = sent[0]
+        return {"model": model, "messages": [{"role": "user", "content": "Say OK. (request %d)" % number}],
+                "max_tokens": max_tokens, "temperature": 0}
 
     def worker():
         session = requests.Session()
         while not stop.is_set() and (deadline is None or time.time() < deadline):
-            record = one_request(session, url, payload, headers, timeout, retry_connection_errors)
+            record = one_request(session, url, payload(), headers, timeout, retry_connection_errors)
             with lock, open(out, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record, sort_keys=True) + "\n")
             stop.wait(interval)

@@ -140,3 +140,242 @@ def table(report):
     if report["tool_score"] is not None:
         lines.append("tool-calling score: %s" % report["tool_score"])
     return lines
+
+
+# --- The switch's and the upgrade's whole report, from the per-host observations ------------
+#
+# ``hosts`` is a list, in inventory order, of what each engine host noted during the run:
+#   name            its inventory name
+#   events          {event: epoch seconds} this host noted (drained, old_stopped,
+#                   serving, gate_done, in_rotation, failed, restored, rollback_started,
+#                   rollback_serving)
+#   health          the vllm_health status of its start-up wait (None: not probed)
+#   gate            the tool-calling gate's verdict on it (tool_gate_result; {} when none)
+#   reason          why it failed, when it did
+#   failed, upgraded, restore_failed, rollback_failed   (bool) what happened to it
+# ``plan`` is what the run decided (switch_plan's output for a switch, the upgrade's
+# preflight for an upgrade) plus what the closing play read (inventory record, proxy).
+
+
+def _truncate(text, length, end="..."):
+    """Jinja's ``truncate`` filter (leeway 5, words kept whole), so messages read as before."""
+    text = str(text)
+    if len(text) <= length + 5:
+        return text
+    return text[:length - len(end)].rsplit(" ", 1)[0] + end
+
+
+def _times(hosts, event):
+    return [float(h["events"][event]) for h in hosts if (h.get("events") or {}).get(event) is not None]
+
+
+def _gates(hosts):
+    """{host: verdict} for each host the gate gave a verdict on, in host order."""
+    return {h["name"]: h["gate"] for h in hosts if h.get("gate")}
+
+
+def switch_timeline(hosts, now, start=None):
+    """The topology switch's events, each host's earliest or latest as the report counts them.
+
+    ``first_serving`` is when the first new engine served clients: with the gate, when it
+    joined the proxy (``in_rotation``); ``first_healthy`` is then when it passed its health probe.
+    """
+    first = (hosts[0].get("events") or {}) if hosts else {}
+    in_rotation, healthy = _times(hosts, "in_rotation"), _times(hosts, "serving")
+    # In this order: events at the same second are listed so.
+    timeline = {"start": first.get("start") if start is None else float(start), "drained": first.get("drained"),
+                "old_stopped": min(_times(hosts, "old_stopped"), default=None),
+                "first_serving": min(in_rotation or healthy, default=None),
+                "first_healthy": min(healthy) if in_rotation and healthy else None,
+                "gate_done": max(_times(hosts, "gate_done"), default=None),
+                "in_rotation": min(in_rotation, default=None),
+                "all_serving": max(healthy, default=None),
+                "rollback_started": min(_times(hosts, "rollback_started"), default=None),
+                "rollback_serving": max(_times(hosts, "rollback_serving"), default=None),
+                "end": now}
+    return {k: v for k, v in timeline.items() if v is not None}
+
+
+def switch_engines(hosts):
+    """{host: its health status, with its tool score and verdict when the gate ran on it}."""
+    engines = {}
+    for host in hosts:
+        gate = host.get("gate") or {}
+        line = host.get("health") or "not probed"
+        if gate.get("score") is not None:
+            line += ", tool score %s%s" % (gate["score"], " (passed)" if gate.get("passed") else " (FAILED the gate)")
+        engines[host["name"]] = line
+    return engines
+
+
+def tool_gate_summary(hosts, plan):
+    """The tool-calling gate's part of a switch report: its verdicts and what they cost."""
+    topology, gated = plan["topology"], bool(plan.get("gated"))
+    gates = _gates(hosts)
+    if not gated:
+        summary = ["tool-calling gate off for %s (tool_gate_topologies): the new engines took traffic untested" % topology]
+    else:
+        summary = [gate.get("message") for gate in gates.values()]
+        in_rotation, healthy = _times(hosts, "in_rotation"), _times(hosts, "serving")
+        if in_rotation and healthy:
+            summary.append("tool-calling gate: the new engines were healthy %s s before they joined the proxy "
+                           "(the gate ran meanwhile; first_serving counts from then)"
+                           % round(min(in_rotation) - min(healthy), 1))
+        summary = summary or ["tool-calling gate: did not run (the new topology did not come up)"]
+    incumbent = (plan.get("incumbent_score") or {}) if (plan.get("incumbent") or {}).get("host") and gated else {}
+    return {"topology": topology, "gated": gated, "incumbent": incumbent, "engines": gates, "summary": summary}
+
+
+def _heal_report(hosts, plan):
+    """What a re-run that finished an interrupted switch did (outcome healed or heal_failed)."""
+    ready, left = plan.get("heal_ready") or [], plan.get("heal_left") or []
+    why = "; ".join(h["reason"] for h in hosts if h["name"] in left and h.get("reason") is not None) or "it did not serve"
+    table = ["already on %s; %s had been left drained by an interrupted %s run (nothing was stopped or started)"
+             % (plan["topology"], ", ".join(plan.get("heal_hosts") or []), " / ".join(plan.get("heal_holders") or []))]
+    if ready:
+        table.append("back in the proxy's rotation: " + ", ".join(ready))
+    if left:
+        table.append("STILL DRAINED: %s (%s)" % (", ".join(left), why))
+    return {"outcome": "heal_failed" if left else "healed", "topology": plan["topology"],
+            "drained_by": plan.get("heal_holders") or [], "back_in_rotation": ready, "left_drained": left,
+            "reason": why if left else "", "table": table}
+
+
+def _heal_message(report, plan):
+    topology = plan["topology"]
+    other = "split" if topology == "replicas" else "replicas"
+    left = report["left_drained"]
+    now = [h for h in plan.get("api_engines") or [] if h not in left and h not in (plan.get("drained_other") or {})]
+    rotation = (("In rotation now: %s." % ", ".join(now)) if now
+                else "No engine is in the proxy's rotation: clients get 503 with Retry-After.")
+    if plan.get("rotation_error"):
+        rotation += " (The proxy: %s)" % _truncate(plan["rotation_error"], 300)
+    return ("Already on {t}, but {left} could not be put back in the proxy's rotation and {stay} drained: {why}. "
+            "{rotation}\nNothing was stopped or started. The ways on: go back to {o}, a switch of its own with its "
+            "start-up and its own gate (ansible-playbook -i {inv} playbooks/switch-to-{o}.yml); or fix the cause and "
+            "run switch-to-{t}.yml again, which tests them again; or serve this build although it failed the gate: "
+            "run switch-to-{t}.yml again with -e tool_gate_enforce=false (it is measured and stored as failed, then "
+            "put back in rotation).").format(
+                t=topology, o=other, left=", ".join(left), stay="stays" if len(left) == 1 else "stay",
+                why=report["reason"], rotation=rotation, inv=" -i ".join(plan.get("inventory_sources") or []))
+
+
+def switch_report(records, hosts, plan, now):
+    """The whole report of a topology switch (switch-to-replicas.yml, switch-to-split.yml).
+
+    Returns the report dict of :func:`summarize` (or, for a re-run that finished an
+    interrupted switch, the heal report; for a switch with nothing to do, outcome
+    ``unchanged``) with ``tool_gate``, ``inventory``, ``lines`` (what the playbook
+    prints) and ``message`` (why the run fails; empty when it does not).
+    """
+    topology, inventory = plan["topology"], plan.get("inventory") or {}
+    gate = tool_gate_summary(hosts, plan)
+    if plan.get("on_target") and not plan.get("heal"):
+        report = {"outcome": "unchanged", "reason": None, "table": ["already on %s: nothing changed" % topology]}
+        lines = list(report["table"])
+    elif plan.get("on_target"):
+        report = _heal_report(hosts, plan)
+        lines = report["table"] + gate["summary"]
+    else:
+        rollback_failed = any(h.get("rollback_failed") for h in hosts)
+        outcome = "failed" if rollback_failed else ("rolled_back" if plan.get("rollback") else "ok")
+        reason = "; ".join(h["reason"] for h in hosts if h.get("reason") is not None) if plan.get("rollback") else None
+        scores = [float(g["score"]) for g in _gates(hosts).values() if g.get("score") is not None]
+        report = summarize(records, switch_timeline(hosts, now, plan.get("start")), switch_engines(hosts),
+                           min(scores) if scores else None, outcome, reason)
+        lines = report["table"] + gate["summary"]
+    if inventory.get("advice") is not None:
+        lines = lines + [inventory["advice"]]
+    message = ""
+    if report["outcome"] in ("rolled_back", "failed"):
+        message = (("The switch to %s failed and so did the rollback: NO MODEL MAY BE SERVING. " if report["outcome"] == "failed"
+                    else "The switch to %s failed and was rolled back; the old topology serves again. ") % topology
+                   + "\nWhy: %s" % ("see above" if report.get("reason") is None else report["reason"]))
+        if not inventory.get("agrees", True):
+            message += " %s" % inventory.get("advice")
+    elif report["outcome"] == "heal_failed":
+        message = _heal_message(report, plan)
+    return dict(report, tool_gate=gate, inventory=inventory, lines=lines, message=message)
+
+
+def upgrade_engines(hosts, plan):
+    """{replica: what the upgrade did to it, with its tool score when the gate ran on it}."""
+    todo, any_failed = plan.get("todo") or [], any(h.get("failed") for h in hosts)
+    engines = {}
+    for host in hosts:
+        if host["name"] not in todo:
+            state = "already on the new model"
+        elif host.get("restore_failed"):
+            state = "OLD MODEL NOT RESTORED, see the reason"
+        elif host.get("failed"):
+            state = "failed, old model restored"
+        elif host.get("upgraded") and any_failed:
+            state = "upgraded, then rolled back"
+        elif host.get("upgraded"):
+            state = "upgraded"
+        else:
+            state = "not upgraded (the upgrade stopped before it)"
+        score = (host.get("gate") or {}).get("score")
+        engines[host["name"]] = state + (", tool score %s" % score if score is not None else "")
+    return engines
+
+
+def upgrade_timeline(hosts, start, now):
+    """The upgrade's events, each named after its replica ("spark-a drained")."""
+    timeline = {"start": float(start), "first_serving": float(start)}
+    for host in hosts:
+        for event, at in (host.get("events") or {}).items():
+            timeline["%s %s" % (host["name"], event)] = at
+    timeline["end"] = now
+    return timeline
+
+
+def upgrade_report(records, hosts, plan, now):
+    """The whole report of a rolling model (or image) upgrade (switch-model.yml).
+
+    The model serves the whole time, so with two replicas or more every request that
+    was not answered 200 counts against a bar of 0 (``ok_with_failures``).
+    """
+    todo, target = plan.get("todo") or [], plan["target"]
+    any_failed = any(h.get("failed") for h in hosts)
+    outcome = ("unchanged" if not todo else "failed" if any(h.get("restore_failed") for h in hosts)
+               else "rolled_back" if any_failed else "ok")
+    reason = "; ".join(h["reason"] for h in hosts if h.get("reason") is not None) if any_failed else None
+    scores = [g["score"] for g in (h.get("gate") or {} for h in hosts) if g.get("score") is not None]
+    report = summarize(records, upgrade_timeline(hosts, plan["start"], now), upgrade_engines(hosts, plan),
+                       float(min(scores)) if scores else None, outcome, reason,
+                       0 if todo and len(hosts) >= 2 else None)
+    lines = list(report["table"])
+    if report["outcome"] == "unchanged":
+        lines.append("every replica already serves %s: nothing changed" % target)
+    if report["outcome"] in ("ok", "ok_with_failures"):
+        settings = ((["vllm_model: %s" % plan["switch_model"]] if plan.get("switch_model") else [])
+                    + (["vllm_container_image: %s" % plan["switch_image"]] if plan.get("switch_image") else []))
+        lines.append("Now set %s in the inventory (and the tool-call parser and chat template if they changed): deploy.yml "
+                     "and the topology switches render what the inventory says%s."
+                     % (" and ".join(settings), " (and deploy.yml refuses while a replica runs another image)"
+                                                if plan.get("switch_image") else ""))
+    message = ""
+    if report["outcome"] == "ok_with_failures":
+        first = ["%s (%s)" % (round(float(r["t"]) - float(plan["start"]), 1), r.get("status"))
+                 for r in report["failures_after_serving_sample"]]
+        message = ("Every replica serves %s now (it is kept, not rolled back), but the probe client saw %d of %d requests "
+                   "through the proxy fail (%d answered 502; by status %s); the bar is 0 while one replica serves and the "
+                   "other restarts. The first ones, at s since start (HTTP status, 0 = no answer): %s. Compare them with "
+                   "the timeline above (which replica was out of rotation then) and the proxy's error log. Outcome "
+                   "ok_with_failures." % (target, report["failures_after_serving"], report["requests"],
+                                          report["count_502_after_serving"], json.dumps(report["by_status"]),
+                                          ", ".join(first)))
+    elif report["outcome"] == "failed":
+        message = ("The upgrade to %s failed and so did putting the old build back: CHECK THE REPLICAS. A replica already "
+                   "upgraded keeps %s, so that one serves. " % (target, target))
+    elif report["outcome"] == "rolled_back":
+        old = plan.get("old") or {}
+        kept = [h["name"] for h in hosts if h["name"] not in todo]
+        message = ("The upgrade to %s was stopped; every replica this run changed serves the old build (%s%s) again%s. "
+                   % (target, old.get("model", ""), (" on %s" % old.get("image", "")) if plan.get("switch_image") else "",
+                      (" (%s served %s before this run and keep%s it)" % (", ".join(kept), target, "s" if len(kept) == 1 else ""))
+                      if kept else ""))
+    if report["outcome"] in ("failed", "rolled_back"):
+        message += "\nWhy: %s" % (report["reason"] or "see above")
+    return dict(report, lines=lines, message=message)

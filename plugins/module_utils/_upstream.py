@@ -27,32 +27,42 @@ Rules (MISSION.md item 1: 30 s of "502 no live upstreams" after a replica came b
 - servers carry ``max_fails=0``: nginx never marks one failed on its own, so no
   failure accounting can outlive an outage;
 - servers are written by address, never by name: the checker resolves each
-  candidate's address itself every pass (the last address that resolved is kept),
+  candidate's address itself every pass (IPv4 first; the last address that resolved is kept),
   so nginx resolves nothing when it loads its configuration. A name that does not
   resolve at that moment (a machine that is down, DNS not up yet at boot) would make
   ``nginx -t`` - and so nginx's start - fail, and a name whose address changed
   would keep the old one until the next reload. A candidate whose name has never
-  resolved is left out and counts as unreachable.
+  resolved is left out and counts as unreachable;
+- with conversation affinity (the role's ``nginx_proxy_balance: affinity``) the same
+  pass also writes ``members_file``, the members as nginx's Lua balancer reads them
+  (name, resolved address, port, ``max_num_seqs``): both files are checked by one
+  ``nginx -t`` and loaded by one reload, so the balancer always hashes over exactly
+  the engines nginx's upstream holds.
 
-Stdlib only (plus requests through _vllm_health), no Ansible imports.
+Stdlib only (plus requests through _vllm_health), no Ansible imports. The daemon's
+shell (command line, journal lines, atomic writes, sd_notify) is ``_daemon.py``'s;
+``--check-config`` validates the configuration before the role installs it.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 try:  # inside the collection
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _daemon as daemon
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _textfile as textfile
     from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as health
+    from ansible_collections.factory_floor.llm.plugins.module_utils._daemon import write_atomic
 except ImportError:  # installed next to the daemon on a proxy host
+    import _daemon as daemon  # type: ignore[no-redef]
+    import _textfile as textfile  # type: ignore[no-redef]
     import _vllm_health as health  # type: ignore[no-redef]
+    from _daemon import write_atomic  # type: ignore[no-redef]
 
 MODE_LIVE = "live"
 MODE_FALLBACK = "fallback"
@@ -124,21 +134,12 @@ def _count(value):
 
 
 def server_key(candidate):
-    """``address:port`` as nginx writes it (an IPv6 address in brackets)."""
-    address = str(candidate["address"])
+    """``address:port`` as nginx writes it: the resolved ``host`` when the candidate has one, else
+    its ``address``; an IPv6 address in brackets."""
+    address = str(candidate.get("host") or candidate["address"])
     if ":" in address and not address.startswith("["):
         address = "[%s]" % address
     return "%s:%s" % (address, candidate["port"])
-
-
-def resolve_address(name):
-    """The first address ``name`` resolves to (an address resolves to itself), or None."""
-    text = str(name).strip("[]")
-    try:
-        infos = socket.getaddrinfo(text, None, socket.AF_UNSPEC, socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        return None
-    return infos[0][4][0] if infos else None
 
 
 def choose_members(candidates, serving, drained):
@@ -168,6 +169,47 @@ def render_servers(members, mode):
     return "\n".join(lines) + "\n"
 
 
+def resolve_address(address, port):
+    """The address ``address`` (a name or a literal) resolves to, as text; IPv4 first.
+
+    nginx resolves a server's name when it loads its configuration; the Lua balancer
+    needs the address itself (``ngx.balancer.set_current_peer`` takes no names) and
+    uses one per engine. The first IPv4 address ``getaddrinfo`` gives, else its first
+    (vLLM listens on ``0.0.0.0`` by default: a name such as ``localhost`` that also
+    resolves to ``::1`` must not pick the address nothing listens on). None when the
+    name does not resolve.
+    """
+    try:
+        infos = socket.getaddrinfo(address, int(port), type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError, ValueError):
+        return None
+    for info in infos:
+        if info[0] == socket.AF_INET:
+            return info[4][0]
+    return infos[0][4][0] if infos else None
+
+
+def render_members(members, mode, hosts):
+    """The member list nginx's Lua balancer reads at every (re)load: JSON text.
+
+    ``members`` are candidate dicts (``name``, ``address``, ``port``, optional
+    ``max_num_seqs``: the engine's ``--max-num-seqs``, in requests); ``hosts`` maps a name to
+    its resolved address. A member without one is left out (nginx -t would refuse its
+    server line anyway). Sorted by name: idempotent, and the balancer's tie order.
+    """
+    out = []
+    for member in sorted(members, key=lambda c: c["name"]):
+        host = hosts.get(member["name"])
+        if not host:
+            continue
+        entry = {"name": member["name"], "address": member["address"], "host": host, "port": int(member["port"])}
+        seqs = member.get("max_num_seqs")
+        if isinstance(seqs, int) and not isinstance(seqs, bool) and seqs > 0:
+            entry["max_num_seqs"] = seqs
+        out.append(entry)
+    return json.dumps({"mode": mode, "members": out}, indent=1, sort_keys=True) + "\n"
+
+
 def read_drained(drain_dir):
     """Names of drained engines: one empty file per engine in ``drain_dir``."""
     try:
@@ -176,25 +218,60 @@ def read_drained(drain_dir):
         return set()
 
 
-def write_atomic(path, text, mode=0o644):
-    """Write ``text`` to ``path`` through a temporary file and rename."""
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+def _read_text(path):
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        return None
 
 
 def _log_stdout(message):
-    """One line to stdout (the journal, under systemd)."""
-    sys.stdout.write(message + "\n")
-    sys.stdout.flush()
+    """One line to stdout (the journal, under systemd), at priority info."""
+    daemon.emit(daemon.journal_line(daemon.INFO, message))
+
+
+# The configuration the nginx_proxy role writes (upstream.json.j2), key by key.
+# members_file: with conversation affinity, the member list nginx's Lua balancer reads.
+_STRINGS = ("model", "api_key", "servers_file", "state_file", "drain_dir", "members_file")
+_POSITIVE = ("interval", "probe_timeout")
+_COUNTS = ("fails", "passes")
+_COMMANDS = ("test_command", "reload_command")
+
+
+def load_config(raw):
+    """The checker's configuration, checked key by key (ValueError names the key); returned as given."""
+    if not isinstance(raw, dict):
+        raise ValueError("the configuration must be a JSON object")
+    unknown = sorted(set(raw) - set(("candidates",) + _STRINGS + _POSITIVE + _COUNTS + _COMMANDS))
+    if unknown:
+        raise ValueError("unknown key(s): %s" % ", ".join(unknown))
+    candidates = raw.get("candidates")
+    if not isinstance(candidates, list):
+        raise ValueError("candidates must be a list of engines")
+    for candidate in candidates:
+        if not (isinstance(candidate, dict) and isinstance(candidate.get("name"), str) and candidate["name"]
+                and isinstance(candidate.get("address"), str) and candidate["address"]
+                and isinstance(candidate.get("port"), int) and 0 < candidate["port"] < 65536):
+            raise ValueError("candidates: each needs a name, an address and a port 1-65535, got %r" % (candidate,))
+        seqs = candidate.get("max_num_seqs")
+        if seqs is not None and (isinstance(seqs, bool) or not isinstance(seqs, int) or seqs < 0):
+            raise ValueError("candidates: max_num_seqs must be a whole number of requests, 0 or more, got %r"
+                             % (candidate,))
+    for key in _STRINGS:
+        # No model or key to check is null or "".
+        if key in raw and not isinstance(raw[key], str) and not (key in ("model", "api_key") and raw[key] is None):
+            raise ValueError("%s must be a string" % key)
+    for key in _POSITIVE:
+        if key in raw and (isinstance(raw[key], bool) or not isinstance(raw[key], (int, float)) or raw[key] <= 0):
+            raise ValueError("%s must be a number of seconds above 0" % key)
+    for key in _COUNTS:
+        if key in raw and (isinstance(raw[key], bool) or not isinstance(raw[key], int) or raw[key] < 1):
+            raise ValueError("%s must be a whole number of probes, 1 or more" % key)
+    for key in _COMMANDS:
+        if key in raw and not (isinstance(raw[key], list) and raw[key] and all(isinstance(a, str) for a in raw[key])):
+            raise ValueError("%s must be a command (a list of strings)" % key)
+    return raw
 
 
 class Syncer:
@@ -205,8 +282,8 @@ class Syncer:
         self.candidates = config["candidates"]
         self.probe = probe or self._probe
         self.resolve = resolve
-        # name -> the last address its candidate's address (a name or an address) resolved to.
-        self.resolved = {}
+        # Last address each name resolved to: a name that fails to resolve once keeps it.
+        self.hosts = {}
         self.run = run or (lambda argv: subprocess.run(argv, capture_output=True, text=True, check=False))
         self.log = log or _log_stdout
         self.clock = clock
@@ -248,11 +325,20 @@ class Syncer:
         )
 
     def current_text(self):
-        try:
-            with open(self.config["servers_file"], encoding="utf-8") as handle:
-                return handle.read()
-        except OSError:
-            return None
+        return _read_text(self.config["servers_file"])
+
+    def current_members(self):
+        """The member list nginx's Lua balancer reads (None without ``members_file``, or no file)."""
+        path = self.config.get("members_file")
+        return _read_text(path) if path else None
+
+    def member_hosts(self, members):
+        """name -> resolved address for ``members``; a name that does not resolve now keeps its last one."""
+        for member in members:
+            host = member.get("host") or self.resolve(member["address"], member["port"])
+            if host:
+                self.hosts[member["name"]] = host
+        return {m["name"]: self.hosts[m["name"]] for m in members if m["name"] in self.hosts}
 
     def _call(self, argv):
         """Run ``argv``; return (returncode, output). A command that cannot run counts as failed."""
@@ -262,21 +348,26 @@ class Syncer:
             return 127, "%s could not run: %s" % (" ".join(argv), exc)
         return done.returncode, (done.stderr or done.stdout or "").strip()
 
-    def apply(self, text):
-        """Install ``text`` as the servers file if nginx accepts it; reload nginx.
+    def apply(self, text, members_text=None):
+        """Install ``text`` as the servers file (and ``members_text`` as the member list) if
+        nginx accepts them; reload nginx.
 
-        ``nginx -t`` rejecting it restores the previous file. A failed reload keeps
-        the file (nginx accepted it, a restart loads it) and is retried every pass.
+        ``nginx -t`` rejecting them restores the previous files. A failed reload keeps
+        the files (nginx accepted them, a restart loads them) and is retried every pass.
         """
-        path = self.config["servers_file"]
-        previous = self.current_text()
-        write_atomic(path, text)
+        files = [(self.config["servers_file"], text)]
+        if members_text is not None:
+            files.append((self.config["members_file"], members_text))
+        previous = [(path, _read_text(path)) for path, dummy in files]
+        for path, new in files:
+            write_atomic(path, new)
         rc, output = self._call(self.config.get("test_command", ["nginx", "-t", "-q"]))
         if rc != 0:
-            if previous is None:
-                os.unlink(path)
-            else:
-                write_atomic(path, previous)
+            for path, old in previous:
+                if old is None:
+                    os.unlink(path)
+                else:
+                    write_atomic(path, old)
             self.log("nginx -t rejected the new upstream, kept the old one: %s" % output)
             return False
         rc, output = self._call(self.config.get("reload_command", ["systemctl", "reload", "nginx"]))
@@ -287,13 +378,13 @@ class Syncer:
         return True
 
     def _resolved(self, candidate):
-        """``candidate`` with its address resolved (kept from an earlier pass when it does not
-        resolve now), or None when it never resolved."""
-        address = self.resolve(candidate["address"])
-        if address:
-            self.resolved[candidate["name"]] = address
-        address = self.resolved.get(candidate["name"])
-        return dict(candidate, address=address) if address else None
+        """``candidate`` with ``host``, the address its ``address`` resolves to (kept from an earlier
+        pass when it does not resolve now), or None when it never resolved."""
+        host = self.resolve(candidate["address"], candidate["port"])
+        if host:
+            self.hosts[candidate["name"]] = host
+        host = self.hosts.get(candidate["name"])
+        return dict(candidate, host=host) if host else None
 
     def once(self):
         """Probe all candidates, update nginx if membership changed; return the state."""
@@ -323,8 +414,12 @@ class Syncer:
             # Not every engine is drained: some have no address yet. None to list, nginx answers 503.
             mode = MODE_FALLBACK
         text = render_servers(members, mode)
-        changed = text != self.current_text() or self.reload_pending
-        applied = self.apply(text) if changed else False
+        members_text = None
+        if self.config.get("members_file"):
+            members_text = render_members(members, mode, self.member_hosts(members))
+        changed = (text != self.current_text() or self.reload_pending
+                   or (members_text is not None and members_text != self.current_members()))
+        applied = self.apply(text, members_text) if changed else False
         if statuses != self.last_status or changed:
             self.log(json.dumps({
                 "event": "membership" if changed else "probe",
@@ -336,7 +431,8 @@ class Syncer:
                 "applied": applied,
             }, sort_keys=True))
         self.last_status = statuses
-        installed = self.current_text() == text and not self.reload_pending
+        installed = (self.current_text() == text and not self.reload_pending
+                     and (members_text is None or self.current_members() == members_text))
         if installed:
             self.applied_drained = sorted(drained)
         # ``drained`` is what nginx runs, not what the drain dir asks for: an engine is
@@ -356,32 +452,27 @@ class Syncer:
         if self.config.get("state_file"):
             os.makedirs(os.path.dirname(os.path.abspath(self.config["state_file"])), exist_ok=True)
             write_atomic(self.config["state_file"], json.dumps(state, sort_keys=True) + "\n")
+        # The verdict for node_exporter's textfile collector (when the unit names its directory).
+        textfile.write_textfile("factory_floor_upstream", textfile.upstream_families(state, [c["name"] for c in self.candidates]))
         return state
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Keep nginx's vLLM upstream equal to the engines that serve.")
-    parser.add_argument("--config", required=True, help="JSON file written by the nginx_proxy role")
-    parser.add_argument("--once", action="store_true", help="one pass, then exit")
-    args = parser.parse_args(argv)
+    args, config = daemon.configure(
+        argv, "Keep nginx's vLLM upstream equal to the engines that serve.", load_config,
+        lambda path, c: "%s: ok (%d engines, a probe every %gs)" % (path, len(c["candidates"]), float(c.get("interval", 1.0))))
+    if args is None:
+        return config
     try:
-        with open(args.config, encoding="utf-8") as handle:
-            config = json.load(handle)
         syncer = Syncer(config)
     except (OSError, ValueError) as exc:
         sys.stderr.write("%s: %s\n" % (args.config, exc))
         return 2
-    stop = []
-    signal.signal(signal.SIGTERM, lambda *args: stop.append(1))
-    interval = float(config.get("interval", 1.0))
-    while True:
-        started = time.monotonic()
+    if args.once:
         syncer.once()
-        if args.once or stop:
-            return 0
-        time.sleep(max(0.0, interval - (time.monotonic() - started)))
-        if stop:
-            return 0
+        return 0
+    daemon.loop(syncer.once, float(config.get("interval", 1.0)), daemon.stop_event())
+    return 0
 
 
 if __name__ == "__main__":

@@ -40,24 +40,37 @@ and the module share):
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
-import traceback
 
 from urllib.parse import urlsplit, urlunsplit
 
-try:
-    import requests
-except ImportError:
-    HAS_REQUESTS = False
-    REQUESTS_IMPORT_ERROR = traceback.format_exc()
-    _NEW_CONNECTION_ERRORS = ()
-else:
-    HAS_REQUESTS = True
-    REQUESTS_IMPORT_ERROR = None
-    # urllib3 (requests' own transport, reached through requests so that only
-    # requests is imported) raises this for every failure to open the TCP connection.
-    _NEW_CONNECTION_ERRORS = (requests.packages.urllib3.exceptions.NewConnectionError,)
+try:  # installed next to a daemon on a host (tried first: nothing of Ansible is imported there)
+    import _systemd as systemd  # type: ignore[no-redef]
+    import _vllm_client as client  # type: ignore[no-redef]
+except ImportError:  # inside the collection
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd as systemd
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_client as client
+
+# The unit's state a start-up wait reads (the one systemctl show reader is _systemd's), and
+# what its processes and journal say when it does not start (also _systemd's).
+PROCESS_COLUMNS = systemd.PROCESS_COLUMNS
+container_pid = systemd.container_pid
+process_lines = systemd.process_lines
+systemd_journal = systemd.journal
+unit_process_lines = systemd.unit_process_lines
+UnitState = systemd.UnitState
+UnitStateError = systemd.UnitStateError
+WAIT_PROPERTIES = ("LoadState", "ActiveState", "SubState", "Result", "ExecMainStatus", "NRestarts",
+                   "ExecMainStartTimestampMonotonic")
+WAIT_FIELDS = ("name", "load_state", "active_state", "sub_state", "result", "exec_main_status", "n_restarts",
+               "main_started")
+
+requests = client.requests
+HAS_REQUESTS = client.HAS_REQUESTS
+REQUESTS_IMPORT_ERROR = client.REQUESTS_IMPORT_ERROR
+# urllib3 (requests' own transport, reached through requests so that only requests is
+# imported) raises this for every failure to open the TCP connection.
+_NEW_CONNECTION_ERRORS = (requests.packages.urllib3.exceptions.NewConnectionError,) if requests is not None else ()
 
 
 SERVING = "serving"
@@ -109,58 +122,6 @@ class ProbeResult:
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
-
-
-@dataclasses.dataclass
-class UnitState:
-    """A systemd unit's state, as ``systemctl show`` reports it.
-
-    ``n_restarts`` is ``NRestarts`` (systemd's own restarts under ``Restart=``; reset when
-    the unit is started by hand), ``main_started`` is ``ExecMainStartTimestampMonotonic``
-    (microseconds of CLOCK_MONOTONIC when the current main process started; changes with
-    every new run).
-    """
-
-    name: str
-    load_state: str | None = None
-    active_state: str | None = None
-    sub_state: str | None = None
-    result: str | None = None
-    exec_main_status: int | None = None
-    n_restarts: int | None = None
-    main_started: int | None = None
-
-    @property
-    def down(self) -> bool:
-        """True when the unit is not running and systemd will not start it again by itself.
-
-        ``failed``; ``inactive`` (stopped, or vLLM's API server exited with status 0
-        after its engine died, so ``Restart=on-failure`` does not fire); ``active``
-        with SubState ``exited`` (no main process left); or the unit does not exist.
-        ``activating`` (including SubState ``auto-restart``) and ``deactivating``
-        are not down: systemd is still working on it.
-        """
-        if self.load_state in ("not-found", "masked", "error", "bad-setting"):
-            return True
-        if self.active_state in ("failed", "inactive"):
-            return True
-        return self.active_state == "active" and self.sub_state == "exited"
-
-    def describe(self) -> str:
-        return "ActiveState=%s, SubState=%s, Result=%s, ExecMainStatus=%s%s" % (
-            self.active_state,
-            self.sub_state,
-            self.result,
-            self.exec_main_status,
-            "" if self.load_state in (None, "loaded") else ", LoadState=%s" % self.load_state,
-        )
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-
-class UnitStateError(Exception):
-    """``systemctl show`` could not be run or did not answer."""
 
 
 # A start-up wait gives up at the unit's second crash since it began: one crash may be a
@@ -316,21 +277,8 @@ def _fmt(seconds: float) -> str:
     return ("%.3f" % seconds).rstrip("0").rstrip(".")
 
 
-def _no_proxies() -> dict:
-    """Per-request ``proxies`` that switch off HTTP_PROXY, HTTPS_PROXY and ALL_PROXY.
-
-    A health probe has to reach the endpoint itself, not whatever a proxy answers
-    for it. requests adds environment proxies to the dict it is given, so every
-    request gets a fresh one.
-    """
-    return {"http": None, "https": None, "all": None}
-
-
-def _headers(api_key: str | None) -> dict:
-    headers = {"Accept": "application/json"}
-    if api_key:
-        headers["Authorization"] = "Bearer %s" % api_key
-    return headers
+_no_proxies = client.no_proxies
+_headers = client.headers
 
 
 class _Failed(Exception):
@@ -621,149 +569,8 @@ def _ended(ok, reason, last, url, elapsed, attempts, message=None, unit=None, jo
 
 
 def systemd_unit_state(unit: str, run_command, systemctl: str = "systemctl") -> UnitState:
-    """Read a unit's state with ``systemctl show -p LoadState,ActiveState,SubState,Result,ExecMainStatus,NRestarts,
-    ExecMainStartTimestampMonotonic UNIT``.
+    """Read what a start-up wait needs of a unit (``_systemd.show``); raises :class:`UnitStateError`.
 
-    ``run_command(argv)`` returns ``(rc, stdout, stderr)`` like
-    ``AnsibleModule.run_command``. Raises :class:`UnitStateError` when it fails.
+    ``run_command(argv)`` returns ``(rc, stdout, stderr)`` like ``AnsibleModule.run_command``.
     """
-    argv = [systemctl, "show", "-p", "LoadState,ActiveState,SubState,Result,ExecMainStatus,NRestarts,"
-            "ExecMainStartTimestampMonotonic", "--", unit]
-    rc, out, err = run_command(argv)
-    if rc != 0:
-        raise UnitStateError("%s failed (rc %s): %s" % (" ".join(argv), rc, (err or out or "").strip()))
-    values = {}
-    for line in (out or "").splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            values[key.strip()] = value.strip()
-    if "ActiveState" not in values:
-        raise UnitStateError("%s did not report ActiveState: %r" % (" ".join(argv), out))
-    return UnitState(
-        name=unit,
-        load_state=values.get("LoadState") or None,
-        active_state=values.get("ActiveState") or None,
-        sub_state=values.get("SubState") or None,
-        result=values.get("Result") or None,
-        exec_main_status=_int_or_none(values.get("ExecMainStatus")),
-        n_restarts=_int_or_none(values.get("NRestarts")),
-        # 0 when the unit never ran.
-        main_started=_int_or_none(values.get("ExecMainStartTimestampMonotonic")) or None,
-    )
-
-
-def _int_or_none(text):
-    try:
-        return int(text) if text else None
-    except ValueError:
-        return None
-
-
-PROCESS_COLUMNS = "pid name state cpu_seconds last_core allowed_cores"
-
-
-def process_lines(root_pid: int, proc_dir: str = "/proc") -> list:
-    """One line per process in the tree under ``root_pid`` (itself included), from ``/proc``.
-
-    Columns: :data:`PROCESS_COLUMNS` - state as ``/proc/PID/status`` says it (R, S,
-    D, T ...), CPU seconds (utime + stime, at the kernel's 100 ticks a second),
-    the core it last ran on, and the cores it may run on (``Cpus_allowed_list``).
-    A process runnable (R) for minutes with no CPU seconds gained is held somewhere.
-    Processes that vanish while being read are left out. Never raises.
-    """
-    parents = {}
-    try:
-        names = os.listdir(proc_dir)
-    except OSError:
-        return []
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(os.path.join(proc_dir, name, "stat"), encoding="utf-8", errors="replace") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 36:
-            parents[int(name)] = (int(fields[1]), fields)
-    tree = [root_pid] if root_pid in parents else []
-    for pid in tree:  # grows while it is walked: breadth first
-        tree.extend(sorted(child for child, entry in parents.items() if entry[0] == pid and child not in tree))
-    lines = []
-    for pid in tree:
-        fields = parents[pid][1]
-        status = {}
-        try:
-            with open(os.path.join(proc_dir, str(pid), "status"), encoding="utf-8", errors="replace") as handle:
-                for line in handle:
-                    key, sep, value = line.partition(":")
-                    if sep:
-                        status[key] = value.strip()
-        except OSError:
-            continue
-        cpu = (int(fields[11]) + int(fields[12])) / 100.0
-        lines.append("%d %s %s %.1f %s %s" % (pid, status.get("Name", "?"), (status.get("State") or "?").split()[0],
-                                              cpu, fields[36], status.get("Cpus_allowed_list", "?")))
-    return lines
-
-
-def container_pid(engine: str, name: str, run_command) -> int:
-    """Host PID of a container's main process (``ENGINE container inspect --format {{.State.Pid}} NAME``).
-
-    With the container runtime the engine's processes are not under the unit's main
-    process (the ``docker run`` / ``podman run`` client): docker starts them under
-    containerd-shim, podman under conmon. The container's main process is vLLM's API
-    server (the role runs it with ``--entrypoint vllm``), the root of the same tree
-    the unit's MainPID is with the venv runtime. ``run_command(argv)`` returns
-    ``(rc, stdout, stderr)``. 0 when the container does not run or cannot be read;
-    never raises.
-    """
-    try:
-        rc, out, _err = run_command([engine, "container", "inspect", "--format", "{{.State.Pid}}", name])
-    except Exception:  # pylint: disable=broad-except
-        return 0
-    if rc != 0:
-        return 0
-    # The last line that is a number: podman may print warnings first (on the same stream for some callers).
-    for line in reversed((out or "").splitlines()):
-        if line.strip().isdigit():
-            return int(line.strip())
-    return 0
-
-
-def unit_process_lines(unit: str, run_command, systemctl: str = "systemctl", proc_dir: str = "/proc",
-                       container_engine: str = "", container_name: str = "") -> list:
-    """:func:`process_lines` of the unit's main process (``systemctl show -p MainPID``). Never raises.
-
-    With ``container_engine`` (and ``container_name``, default the unit's name without
-    ``.service``, as the vllm role names its containers), the lines of the
-    container's processes follow (:func:`container_pid`): the unit's own tree is then
-    only the engine's client.
-    """
-    try:
-        rc, out, _err = run_command([systemctl, "show", "-p", "MainPID", "--value", "--", unit])
-        pid = int((out or "").strip() or 0) if rc == 0 else 0
-    except Exception:  # pylint: disable=broad-except
-        pid = 0
-    lines = process_lines(pid, proc_dir) if pid > 0 else []
-    if container_engine:
-        name = container_name or (unit[:-len(".service")] if unit.endswith(".service") else unit)
-        root = container_pid(container_engine, name, run_command)
-        lines += process_lines(root, proc_dir) if root > 0 else []
-    return lines
-
-
-def systemd_journal(unit: str, run_command, lines: int = 30, journalctl: str = "journalctl") -> list:
-    """Return the last ``lines`` journal lines of the unit (``journalctl -u UNIT -n LINES --no-pager``).
-
-    Never raises: when journalctl fails, the one line returned says why.
-    """
-    argv = [journalctl, "-u", unit, "-n", str(lines), "--no-pager"]
-    try:
-        rc, out, err = run_command(argv)
-    except Exception as exc:  # pylint: disable=broad-except
-        return ["(%s could not run: %s)" % (" ".join(argv), exc)]
-    if rc != 0:
-        return ["(%s failed, rc %s: %s)" % (" ".join(argv), rc, (err or out or "").strip())]
-    return (out or "").rstrip("\n").splitlines()
+    return systemd.show(unit, run_command, systemctl, properties=WAIT_PROPERTIES)

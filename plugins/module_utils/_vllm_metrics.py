@@ -5,27 +5,14 @@
 """Read vLLM's Prometheus ``/metrics`` from each engine directly and add them up.
 
 Pure logic, shared by the ``factory_floor.llm.vllm_metrics`` module and the watchdog
-daemon (installed on the hosts and imported there as plain ``_vllm_metrics``). It
-therefore imports only the standard library, ``prometheus_client`` and ``requests``,
-and never ``ansible``.
+daemon (imported there as plain ``_vllm_metrics``): the standard library,
+``prometheus_client`` and ``requests`` only, never ``ansible``.
 
 Why it exists: a monitor that read ``/metrics`` through the least_conn proxy got each
 answer from a different copy, saw counters go back and forth and called the model
 starved. Here every engine is read on its own address, counters and gauges are summed
 per vLLM metric, KV-cache usage is never summed (capacity-weighted mean instead) and the
 latency histograms are merged bucket by bucket before quantiles are taken.
-
-Public API::
-
-    validate_engines(engines, topology) -> list[dict]
-    metrics_url(url) -> str
-    make_fetch(timeout=5.0, api_key=None) -> fetch(url) -> str
-    parse_metrics(text) -> dict
-    merge_buckets(bucket_maps) -> dict[float, float]
-    histogram_quantile(q, buckets) -> float | None
-    collect(engines, fetch, topology="replicas", window=0.0,
-            sleep=time.sleep, clock=time.monotonic) -> dict
-    format_table(result) -> list[str]
 """
 
 from __future__ import annotations
@@ -44,13 +31,13 @@ except ImportError:
 else:
     PROMETHEUS_CLIENT_IMPORT_ERROR = None
 
-try:
-    import requests
-except ImportError:
-    requests = None
-    REQUESTS_IMPORT_ERROR = traceback.format_exc()
-else:
-    REQUESTS_IMPORT_ERROR = None
+try:  # inside the collection
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_client as client
+except ImportError:  # installed next to a daemon on a host
+    import _vllm_client as client  # type: ignore[no-redef]
+
+requests = client.requests
+REQUESTS_IMPORT_ERROR = client.REQUESTS_IMPORT_ERROR
 
 
 TOPOLOGY_REPLICAS = "replicas"
@@ -92,8 +79,6 @@ SUMMED = ("num_requests_running", "num_requests_waiting", "prompt_tokens_total",
 WEIGHTING_CAPACITY = "capacity"
 WEIGHTING_UNWEIGHTED = "unweighted"
 
-# Env proxies (HTTP_PROXY, ALL_PROXY) must not reroute a direct read of an engine.
-_NO_PROXIES = {"http": None, "https": None, "all": None}
 _ERRNO_RE = re.compile(r"\[Errno -?\d+\] [^'\")]+")
 
 
@@ -146,9 +131,7 @@ def validate_engines(engines, topology=TOPOLOGY_REPLICAS):
 def metrics_url(url):
     """``http://spark-a:8000`` -> ``http://spark-a:8000/metrics`` (kept if already there)."""
     base = url.rstrip("/")
-    if base.endswith("/metrics"):
-        return base
-    return base + "/metrics"
+    return base if base.endswith("/metrics") else base + "/metrics"
 
 
 # --------------------------------------------------------------------------- HTTP
@@ -168,17 +151,12 @@ def make_fetch(timeout=DEFAULT_TIMEOUT, api_key=None):
     if requests is None:
         raise MetricsError("the Python library requests is required: %s" % REQUESTS_IMPORT_ERROR)
     session = requests.Session()
-    headers = {
-        # Classic text format (what vLLM serves unless OpenMetrics is asked for).
-        "Accept": "text/plain;version=0.0.4",
-        "User-Agent": "factory_floor.llm.vllm_metrics",
-    }
-    if api_key:
-        headers["Authorization"] = "Bearer %s" % api_key
+    # Classic text format (what vLLM serves unless OpenMetrics is asked for).
+    headers = client.headers(api_key, accept="text/plain;version=0.0.4", **{"User-Agent": "factory_floor.llm.vllm_metrics"})
 
     def fetch(url):
         try:
-            response = session.get(url, headers=headers, timeout=timeout, proxies=dict(_NO_PROXIES),
+            response = session.get(url, headers=headers, timeout=timeout, proxies=client.no_proxies(),
                                    allow_redirects=False)
         except requests.exceptions.Timeout:
             raise ScrapeError("GET %s: no answer within %gs" % (url, timeout)) from None
@@ -602,9 +580,9 @@ def format_table(result):
     for view in result["engines"]:
         if not view["reachable"]:
             rows.append(row(view["name"], "DOWN", {}, view["error"] or ""))
-            continue
-        values = dict(view, kv_usage=view["kv_cache_usage_perc"])
-        rows.append(row(view["name"], "restarted" if view["restarted"] else "up", values, ""))
+        else:
+            rows.append(row(view["name"], "restarted" if view["restarted"] else "up",
+                            dict(view, kv_usage=view["kv_cache_usage_perc"]), ""))
     total = result["total"]
     counted, given = total["engines_counted"], len(result["engines"])
     note = ""
@@ -616,11 +594,7 @@ def format_table(result):
                     dict(total, kv_usage=total["kv_cache_usage_perc_weighted_mean"]), note))
 
     widths = [max(len(str(cells[i])) for cells in [headers] + rows) for i in range(len(headers))]
-    lines = []
-    for cells in [headers] + rows:
-        parts = []
-        for i, cell in enumerate(cells[:-1]):
-            parts.append(str(cell).ljust(widths[i]) if i < 2 else str(cell).rjust(widths[i]))
-        parts.append(str(cells[-1]))
-        lines.append("  ".join(parts).rstrip())
-    return lines
+    # Name and state left-aligned, numbers right-aligned, the note as it is.
+    return ["  ".join([str(cell).ljust(widths[i]) if i < 2 else str(cell).rjust(widths[i])
+                       for i, cell in enumerate(cells[:-1])] + [str(cells[-1])]).rstrip()
+            for cells in [headers] + rows]

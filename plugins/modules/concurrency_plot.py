@@ -17,6 +17,8 @@ description:
     next to the engine."
   - The PNG carries no timestamp, so the same data draws the same bytes and the file is only rewritten when the data
     changed.
+  - With O(check_only) it only checks that it can draw here (matplotlib importable by this Python) and says how to
+    install matplotlib when it cannot; C(playbooks/tune-concurrency.yml) runs that before it loads the engine.
 author:
   - Factory Floor maintainers (@factory-floor)
 requirements:
@@ -37,14 +39,20 @@ options:
     description:
       - RV(factory_floor.llm.concurrency_sweep#module:levels) - dicts with at least C(profile), C(concurrency) and
         C(tokens_per_s), and the C(<metric>_p95) of O(metric).
+      - Required unless O(check_only).
     type: list
     elements: dict
-    required: true
   dest:
     description:
       - Path of the PNG to write. Its directory must exist.
+      - Required unless O(check_only).
     type: path
-    required: true
+  check_only:
+    description:
+      - Only check that this host can draw the PNG - matplotlib imports in the Python that runs the module - and
+        return its version; draw and write nothing. Fails, saying how to install matplotlib, when it cannot.
+    type: bool
+    default: false
   title:
     description:
       - Title above the panels.
@@ -57,9 +65,10 @@ options:
     type: int
   metric:
     description:
-      - Which p95 the lower panel shows, seconds - V(e2e) (end-to-end latency) or V(ttft) (time to first token).
+      - Which p95 the lower panel shows, seconds - V(e2e) (end-to-end latency), V(ttft) (time to first token) or
+        V(tpot) (time per output token after the first).
     type: str
-    choices: [e2e, ttft]
+    choices: [e2e, ttft, tpot]
     default: e2e
   target_seconds:
     description:
@@ -68,6 +77,11 @@ options:
 """
 
 EXAMPLES = r"""
+- name: Before a long sweep, make sure the controller can draw its plot
+  factory_floor.llm.concurrency_plot:
+    check_only: true
+  delegate_to: localhost
+
 - name: Draw the sweep on the controller
   factory_floor.llm.concurrency_plot:
     levels: "{{ __sweep.levels }}"
@@ -82,24 +96,30 @@ EXAMPLES = r"""
 RETURN = r"""
 dest:
   description: O(dest).
-  returned: always
+  returned: unless O(check_only)
   type: str
   sample: /srv/ff/build/tune-concurrency/spark-a.png
 profiles:
   description: The profiles drawn, in the order of their first level.
-  returned: always
+  returned: unless O(check_only)
   type: list
   elements: str
   sample: [short, long]
 size:
   description: Size of the PNG, bytes.
-  returned: always
+  returned: unless O(check_only)
   type: int
   sample: 48213
+matplotlib_version:
+  description: The version of matplotlib this host's Python imports (C(matplotlib.__version__)).
+  returned: success
+  type: str
+  sample: 3.11.2
 """
 
 import io
 import os
+import sys
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -113,6 +133,18 @@ except ImportError:
     MATPLOTLIB_IMPORT_ERROR = traceback.format_exc()
 else:
     MATPLOTLIB_IMPORT_ERROR = None
+
+
+def install_hint():
+    """missing_required_lib's sentence, and how to install matplotlib for the Python that runs this module."""
+    return "%s Install it for %s: '%s -m pip install matplotlib' (the collection's requirements.txt pins " \
+        "matplotlib==3.11.2, and 'make venv' installs it), or 'apt-get install python3-matplotlib' when that is " \
+        "Debian's or Ubuntu's python3." % (
+            missing_required_lib("matplotlib", reason="to draw the concurrency sweep's PNG"), sys.executable,
+            sys.executable)
+
+
+_LATENCY_LABELS = {"e2e": "end-to-end latency", "ttft": "time to first token", "tpot": "time per output token"}
 
 
 def series(levels, key):
@@ -148,7 +180,7 @@ def render(levels, title, recommended=None, metric="e2e", target_seconds=None):
         bottom.set_xticks(ticks)
         bottom.set_xlabel("concurrent requests")
         top.set_ylabel("tokens/s (completion)")
-        bottom.set_ylabel("%s p95 (s)" % ("end-to-end latency" if metric == "e2e" else "time to first token"))
+        bottom.set_ylabel("%s p95 (s)" % _LATENCY_LABELS[metric])
         top.set_ylim(bottom=0)
         bottom.set_ylim(bottom=0)
         for axes in (top, bottom):
@@ -167,19 +199,23 @@ def render(levels, title, recommended=None, metric="e2e", target_seconds=None):
 def main():
     module = AnsibleModule(
         argument_spec={
-            "levels": {"type": "list", "elements": "dict", "required": True},
-            "dest": {"type": "path", "required": True},
+            "levels": {"type": "list", "elements": "dict"},
+            "dest": {"type": "path"},
             "title": {"type": "str", "default": "Concurrency sweep"},
             "recommended": {"type": "int"},
-            "metric": {"type": "str", "choices": ["e2e", "ttft"], "default": "e2e"},
+            "metric": {"type": "str", "choices": ["e2e", "ttft", "tpot"], "default": "e2e"},
             "target_seconds": {"type": "float"},
+            "check_only": {"type": "bool", "default": False},
         },
+        required_if=[("check_only", False, ("levels", "dest"))],
         add_file_common_args=True,
         supports_check_mode=True,
     )
     if MATPLOTLIB_IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib("matplotlib"), exception=MATPLOTLIB_IMPORT_ERROR)
+        module.fail_json(msg=install_hint(), exception=MATPLOTLIB_IMPORT_ERROR)
     params = module.params
+    if params["check_only"]:
+        module.exit_json(changed=False, matplotlib_version=matplotlib.__version__)
     for row in params["levels"]:
         if "profile" not in row or "concurrency" not in row:
             module.fail_json(msg="concurrency_plot: every level needs profile and concurrency (the sweep's levels); "
@@ -206,7 +242,7 @@ def main():
     if os.path.exists(dest):  # in check mode it only predicts
         changed = module.set_fs_attributes_if_different(module.load_file_common_arguments(params, path=dest), changed)
     profiles = list(dict.fromkeys(row["profile"] for row in params["levels"]))
-    module.exit_json(changed=changed, dest=dest, profiles=profiles, size=len(png))
+    module.exit_json(changed=changed, dest=dest, profiles=profiles, size=len(png), matplotlib_version=matplotlib.__version__)
 
 
 if __name__ == "__main__":

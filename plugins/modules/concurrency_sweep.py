@@ -18,7 +18,10 @@ description:
   - Each level is a closed loop - O(concurrency) clients each send one request at a time, back to back - for
     O(duration) seconds or O(requests) requests. Requests under way when the level ends finish and are counted.
   - "Per level it returns tokens/s (completion tokens of the successful requests / the level's wall time, vLLM's own
-    serving benchmark's definition), requests/min, and TTFT and end-to-end p50 and p95 (seconds)."
+    serving benchmark's definition), requests/min, TTFT and end-to-end p50, p95 and p99, and the inter-token
+    latency as C(vllm bench serve) reports it - TPOT (time per output token after the first, per request:
+    (latency - TTFT) / (completion tokens - 1)) and ITL (the gaps between streamed events after the first output,
+    pooled over the level's requests) - as mean, p50, p95 and p99. All in seconds."
   - Recommends C(max_num_seqs) as the concurrency with the best throughput whose p95 (O(target_metric)) stays
     within O(target_seconds). With both profiles, the throughput compared is the one estimated for a mix of them in
     O(shares) (see RV(recommendation.mixed_tokens_per_s)). The reasoning is returned as sentences.
@@ -27,6 +30,8 @@ description:
   - Changes nothing, but loads the engine for the whole sweep (about len(O(profiles)) x len(O(concurrency)) x
     O(duration) seconds, plus a calibration and warm-up per profile). Run it against a replica that carries no
     other traffic, or the results mix both.
+  - In check mode it sends no load - only what it checks before a sweep (C(GET /v1/models) lists O(model), the long
+    profile fits C(max_model_len)) - and returns RV(levels) empty and RV(load_sent) false.
 author:
   - Factory Floor maintainers (@factory-floor)
 requirements:
@@ -34,6 +39,12 @@ requirements:
 extends_documentation_fragment:
   - factory_floor.llm.attributes
   - factory_floor.llm.attributes.READ_ONLY
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Check mode sends no chat completion; it reads C(/v1/models) and checks the parameters, so a C(--check) run of
+        C(playbooks/tune-concurrency.yml) never loads the engine.
 options:
   url:
     description:
@@ -125,9 +136,10 @@ options:
     type: float
   target_metric:
     description:
-      - V(e2e) - end-to-end latency of a request; V(ttft) - time to its first token.
+      - V(e2e) - end-to-end latency of a request; V(ttft) - time to its first token; V(tpot) - time per output token
+        after the first (the three C(vllm bench serve --goodput) takes). Its p95 is held to O(target_seconds).
     type: str
-    choices: [e2e, ttft]
+    choices: [e2e, ttft, tpot]
     default: e2e
   shares:
     description:
@@ -283,6 +295,52 @@ levels:
       description: 95th percentile of the end-to-end latency, seconds.
       type: float
       sample: 12.1
+    e2e_p99:
+      description: 99th percentile of the end-to-end latency, seconds.
+      type: float
+      sample: 12.4
+    ttft_p99:
+      description: 99th percentile of the time to first token, seconds.
+      type: float
+      sample: 2.2
+    tpot_mean:
+      description:
+        - Mean time per output token after the first, seconds - per request (latency to its last streamed token event
+          - TTFT) / (completion tokens from C(usage) - 1), C(vllm bench serve)'s TPOT; requests of one token are left
+          out. Null when no request had C(usage) and more than one token.
+      type: float
+      sample: 0.071
+    tpot_p50:
+      description: Median TPOT, seconds.
+      type: float
+      sample: 0.069
+    tpot_p95:
+      description: 95th percentile of TPOT, seconds.
+      type: float
+      sample: 0.082
+    tpot_p99:
+      description: 99th percentile of TPOT, seconds.
+      type: float
+      sample: 0.088
+    itl_mean:
+      description:
+        - Mean inter-token latency, seconds - the gaps between successive streamed events that carry a choice, after
+          the first output, pooled over every successful request of the level (C(vllm bench serve)'s ITL; an event of
+          several tokens is one gap).
+      type: float
+      sample: 0.07
+    itl_p50:
+      description: Median inter-token latency, seconds.
+      type: float
+      sample: 0.068
+    itl_p95:
+      description: 95th percentile of the inter-token latency, seconds.
+      type: float
+      sample: 0.09
+    itl_p99:
+      description: 99th percentile of the inter-token latency, seconds.
+      type: float
+      sample: 0.21
     usage_missing:
       description: Successful requests whose answer carried no C(usage); tokens/s is null when this is not 0.
       type: int
@@ -331,30 +389,42 @@ recommendation:
         - "long at 16: not eligible, e2e_p95 71.2 s is over the target 60 s"
         - "max_num_seqs 12: 118.8 tokens/s estimated for the mix (short 50%, long 50%) ..."
 table:
-  description: A human-readable table of RV(levels), one line per element; C(*) marks the recommended level.
+  description:
+    - A human-readable table of RV(levels), one line per element; C(*) marks the recommended level. Latencies in
+      seconds, TPOT and ITL in milliseconds (C(_MS)) as C(vllm bench serve) prints them.
   returned: always
   type: list
   elements: str
   sample:
-    - "PROFILE  CONC REQ_OK  FAIL     TOK/S  REQ/MIN  TTFT_P50  TTFT_P95  E2E_P50  E2E_P95 PROMPT_TOK"
-    - "short      *12    310     0     130.2     61.0     0.402     0.910    11.71    12.60         31"
+    - "PROFILE  CONC REQ_OK  FAIL     TOK/S  REQ/MIN  TTFT_P50  TTFT_P95  TTFT_P99 TPOT_P50_MS TPOT_P99_MS ITL_P99_MS
+      E2E_P50  E2E_P95  E2E_P99 PROMPT_TOK"
+    - "short      *12    310     0     130.2     61.0     0.402     0.910     1.204        89.0        97.3      210.4
+      11.71    12.60    12.93         31"
+load_sent:
+  description: Whether chat completions were sent (false in check mode, which only runs the checks before a sweep).
+  returned: always
+  type: bool
+  sample: true
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._concurrency_plan import (
+    DEFAULT_TOLERANCE,
+    METRICS,
+    format_table,
+    recommend,
+)
 from ansible_collections.factory_floor.llm.plugins.module_utils._load import (
     DEFAULT_CONCURRENCY,
     DEFAULT_LONG_MAX_TOKENS,
     DEFAULT_LONG_PROMPT_TOKENS,
     DEFAULT_SHORT_MAX_TOKENS,
     DEFAULT_TIMEOUT,
-    DEFAULT_TOLERANCE,
-    METRICS,
     PROFILES,
     REQUESTS_IMPORT_ERROR,
     LoadError,
-    format_table,
-    recommend,
+    preflight,
     sweep,
 )
 
@@ -426,6 +496,23 @@ def main():
             module.fail_json(msg="concurrency_sweep: shares name profiles that are not swept: %s (profiles: %s)"
                              % (", ".join(unknown), ", ".join(params["profiles"])))
 
+    if module.check_mode:
+        try:
+            engine = preflight(params["url"], params["model"], list(dict.fromkeys(params["profiles"])),
+                               params["long_prompt_tokens"], params["long_max_tokens"], params["api_key"])
+        except LoadError as exc:
+            module.fail_json(msg="concurrency_sweep against %s: %s" % (params["url"], exc))
+        module.exit_json(changed=False, load_sent=False, engine=engine, profiles={}, levels=[], table=[],
+                         recommendation={
+                             "max_num_seqs": None, "per_profile": {}, "mixed_tokens_per_s": {},
+                             "target_seconds": params["target_seconds"], "metric": params["target_metric"],
+                             "shares": {k: v / sum(shares.values()) for k, v in shares.items()}
+                             if shares and sum(shares.values()) > 0 else {},
+                             "tolerance": params["tolerance"],
+                             "reasoning": ["check mode: %s serves %s (max_model_len %s) and the parameters are "
+                                           "valid; no load was sent, so there is nothing to recommend"
+                                           % (params["url"], params["model"], engine["max_model_len"])]})
+
     try:
         result = sweep(
             params["url"], params["model"],
@@ -448,7 +535,7 @@ def main():
     except LoadError as exc:
         module.fail_json(msg="concurrency_sweep against %s: %s" % (params["url"], exc))
 
-    module.exit_json(changed=False, recommendation=recommendation,
+    module.exit_json(changed=False, load_sent=True, recommendation=recommendation,
                      table=format_table(result["levels"], recommendation["max_num_seqs"]), **result)
 
 

@@ -560,11 +560,12 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.factory_floor.llm.plugins.module_utils._engine_log import compare, parse_engine_log
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
     MemoryPlanError,
-    plan_hosts,
-    reasoning_lines,
-    summary,
     unit_memory,
 )
+from ansible_collections.factory_floor.llm.plugins.module_utils._memory_plan import (
+    plan_hosts,
+)
+from ansible_collections.factory_floor.llm.plugins.module_utils._memory_report import reasoning_lines, summary
 
 MEMINFO_PATH = "/proc/meminfo"
 CGROUP_ROOT = "/sys/fs/cgroup"

@@ -388,9 +388,9 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._kv_cache import
     KVPlanError,
     checkpoint_bytes,
     load_config,
-    plan_kv_cache,
     to_gib,
 )
+from ansible_collections.factory_floor.llm.plugins.module_utils._kv_cache_plan import plan_kv_cache
 
 
 def read_text(path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: switch_report
-short_description: What a topology switch looked like from a client's side
+short_description: What a topology switch or a model upgrade looked like from a client's side
 version_added: 0.1.0
 description:
   - Reads the log of the probe client that asked the model through the proxy during a switch (one JSON
@@ -16,6 +16,9 @@ description:
     a table for people.
   - The longest gap is measured from the end of the last answered request (HTTP 200) before it to the end
     of the first one after it.
+  - With O(procedure), it takes what each engine host noted during the run (O(hosts)) and what the run
+    decided (O(plan)) instead, and works out the timeline, the engines, the outcome, the lines to print
+    (RV(lines)) and why the run fails (RV(message)); the playbooks only print and fail.
 extends_documentation_fragment:
   - factory_floor.llm.attributes
   - factory_floor.llm.attributes.READ_ONLY
@@ -54,6 +57,68 @@ options:
         the outcome returned is V(ok_with_failures) and, unless O(reason) is given, the reason says how many failed.
       - Unset, the outcome is returned as given.
     type: int
+  procedure:
+    description:
+      - V(switch) for a topology switch (C(playbooks/switch.yml)), V(upgrade) for a rolling model or image upgrade
+        (C(playbooks/switch-model.yml)).
+      - Unset, the report is built from O(timeline), O(engines), O(tool_score), O(outcome) and O(reason) as given.
+    type: str
+    choices: [switch, upgrade]
+  hosts:
+    description:
+      - With O(procedure), what each engine host noted during the run, in inventory order.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The host's inventory name.
+        type: str
+        required: true
+      events:
+        description:
+          - Epoch seconds (float) of what happened on it, among C(drained), C(old_stopped), C(serving),
+            C(gate_done), C(in_rotation), C(failed), C(restored), C(rollback_started), C(rollback_serving).
+        type: dict
+        default: {}
+      health:
+        description: The C(vllm_health) status of its start-up wait (unset when it was not probed).
+        type: str
+      gate:
+        description: The tool-calling gate's verdict on it (the C(tool_gate) role's C(tool_gate_result)), C({}) when none.
+        type: dict
+        default: {}
+      reason:
+        description: Why it failed, when it did.
+        type: str
+      failed:
+        description: Its start, or its gate, failed.
+        type: bool
+        default: false
+      upgraded:
+        description: (upgrade) It serves the candidate and rejoined the proxy.
+        type: bool
+        default: false
+      restore_failed:
+        description: (upgrade) Giving it its old build back failed.
+        type: bool
+        default: false
+      rollback_failed:
+        description: (switch) Starting the old topology again failed on it.
+        type: bool
+        default: false
+  plan:
+    description:
+      - With O(procedure), what the run decided and what the closing play read.
+      - V(switch) reads C(start) (epoch seconds; else the first host's C(start) event), C(topology), C(on_target),
+        C(heal), C(heal_hosts), C(heal_holders), C(heal_ready), C(heal_left), C(drained_other) (host to drain holder),
+        C(gated), C(incumbent), C(incumbent_score), C(rollback), C(api_engines) (the factory_floor.llm.switch_plan
+        module's keys), C(inventory) (the topology record's), C(rotation_error) and
+        C(inventory_sources).
+      - V(upgrade) reads C(target) (in words), C(todo) (the replicas to upgrade), C(start) (epoch seconds), C(old)
+        (C(model), C(image)), C(switch_model) and C(switch_image).
+    type: dict
+    default: {}
 author:
   - Factory Floor maintainers (@factory-floor)
 """
@@ -74,57 +139,99 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+lines:
+  description: What the playbook prints, the table with the tool-calling gate's summary and the inventory's advice.
+  returned: when O(procedure) is set
+  type: list
+  elements: str
+message:
+  description: Why the run fails, in words for the operator; empty when it does not fail.
+  returned: when O(procedure) is set
+  type: str
+  sample: ""
+tool_gate:
+  description:
+    - (switch) The gate's part of the report, C(topology), C(gated), C(incumbent) (its stored score), C(engines)
+      (the verdict per engine it tested) and C(summary) (lines).
+  returned: when O(procedure=switch)
+  type: dict
+inventory:
+  description: (switch) The topology record's view of the inventory (C(plan.inventory)), for the JSON report.
+  returned: when O(procedure=switch)
+  type: dict
+topology:
+  description: (switch, finishing an interrupted switch) The topology the hosts are on.
+  returned: when O(procedure=switch) finished an interrupted switch
+  type: str
+drained_by:
+  description: (switch, finishing an interrupted switch) The drain holders the interrupted run left.
+  returned: when O(procedure=switch) finished an interrupted switch
+  type: list
+  elements: str
+back_in_rotation:
+  description: (switch, finishing an interrupted switch) The engines put back in the proxy's rotation.
+  returned: when O(procedure=switch) finished an interrupted switch
+  type: list
+  elements: str
+left_drained:
+  description: (switch, finishing an interrupted switch) The engines that stay drained (they did not serve or failed the gate).
+  returned: when O(procedure=switch) finished an interrupted switch
+  type: list
+  elements: str
 downtime:
   description: Seconds without a model, the longest stretch with no answered request.
-  returned: always
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: float
   sample: 97.4
 count_502:
   description: Requests answered 502 by the proxy during the whole switch.
-  returned: always
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: int
   sample: 0
 count_503:
   description: Requests answered 503 (no engine serving; sent with Retry-After).
-  returned: always
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: int
   sample: 180
 failures_after_serving:
   description: Requests that started after C(first_serving) and were not answered 200.
-  returned: always
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: int
   sample: 0
 count_502_after_serving:
   description: 502 answers among C(failures_after_serving).
-  returned: always
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: int
   sample: 0
 failures_after_serving_sample:
   description: Up to five of those requests, as the probe client logged them.
-  returned: always
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: list
   elements: dict
 requests:
   description: Requests the probe client sent.
-  returned: always
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: int
   sample: 412
 by_status:
   description: Request counts by HTTP status (C("0") = no HTTP answer).
-  returned: always
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: dict
   sample: {"200": 230, "503": 182}
 startup:
   description: Seconds from the old topology stopped to the first new engine serving, or null.
-  returned: always
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: float
   sample: 96.1
 timeline:
   description: The timeline as seconds since C(start).
-  returned: always
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: dict
 outcome:
-  description: The outcome given, or V(ok_with_failures) when O(outcome=ok) and O(max_failures_after_serving) was exceeded.
+  description:
+    - The outcome given, or V(ok_with_failures) when O(outcome=ok) and O(max_failures_after_serving) was exceeded.
+    - With O(procedure), the outcome worked out; O(procedure=switch) adds V(healed) and V(heal_failed) for a re-run that
+      finished an interrupted switch.
   returned: always
   type: str
   sample: ok
@@ -134,31 +241,31 @@ reason:
   type: str
 engines:
   description: The engines given.
-  returned: always
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: dict
 tool_score:
   description: The tool score given.
-  returned: always
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: float
 first_serving:
   description: Epoch seconds when the first new engine served.
-  returned: always
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: float
 downtime_from:
   description: Epoch seconds the longest gap began.
-  returned: always
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: float
 downtime_to:
   description: Epoch seconds the longest gap ended.
-  returned: always
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: float
 count_200:
   description: Requests answered 200.
-  returned: always
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: int
 count_no_answer:
   description: Requests with no HTTP answer at all.
-  returned: always
+  returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: int
 table:
   description: The report as lines for people.
@@ -168,10 +275,12 @@ table:
 """
 
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._switch_report import load_records, summarize
+from ansible_collections.factory_floor.llm.plugins.module_utils._switch_report import (
+    load_records, summarize, switch_report, upgrade_report)
 
 
 def main():
@@ -184,7 +293,22 @@ def main():
             outcome=dict(type="str", default="ok", choices=["ok", "ok_with_failures", "unchanged", "rolled_back", "failed"]),
             reason=dict(type="str"),
             max_failures_after_serving=dict(type="int"),
+            procedure=dict(type="str", choices=["switch", "upgrade"]),
+            hosts=dict(type="list", elements="dict", default=[], options=dict(
+                name=dict(type="str", required=True),
+                events=dict(type="dict", default={}),
+                health=dict(type="str"),
+                gate=dict(type="dict", default={}),
+                reason=dict(type="str"),
+                failed=dict(type="bool", default=False),
+                upgraded=dict(type="bool", default=False),
+                restore_failed=dict(type="bool", default=False),
+                rollback_failed=dict(type="bool", default=False),
+            )),
+            plan=dict(type="dict", default={}),
         ),
+        mutually_exclusive=[("procedure", "timeline"), ("procedure", "engines"), ("procedure", "tool_score"),
+                            ("procedure", "reason"), ("procedure", "max_failures_after_serving")],
         supports_check_mode=True,
     )
     path = module.params["probe_log"]
@@ -195,9 +319,17 @@ def main():
                 text = handle.read()
         except OSError as exc:
             module.fail_json(msg="Could not read the probe client's log %s: %s" % (path, exc))
-    report = summarize(load_records(text), module.params["timeline"], module.params["engines"],
-                       module.params["tool_score"], module.params["outcome"], module.params["reason"],
-                       module.params["max_failures_after_serving"])
+    params = module.params
+    if params["procedure"]:
+        build = switch_report if params["procedure"] == "switch" else upgrade_report
+        try:
+            report = build(load_records(text), params["hosts"], params["plan"], time.time())
+        except (KeyError, TypeError, ValueError) as exc:
+            module.fail_json(msg="Could not build the %s report from hosts and plan: %s %s"
+                             % (params["procedure"], type(exc).__name__, exc))
+    else:
+        report = summarize(load_records(text), params["timeline"], params["engines"], params["tool_score"],
+                           params["outcome"], params["reason"], params["max_failures_after_serving"])
     module.exit_json(changed=False, **report)
 
 

@@ -18,17 +18,23 @@ description:
     streamed calls equal the non-streamed ones.
   - "A case that expects calls passes when: the answer is HTTP 200; C(finish_reason) is C(tool_calls); the calls are
     in C(message.tool_calls), not written as text in C(content) (the call is then in the wrong place and fails);
-    each call names a tool the request offered; its C(arguments) is valid JSON, an object that matches the tool's
-    C(parameters) JSON Schema and the case's expected values; and the calls match the expected ones one to one,
-    in any order."
+    C(content) holds no tool-call markup beside them (C(<tool_call>), C(</tool_call>), C(<function=...>),
+    C(</function>), C([TOOL_CALLS]), C(<|python_tag|>), or JSON with a name and arguments - a client would show it
+    or run the call twice); each call names a tool the request offered; its C(arguments) is valid JSON, an object
+    that matches the tool's C(parameters) JSON Schema and the case's expected values; and the calls match the
+    expected ones one to one, in any order."
   - "A case that expects text passes when there is no tool call, C(finish_reason) is C(stop) (or C(length)), and
     C(content) is not empty and contains every string the case lists."
   - "Streamed answers are reassembled from the server-sent events read line by line (C(data:) lines up to
     C(data: [DONE])); the C(arguments) fragments of each tool call are concatenated per C(index), then parsed."
-  - "The schema check covers the JSON Schema keywords tool definitions use: C(type), C(enum), C(properties),
-    C(required), C(items), C(additionalProperties), C(minimum), C(maximum), C(minItems), C(maxItems);
-    annotations (C(description), C(default), C(format), ...) are ignored. A suite whose schemas use anything else
-    is refused, so no argument goes unchecked."
+  - "C(arguments) are validated against the tool's C(parameters) with the C(jsonschema) library, under the draft the
+    schema names in C($schema) (default 2020-12, what OpenAI, pydantic and MCP tool definitions use): every keyword
+    of that draft, C(anyOf)/C(oneOf)/C(allOf), C($ref) into C($defs) or C(definitions), C(const), C(minLength),
+    C(exclusiveMinimum), C(pattern), ... C(format) is an annotation, not checked (as 2020-12 says)."
+  - "A suite is refused when a tool's schema is not valid under its draft's meta-schema, uses a word that is not a
+    keyword or annotation of that draft (a typo, OpenAPI's C(nullable); C(x-) extensions are allowed), or has a
+    C($ref) that does not point into the schema itself (C(#/...)); nothing is fetched. So no argument goes
+    unchecked."
   - Expected strings are compared after BFCL's normalisation (lower case, without spaces and C(,./-_*^)), numbers by
     value (C(5) equals C(5.0); C(true) is not C(1)). See the suite file for the matchers (C($one_of), C($optional),
     C($contains), C($unordered), C($any), C($absent)).
@@ -41,6 +47,8 @@ author:
   - Factory Floor maintainers (@factory-floor)
 requirements:
   - requests (Python library, on the host the module runs on)
+  - jsonschema 4.10 or later (Python library, on the host the module runs on; Debian and Ubuntu package
+    C(python3-jsonschema), which the C(factory_floor.llm.tool_gate) role installs)
   - PyYAML (Python library, on the host the module runs on), only for a O(suite) given as a path to a YAML file
 extends_documentation_fragment:
   - factory_floor.llm.attributes
@@ -86,8 +94,9 @@ options:
   categories:
     description:
       - Run only the cases of these categories. The shipped suite has V(single), V(choose), V(parallel), V(auto),
-        V(no_tool), V(multi_turn) and V(tool_choice); BFCL cases are V(bfcl_simple), V(bfcl_multiple),
-        V(bfcl_parallel) and V(bfcl_irrelevance).
+        V(no_tool), V(multi_turn) and V(tool_choice); the shipped C(schemas) suite (pydantic- and MCP-style tool
+        schemas) has V(schema); BFCL cases are V(bfcl_simple), V(bfcl_multiple), V(bfcl_parallel) and
+        V(bfcl_irrelevance).
       - Empty runs every category.
     type: list
     elements: str
@@ -404,15 +413,21 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._tool_call impor
     HAS_REQUESTS,
     REQUESTS_IMPORT_ERROR,
     AbortRun,
-    SuiteError,
     combine_runs,
     first_model,
-    load_bfcl,
-    load_suite_file,
-    merge_suites,
     normalize_url,
     run_suite,
     score,
+)
+from ansible_collections.factory_floor.llm.plugins.module_utils._tool_check import (
+    HAS_JSONSCHEMA,
+    JSONSCHEMA_IMPORT_ERROR,
+    SuiteError,
+)
+from ansible_collections.factory_floor.llm.plugins.module_utils._tool_suite import (
+    load_bfcl,
+    load_suite_file,
+    merge_suites,
     select_cases,
     suite_digest,
 )
@@ -462,6 +477,9 @@ def main():
     )
     if not HAS_REQUESTS:
         module.fail_json(msg=missing_required_lib("requests"), exception=REQUESTS_IMPORT_ERROR)
+    if not HAS_JSONSCHEMA:
+        module.fail_json(msg=missing_required_lib("jsonschema", reason="to check tool arguments against their JSON Schema"),
+                         exception=JSONSCHEMA_IMPORT_ERROR)
     params = module.params
     started = time.monotonic()
     try:

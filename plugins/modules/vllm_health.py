@@ -326,6 +326,7 @@ from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_requ
 from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_health import (
     HAS_REQUESTS,
     REQUESTS_IMPORT_ERROR,
+    WAIT_FIELDS,
     UnitStateError,
     normalize_url,
     systemd_journal,
@@ -414,7 +415,7 @@ def main():
     if outcome.ok:
         module.exit_json(**result)
     if outcome.unit is not None:
-        result["unit_state"] = outcome.unit.as_dict()
+        result["unit_state"] = outcome.unit.as_dict(WAIT_FIELDS)
         result["journal"] = outcome.journal
     if outcome.reason == "timeout":
         result["journal"] = outcome.journal

@@ -25,7 +25,8 @@ description:
 author:
   - Factory Floor maintainers (@factory-floor)
 requirements:
-  - prometheus-client (Python library, on the host that runs the module)
+  - prometheus-client (Python library, on the host that runs the module; Debian and Ubuntu package
+    C(python3-prometheus-client), which the C(factory_floor.llm.nginx_proxy) role installs on the proxy hosts)
   - requests (Python library, on the host that runs the module)
 extends_documentation_fragment:
   - factory_floor.llm.attributes
@@ -380,7 +381,10 @@ def main():
         supports_check_mode=True,
     )
     if PROMETHEUS_CLIENT_IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib("prometheus-client"), exception=PROMETHEUS_CLIENT_IMPORT_ERROR)
+        module.fail_json(msg=missing_required_lib("prometheus-client", reason="to parse the engines' /metrics")
+                         + " On Debian and Ubuntu: apt-get install python3-prometheus-client (the"
+                         " factory_floor.llm.nginx_proxy role installs it on the proxy hosts, where"
+                         " playbooks/metrics.yml reads).", exception=PROMETHEUS_CLIENT_IMPORT_ERROR)
     if REQUESTS_IMPORT_ERROR:
         module.fail_json(msg=missing_required_lib("requests"), exception=REQUESTS_IMPORT_ERROR)
     if module.params["timeout"] <= 0:

@@ -55,9 +55,13 @@ def burst(args):
                 i = next(index, None)
             if i is None:
                 return
-            prompt = LONG if i % 3 == 0 else SHORT
+            long_prompt = i % 3 == 0
+            # Each request its own conversation (numbered at the end, so vLLM's prefix cache
+            # still shares the long thread): independent clients, which a proxy routing by
+            # conversation (nginx_proxy's affinity) spreads like least_conn would.
+            prompt = "%s (request %d)" % (LONG if long_prompt else SHORT, i)
             started = time.time()
-            record = {"i": i, "t": started, "long": prompt is LONG}
+            record = {"i": i, "t": started, "long": long_prompt}
             try:
                 response = chat(session, args.url, args.model, prompt, args.max_tokens)
                 record.update(status=response.status_code,

@@ -18,7 +18,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _tool_call as tc
+from ansible_collections.factory_floor.llm.plugins.module_utils import _tool_suite as suites
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(ROOT, "roles", "tool_gate")
@@ -68,7 +68,7 @@ def test_lab_runs_the_whole_suite_one_case_at_a_time():
 
 def test_lab_pass_marks_separate_the_measured_scores_with_margin():
     # Measured in the lab (inventory/lab comment): SmolLM2 38.9 in every run, the tiny random model 0.0.
-    suite = tc.merge_suites([_load(ROLE, "files", "suites", "default.yml")])
+    suite = suites.merge_suites([_load(ROLE, "files", "suites", "default.yml")])
     one_case = 100.0 / len(suite["cases"])
     smollm2, bad_build = 38.9, 0.0
     assert smollm2 - LAB["tool_gate_min_score"] >= 2 * one_case

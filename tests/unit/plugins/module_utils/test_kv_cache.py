@@ -25,8 +25,8 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._kv_cache import
     layer_bytes_per_token,
     layer_kinds,
     max_model_len_of,
-    plan_kv_cache,
 )
+from ansible_collections.factory_floor.llm.plugins.module_utils._kv_cache_plan import plan_kv_cache
 
 FULL_CONTEXT = 262144
 

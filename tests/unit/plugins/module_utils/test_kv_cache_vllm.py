@@ -19,7 +19,7 @@ import os
 
 import pytest
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._kv_cache import plan_kv_cache
+from ansible_collections.factory_floor.llm.plugins.module_utils._kv_cache_plan import plan_kv_cache
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "kv_cache")
 RUNS = sorted(name[:-5] for name in os.listdir(FIXTURES) if name.endswith(".json"))

@@ -18,17 +18,18 @@ from ansible_collections.factory_floor.llm.plugins.module_utils import _memory
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
     GIB,
     MemoryPlanError,
-    at_utilization,
     parse_meminfo,
-    plan_host,
-    plan_hosts,
     read_cgroup_memory,
-    reasoning_lines,
     resolve_workloads,
-    summary,
     unit_memory,
     utilization_hundredths,
 )
+from ansible_collections.factory_floor.llm.plugins.module_utils._memory_plan import (
+    at_utilization,
+    plan_host,
+    plan_hosts,
+)
+from ansible_collections.factory_floor.llm.plugins.module_utils._memory_report import reasoning_lines, summary
 
 GB10_MEMTOTAL_KB = 130023424  # 124.00 GiB
 DEVICE_TOTAL = 121.7

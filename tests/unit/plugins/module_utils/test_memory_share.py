@@ -34,10 +34,12 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
     MemoryPlanError,
     memory_facts,
     parse_meminfo,
-    plan_host,
     requested_bytes,
-    summary,
 )
+from ansible_collections.factory_floor.llm.plugins.module_utils._memory_plan import (
+    plan_host,
+)
+from ansible_collections.factory_floor.llm.plugins.module_utils._memory_report import summary
 
 KIB = 1024
 
@@ -105,7 +107,7 @@ def test_published_two_spark_report_recommended_share_starts():
 
 def test_report_share_one_step_up_is_refused_by_the_same_check():
     meminfo, plan = report_plan()
-    from ansible_collections.factory_floor.llm.plugins.module_utils._memory import at_utilization
+    from ansible_collections.factory_floor.llm.plugins.module_utils._memory_plan import at_utilization
     at_utilization(plan, plan["max_hundredths"] + 1)
     status, lines = start_check_on(meminfo, summary(plan))
     assert status == guard.EXIT_REFUSED
@@ -153,7 +155,7 @@ def test_recommended_share_is_never_refused_by_the_start_check(totals, workload_
     assert plan["fits_now"] and plan["starts_as_declared"]
     # The next hundredth up would not start, or would not keep the headroom: the share is the largest.
     if plan["max_hundredths"] < 100:
-        from ansible_collections.factory_floor.llm.plugins.module_utils._memory import starts_as_declared
+        from ansible_collections.factory_floor.llm.plugins.module_utils._memory_plan import starts_as_declared
         assert not starts_as_declared(plan, plan["max_hundredths"] + 1)
     # Once the engine holds its share and what it takes outside it, the declared host keeps its floor + headroom.
     assert plan["spare_bytes"] >= plan["headroom_bytes"]

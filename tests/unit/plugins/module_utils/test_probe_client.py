@@ -172,7 +172,10 @@ def test_run_stops_after_duration_and_writes_json_lines(proxy, tmp_path, concurr
     assert all(line == json.dumps(json.loads(line), sort_keys=True) for line in out.read_text().splitlines())
     _path, headers, body = proxy.requests[0]
     assert headers["Authorization"] == "Bearer sk-test"
-    assert body == PAYLOAD
+    # Each request its own conversation: numbered, so a proxy routing by conversation spreads them.
+    contents = [r[2]["messages"][0]["content"] for r in proxy.requests]
+    assert sorted(contents) == sorted("Say OK. (request %d)" % n for n in range(1, len(contents) + 1))
+    assert dict(body, messages=PAYLOAD["messages"]) == PAYLOAD
 
 
 def test_run_appends(proxy, tmp_path):

@@ -222,3 +222,197 @@ def test_table_ok_without_optional_lines():
     table = sr.summarize(series((200, 3)), {"start": T0})["table"]
     assert table[0] == "switch outcome: ok"
     assert not any(line.startswith(("new topology", "engine ", "tool-calling")) for line in table)
+
+
+# --- switch_report(): the topology switch's whole report --------------------------------------
+
+
+def gate(score, passed, host):
+    return {"score": score, "passed": passed, "message": "Tool-calling gate on %s: scored %s" % (host, score)}
+
+
+def switch_hosts():
+    return [
+        {"name": "spark-a", "health": "serving", "gate": gate(80.0, True, "spark-a"),
+         "events": {"start": T0, "drained": T0 + 5, "old_stopped": T0 + 8, "serving": T0 + 60, "gate_done": T0 + 90,
+                    "in_rotation": T0 + 91}},
+        {"name": "spark-b", "health": "serving", "gate": gate(75.5, True, "spark-b"),
+         "events": {"start": T0, "old_stopped": T0 + 9, "serving": T0 + 70, "gate_done": T0 + 95, "in_rotation": T0 + 91}},
+    ]
+
+
+SWITCH_PLAN = {"topology": "replicas", "gated": True, "incumbent": {"topology": "split", "host": "spark-a"},
+               "incumbent_score": {"build_id": "abc", "score": 70.0}, "api_engines": ["spark-a", "spark-b"],
+               "inventory": {"advice": "change the line", "agrees": False}}
+
+
+def test_switch_timeline_takes_each_event_from_the_right_host():
+    timeline = sr.switch_timeline(switch_hosts(), T0 + 100)
+    assert list(timeline) == ["start", "drained", "old_stopped", "first_serving", "first_healthy", "gate_done",
+                              "in_rotation", "all_serving", "end"]
+    assert timeline == {"start": T0, "drained": T0 + 5, "old_stopped": T0 + 8, "first_serving": T0 + 91,
+                        "first_healthy": T0 + 60, "gate_done": T0 + 95, "in_rotation": T0 + 91, "all_serving": T0 + 70,
+                        "end": T0 + 100}
+
+
+def test_switch_timeline_without_the_gate_first_serving_is_healthy():
+    hosts = [{"name": "a", "events": {"start": T0, "serving": T0 + 30}}, {"name": "b", "events": {"serving": T0 + 20}}]
+    assert sr.switch_timeline(hosts, T0 + 50) == {
+        "start": T0, "first_serving": T0 + 20, "all_serving": T0 + 30, "end": T0 + 50}
+
+
+def test_switch_report_ok_gated():
+    report = sr.switch_report(series((200, 5)), switch_hosts(), SWITCH_PLAN, T0 + 100)
+    assert report["outcome"] == "ok" and report["message"] == ""
+    assert report["engines"] == {"spark-a": "serving, tool score 80.0 (passed)", "spark-b": "serving, tool score 75.5 (passed)"}
+    assert report["tool_score"] == 75.5
+    assert report["tool_gate"]["incumbent"] == {"build_id": "abc", "score": 70.0}
+    assert report["tool_gate"]["summary"] == [
+        "Tool-calling gate on spark-a: scored 80.0", "Tool-calling gate on spark-b: scored 75.5",
+        "tool-calling gate: the new engines were healthy 31.0 s before they joined the proxy "
+        "(the gate ran meanwhile; first_serving counts from then)"]
+    assert report["lines"] == report["table"] + report["tool_gate"]["summary"] + ["change the line"]
+
+
+def test_switch_report_ungated_and_gate_that_did_not_run():
+    hosts = [dict(h, gate={}) for h in switch_hosts()]
+    report = sr.switch_report([], hosts, dict(SWITCH_PLAN, gated=False), T0 + 100)
+    assert report["tool_gate"]["summary"] == [
+        "tool-calling gate off for replicas (tool_gate_topologies): the new engines took traffic untested"]
+    assert report["tool_gate"]["incumbent"] == {} and report["tool_score"] is None
+    hosts = [dict(h, gate={}, events={"start": T0}) for h in switch_hosts()]
+    report = sr.switch_report([], hosts, SWITCH_PLAN, T0 + 100)
+    assert report["tool_gate"]["summary"] == ["tool-calling gate: did not run (the new topology did not come up)"]
+
+
+@pytest.mark.parametrize("rollback_failed, first", [
+    (False, "The switch to replicas failed and was rolled back; the old topology serves again. "),
+    (True, "The switch to replicas failed and so did the rollback: NO MODEL MAY BE SERVING. "),
+])
+def test_switch_report_rolled_back(rollback_failed, first):
+    hosts = switch_hosts()
+    hosts[1].update(reason="spark-b: start failed", gate={}, health="crash_loop", rollback_failed=rollback_failed)
+    report = sr.switch_report([], hosts, dict(SWITCH_PLAN, rollback=True), T0 + 100)
+    assert report["outcome"] == ("failed" if rollback_failed else "rolled_back")
+    assert report["reason"] == "spark-b: start failed"
+    assert report["engines"]["spark-b"] == "crash_loop"
+    assert report["message"] == first + "\nWhy: spark-b: start failed change the line"
+
+
+def test_switch_report_unchanged():
+    report = sr.switch_report([], [], dict(SWITCH_PLAN, on_target=True, inventory={}), T0)
+    assert report["outcome"] == "unchanged" and report["message"] == ""
+    assert report["lines"] == ["already on replicas: nothing changed"]
+
+
+HEAL_PLAN = dict(SWITCH_PLAN, on_target=True, heal=True, heal_hosts=["spark-a", "spark-b"],
+                 heal_holders=["switch-to-replicas"], incumbent={"topology": "", "host": ""},
+                 inventory={"advice": "agrees", "agrees": True}, inventory_sources=["inventory/site"])
+
+
+def test_switch_report_healed():
+    report = sr.switch_report([], switch_hosts(), dict(HEAL_PLAN, heal_ready=["spark-a", "spark-b"]), T0)
+    assert (report["outcome"], report["reason"], report["message"]) == ("healed", "", "")
+    assert report["table"] == [
+        "already on replicas; spark-a, spark-b had been left drained by an interrupted switch-to-replicas run "
+        "(nothing was stopped or started)", "back in the proxy's rotation: spark-a, spark-b"]
+    assert report["lines"][-1] == "agrees" and "requests" not in report
+
+
+@pytest.mark.parametrize("drained_other, error, rotation", [
+    ({}, "", "In rotation now: spark-a.\n"),
+    ({"spark-a": "ops"}, "timed out", "No engine is in the proxy's rotation: clients get 503 with Retry-After. "
+                                      "(The proxy: timed out)\n"),
+])
+def test_switch_report_heal_failed(drained_other, error, rotation):
+    hosts = switch_hosts()
+    hosts[1].update(reason="spark-b: scored 20", gate=gate(20.0, False, "spark-b"))
+    plan = dict(HEAL_PLAN, heal_ready=["spark-a"], heal_left=["spark-b"], drained_other=drained_other, rotation_error=error)
+    report = sr.switch_report([], hosts, plan, T0)
+    assert report["outcome"] == "heal_failed" and report["left_drained"] == ["spark-b"]
+    assert report["table"][-1] == "STILL DRAINED: spark-b (spark-b: scored 20)"
+    assert report["message"] == (
+        "Already on replicas, but spark-b could not be put back in the proxy's rotation and stays drained: "
+        "spark-b: scored 20. " + rotation + "Nothing was stopped or started. The ways on: go back to split, a switch of "
+        "its own with its start-up and its own gate (ansible-playbook -i inventory/site playbooks/switch-to-split.yml); "
+        "or fix the cause and run switch-to-replicas.yml again, which tests them again; or serve this build although it "
+        "failed the gate: run switch-to-replicas.yml again with -e tool_gate_enforce=false (it is measured and stored as "
+        "failed, then put back in rotation).")
+
+
+def test_truncate_is_jinjas():
+    assert sr._truncate("word " * 10, 300) == "word " * 10
+    assert sr._truncate("timed out " * 40, 20) == "timed out timed..."
+
+
+# --- upgrade_report(): the rolling upgrade's whole report -------------------------------------
+
+
+def upgrade_hosts(**b):
+    return [{"name": "spark-a", "upgraded": True, "gate": gate(80, True, "spark-a"),
+             "events": {"drained": T0 + 3, "serving": T0 + 50, "gate_done": T0 + 70, "in_rotation": T0 + 71}},
+            dict({"name": "spark-b", "upgraded": True, "gate": gate(77, True, "spark-b"),
+                  "events": {"drained": T0 + 80, "serving": T0 + 130}}, **b)]
+
+
+UPGRADE_PLAN = {"target": "/models/New on image vllm:2", "todo": ["spark-a", "spark-b"], "start": T0,
+                "old": {"model": "/models/Old", "image": "vllm:1"}, "switch_model": "/models/New", "switch_image": "vllm:2"}
+
+
+def test_upgrade_report_ok():
+    report = sr.upgrade_report(series((200, 5)), upgrade_hosts(), UPGRADE_PLAN, T0 + 200)
+    assert report["outcome"] == "ok" and report["message"] == "" and report["tool_score"] == 77.0
+    assert list(report["timeline"])[:4] == ["start", "first_serving", "spark-a drained", "spark-a serving"]
+    assert report["engines"] == {"spark-a": "upgraded, tool score 80", "spark-b": "upgraded, tool score 77"}
+    assert report["lines"][-1] == (
+        "Now set vllm_model: /models/New and vllm_container_image: vllm:2 in the inventory (and the tool-call parser and "
+        "chat template if they changed): deploy.yml and the topology switches render what the inventory says (and "
+        "deploy.yml refuses while a replica runs another image).")
+
+
+def test_upgrade_report_ok_with_failures_names_the_first_ones():
+    records = series((200, 3), (502, 1), (503, 1), (200, 3))
+    report = sr.upgrade_report(records, upgrade_hosts(), dict(UPGRADE_PLAN, start=T0 - 1), T0 + 200)
+    assert report["outcome"] == "ok_with_failures"
+    assert report["message"] == (
+        "Every replica serves /models/New on image vllm:2 now (it is kept, not rolled back), but the probe client saw 2 of "
+        "8 requests through the proxy fail (1 answered 502; by status {\"200\": 6, \"502\": 1, \"503\": 1}); the bar is 0 "
+        "while one replica serves and the other restarts. The first ones, at s since start (HTTP status, 0 = no answer): "
+        "4.0 (502), 5.0 (503). Compare them with the timeline above (which replica was out of rotation then) and the "
+        "proxy's error log. Outcome ok_with_failures.")
+
+
+@pytest.mark.parametrize("b, todo, outcome, engine_b, message", [
+    ({"failed": True, "upgraded": False, "reason": "spark-b: gate failed"}, ["spark-a", "spark-b"], "rolled_back",
+     "failed, old model restored, tool score 77",
+     "The upgrade to /models/New on image vllm:2 was stopped; every replica this run changed serves the old build "
+     "(/models/Old on vllm:1) again. \nWhy: spark-b: gate failed"),
+    ({"failed": True, "upgraded": False, "reason": "spark-b: gate failed"}, ["spark-b"], "rolled_back",
+     "failed, old model restored, tool score 77",
+     "The upgrade to /models/New on image vllm:2 was stopped; every replica this run changed serves the old build "
+     "(/models/Old on vllm:1) again (spark-a served /models/New on image vllm:2 before this run and keeps it). "
+     "\nWhy: spark-b: gate failed"),
+    ({"failed": True, "restore_failed": True, "upgraded": False}, ["spark-a", "spark-b"], "failed",
+     "OLD MODEL NOT RESTORED, see the reason, tool score 77",
+     "The upgrade to /models/New on image vllm:2 failed and so did putting the old build back: CHECK THE REPLICAS. "
+     "A replica already upgraded keeps /models/New on image vllm:2, so that one serves. \nWhy: see above"),
+])
+def test_upgrade_report_not_through(b, todo, outcome, engine_b, message):
+    report = sr.upgrade_report([], upgrade_hosts(**b), dict(UPGRADE_PLAN, todo=todo), T0 + 200)
+    assert report["outcome"] == outcome and report["engines"]["spark-b"] == engine_b
+    assert report["message"] == message
+    assert not report["lines"][-1].startswith("Now set")
+
+
+def test_upgrade_report_engines_states():
+    hosts = upgrade_hosts(upgraded=False, gate={})
+    assert sr.upgrade_engines(hosts, {"todo": ["spark-b"]}) == {
+        "spark-a": "already on the new model, tool score 80", "spark-b": "not upgraded (the upgrade stopped before it)"}
+    hosts = upgrade_hosts(failed=True, upgraded=False)
+    assert sr.upgrade_engines(hosts, UPGRADE_PLAN)["spark-a"] == "upgraded, then rolled back, tool score 80"
+
+
+def test_upgrade_report_unchanged():
+    report = sr.upgrade_report([], upgrade_hosts(), dict(UPGRADE_PLAN, todo=[]), T0 + 1)
+    assert report["outcome"] == "unchanged" and report["message"] == ""
+    assert report["lines"][-1] == "every replica already serves /models/New on image vllm:2: nothing changed"

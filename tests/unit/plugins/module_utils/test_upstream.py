@@ -21,10 +21,14 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _upstream as up
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as vh
 from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_vllm_health import FakeVLLM, free_port
+
+ROLE_VARS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "roles", "nginx_proxy", "vars",
+                         "main.yml")
 
 A = {"name": "spark-a", "address": "10.0.0.1", "port": 8000}
 B = {"name": "spark-b", "address": "10.0.0.2", "port": 8000}
@@ -410,6 +414,142 @@ def test_state_file_without_directory(world, monkeypatch):
     assert json.loads((world.dir / "upstream-state.json").read_text())["mode"] == "fallback"
 
 
+# --- the member list for nginx's Lua balancer (conversation affinity) ------------------------
+
+
+def test_render_members_sorted_resolved_with_max_num_seqs():
+    a = dict(A, address="spark-a", max_num_seqs=12)
+    b = dict(B, max_num_seqs=8)
+    text = up.render_members([b, a], up.MODE_LIVE, {"spark-a": "10.89.7.10", "spark-b": "10.0.0.2"})
+    assert json.loads(text) == {"mode": "live", "members": [
+        {"name": "spark-a", "address": "spark-a", "host": "10.89.7.10", "port": 8000, "max_num_seqs": 12},
+        {"name": "spark-b", "address": "10.0.0.2", "host": "10.0.0.2", "port": 8000, "max_num_seqs": 8}]}
+    assert text == up.render_members([a, b], up.MODE_LIVE, {"spark-a": "10.89.7.10", "spark-b": "10.0.0.2"})
+
+
+@pytest.mark.parametrize("seqs", [None, 0, -1, True, "12"])
+def test_render_members_without_a_usable_max_num_seqs(seqs):
+    member = dict(A) if seqs is None else dict(A, max_num_seqs=seqs)
+    assert "max_num_seqs" not in json.loads(up.render_members([member], up.MODE_LIVE, {"spark-a": "10.0.0.1"}))["members"][0]
+
+
+def test_render_members_leaves_out_a_name_that_does_not_resolve():
+    assert json.loads(up.render_members([A, B], up.MODE_FALLBACK, {"spark-b": "10.0.0.2"})) == {
+        "mode": "fallback", "members": [{"name": "spark-b", "address": "10.0.0.2", "host": "10.0.0.2", "port": 8000}]}
+
+
+def test_render_members_drained_is_empty():
+    assert json.loads(up.render_members([], up.MODE_DRAINED, {})) == {"mode": "drained", "members": []}
+
+
+@pytest.mark.parametrize("address, expected", [("127.0.0.1", "127.0.0.1"), ("::1", "::1"),
+                                               ("name-that-does-not-resolve.invalid", None), ("", None)])
+def test_resolve_address(address, expected):
+    assert up.resolve_address(address, 8000) == expected
+
+
+@pytest.fixture
+def affinity(tmp_path):
+    """A world whose checker also writes the member list; names resolve through ``world.dns``."""
+    world = World(tmp_path, candidates=(dict(A, address="spark-a", max_num_seqs=12), dict(B, address="spark-b")),
+                  fails=1, passes=1, members_file=str(tmp_path / "members.json"))
+    world.dns = {"spark-a": "10.89.7.10", "spark-b": "10.89.7.11"}
+    world.syncer.resolve = lambda address, port: world.dns.get(address)
+    world.members_file = tmp_path / "members.json"
+    return world
+
+
+def lua_members(world):
+    return json.loads(world.members_file.read_text())
+
+
+def test_affinity_writes_the_member_list_before_nginx_t(affinity):
+    affinity.statuses["spark-a"] = vh.SERVING
+    seen = []
+    run = affinity.run
+
+    def run_and_look(argv):
+        seen.append((argv[0], affinity.members_file.read_text() if affinity.members_file.exists() else None))
+        return run(argv)
+
+    affinity.syncer.run = run_and_look
+    state = affinity.once()
+    expected = up.render_members([dict(A, address="spark-a", max_num_seqs=12)], up.MODE_LIVE,
+                                 {"spark-a": "10.89.7.10"})
+    # nginx -t and the reload both saw the new list, next to the new server lines.
+    assert seen == [("nginx-test", expected), ("nginx-reload", expected)]
+    assert lua_members(affinity)["members"] == [
+        {"name": "spark-a", "address": "spark-a", "host": "10.89.7.10", "port": 8000, "max_num_seqs": 12}]
+    assert state["mode"] == "live" and state["in_rotation"] == ["spark-a"]
+
+
+def test_affinity_a_missing_member_list_is_written_though_the_servers_match(affinity):
+    """Turning affinity on under a running checker: same server lines, no list yet -> written, reloaded."""
+    affinity.statuses["spark-a"] = vh.SERVING
+    affinity.once()
+    affinity.members_file.unlink()
+    affinity.once()
+    assert affinity.ran() == ["nginx-test", "nginx-reload"]
+    assert lua_members(affinity)["mode"] == "live"
+    affinity.once()
+    assert affinity.ran() == []
+
+
+def test_affinity_an_address_change_alone_reloads(affinity):
+    affinity.statuses["spark-a"] = vh.SERVING
+    affinity.once()
+    affinity.dns["spark-a"] = "10.89.7.14"   # a lab host restarted with another address
+    state = affinity.once()
+    assert affinity.ran() == ["nginx-test", "nginx-reload"]
+    assert lua_members(affinity)["members"][0]["host"] == "10.89.7.14" and state["mode"] == "live"
+
+
+def test_affinity_a_name_that_stops_resolving_keeps_its_last_address(affinity):
+    affinity.statuses["spark-a"] = vh.SERVING
+    affinity.once()
+    del affinity.dns["spark-a"]
+    affinity.once()
+    assert affinity.ran() == [] and lua_members(affinity)["members"][0]["host"] == "10.89.7.10"
+
+
+def test_affinity_member_list_follows_membership(affinity):
+    affinity.statuses["spark-a"] = vh.SERVING
+    affinity.statuses["spark-b"] = vh.SERVING
+    affinity.once()
+    assert [m["name"] for m in lua_members(affinity)["members"]] == ["spark-a", "spark-b"]
+    affinity.drain("spark-a")
+    state = affinity.once()
+    assert [m["name"] for m in lua_members(affinity)["members"]] == ["spark-b"] and state["drained"] == ["spark-a"]
+    affinity.drain("spark-b")
+    affinity.once()
+    assert lua_members(affinity) == {"mode": "drained", "members": []}
+
+
+def test_affinity_nginx_t_failure_restores_both_files(affinity):
+    affinity.statuses["spark-a"] = vh.SERVING
+    affinity.once()
+    servers, members = affinity.servers(), affinity.members_file.read_text()
+    affinity.statuses["spark-b"] = vh.SERVING
+    affinity.answers["nginx-test"] = Done(1, stderr="init_by_lua error")
+    state = affinity.once()
+    assert affinity.ran() == ["nginx-test"]
+    assert affinity.servers() == servers and affinity.members_file.read_text() == members
+    assert state["mode"] == "unknown"
+
+
+def test_affinity_nginx_t_failure_without_previous_files_removes_them(affinity):
+    affinity.statuses["spark-a"] = vh.SERVING
+    affinity.answers["nginx-test"] = Done(1)
+    affinity.once()
+    assert affinity.servers() is None and not affinity.members_file.exists()
+
+
+def test_without_affinity_no_member_list(world):
+    world.statuses["spark-a"] = vh.SERVING
+    world.once()
+    assert sorted(p.name for p in world.dir.iterdir()) == ["drain", "run", "upstream.conf"]
+
+
 # --- hysteresis: fails / passes ----------------------------------------------------------------
 
 TIMED_OUT = vh.ProbeResult(status=vh.DEAD, error="GET /health: connected, but no HTTP answer within 2s")
@@ -625,7 +765,10 @@ def test_main_once(tmp_path, engines, keep_sigterm, capsys):
     state = json.loads((tmp_path / "run" / "upstream.json").read_text())
     assert state["mode"] == "live" and state["members"] == ["spark-a"] and state["in_rotation"] == ["spark-a"]
     assert state["statuses"] == EXPECTED_STATUSES and state["drained"] == []
-    event = json.loads(capsys.readouterr().out.splitlines()[-1])
+    # One journal line, its priority first (info), then the JSON.
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line.startswith("<6>{")
+    event = json.loads(line[len("<6>"):])
     assert event["event"] == "membership" and event["applied"] is True
     # The probe asked the serving engine for its model list, directly.
     assert "/v1/models" in [r[1] for r in engines["serving"].requests]
@@ -654,18 +797,29 @@ def test_main_once_nginx_rejects(tmp_path, engines, keep_sigterm, capsys):
 
 
 def test_runs_as_installed_on_the_proxy_host(tmp_path, engines):
-    """The role installs _upstream.py next to _vllm_health.py and runs it with python3, no Ansible."""
+    """The role installs its _nginx_proxy_checker_files next to each other and runs _upstream.py with
+    python3, no Ansible; with the unit's environment it writes node_exporter's textfile."""
     lib = tmp_path / "lib"
     lib.mkdir()
-    for module in (up, vh):
-        shutil.copy(module.__file__, lib)
+    with open(os.path.join(ROLE_VARS), encoding="utf-8") as handle:
+        files = yaml.safe_load(handle)["_nginx_proxy_checker_files"]
+    for name in files:
+        shutil.copy(os.path.join(os.path.dirname(up.__file__), name), lib)
     path = write_config(tmp_path, engines)
+    textfiles = tmp_path / "textfile"
+    textfiles.mkdir()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "FACTORY_FLOOR_TEXTFILE_DIR": str(textfiles),
+           "FACTORY_FLOOR_HOST": "gateway"}
     for _run in range(2):   # two passed probes in a row join (the count kept in the state file)
         done = subprocess.run([sys.executable, "-E", "-s", str(lib / "_upstream.py"), "--config", str(path), "--once"],
-                              capture_output=True, text=True, timeout=60, check=False, cwd=str(tmp_path))
+                              capture_output=True, text=True, timeout=60, check=False, cwd=str(tmp_path), env=env)
         assert done.returncode == 0, done.stderr
     state = json.loads((tmp_path / "run" / "upstream.json").read_text())
     assert state["in_rotation"] == ["spark-a"] and state["statuses"] == EXPECTED_STATUSES
+    assert os.listdir(str(textfiles)) == ["factory_floor_upstream.prom"]
+    text = (textfiles / "factory_floor_upstream.prom").read_text()
+    assert 'factory_floor_upstream_in_rotation{backend="spark-a",host="gateway"} 1\n' in text
+    assert 'factory_floor_upstream_engines_in_rotation{host="gateway"} 1\n' in text
 
 
 # ------------------------------------------------- names resolved by the checker, never by nginx
@@ -676,7 +830,7 @@ class Resolver:
     def __init__(self, table):
         self.table = dict(table)
 
-    def __call__(self, name):
+    def __call__(self, name, port=None):
         return self.table.get(name, name if name[:1].isdigit() else None)
 
 
@@ -740,19 +894,84 @@ def test_no_name_resolves_and_none_drained_is_fallback_with_the_placeholder(tmp_
     assert up.PLACEHOLDER in world.servers()
 
 
-@pytest.mark.parametrize("address, key", [
-    ("10.0.0.1", "10.0.0.1:8000"), ("fd00::1", "[fd00::1]:8000"), ("[fd00::1]", "[fd00::1]:8000")])
-def test_server_key_brackets_ipv6(address, key):
-    assert up.server_key({"address": address, "port": 8000}) == key
+@pytest.mark.parametrize("candidate, key", [
+    ({"address": "10.0.0.1"}, "10.0.0.1:8000"), ({"address": "fd00::1"}, "[fd00::1]:8000"),
+    ({"address": "[fd00::1]"}, "[fd00::1]:8000"), ({"address": "spark-a", "host": "10.0.0.1"}, "10.0.0.1:8000")])
+def test_server_key_uses_the_resolved_host_and_brackets_ipv6(candidate, key):
+    assert up.server_key(dict(candidate, port=8000)) == key
 
 
-@pytest.mark.parametrize("name, expected", [("127.0.0.1", "127.0.0.1"), ("::1", "::1"), ("[::1]", "::1")])
-def test_resolve_address(name, expected):
-    assert up.resolve_address(name) == expected
+@pytest.mark.parametrize("name, expected", [("127.0.0.1", "127.0.0.1"), ("::1", "::1")])
+def test_resolve_address_of_a_literal(name, expected):
+    assert up.resolve_address(name, 8000) == expected
 
 
 def test_resolve_address_that_does_not_resolve(monkeypatch):
-    def fail(*args):
+    def fail(*args, **kwargs):
         raise socket.gaierror(-2, "Name or service not known")
     monkeypatch.setattr(up.socket, "getaddrinfo", fail)
-    assert up.resolve_address("spark-b") is None
+    assert up.resolve_address("spark-b", 8000) is None
+
+
+# --- load_config() and --check-config -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"colour": "blue"}, "unknown key(s): colour"),
+    ({"candidates": "spark-a"}, "candidates must be a list"),
+    ({"candidates": [{"name": "spark-a", "address": "10.0.0.1", "port": 0}]}, "a port 1-65535"),
+    ({"interval": 0}, "interval must be a number of seconds above 0"),
+    ({"fails": 0}, "fails must be a whole number of probes"),
+    ({"passes": True}, "passes must be a whole number of probes"),
+    ({"servers_file": 3}, "servers_file must be a string"),
+    ({"reload_command": "systemctl reload nginx"}, "reload_command must be a command"),
+])
+def test_load_config_names_the_wrong_key(change, words):
+    raw = {"candidates": [{"name": "spark-a", "address": "10.0.0.1", "port": 8000}], "model": None, "api_key": None,
+           "interval": 1.0, "fails": 3, "passes": 2, "servers_file": "/etc/nginx/upstream.conf"}
+    assert up.load_config(dict(raw)) == raw
+    with pytest.raises(ValueError) as err:
+        up.load_config(dict(raw, **change))
+    assert words in str(err.value)
+
+
+def test_check_config(tmp_path, engines, capsys):
+    path = write_config(tmp_path, engines)
+    assert up.main(["--config", str(path), "--check-config"]) == 0
+    assert capsys.readouterr().out == "%s: ok (4 engines, a probe every 1s)\n" % path
+    assert not (tmp_path / "run" / "upstream.json").exists()
+    path.write_text(json.dumps({"candidates": [], "fails": -1}))
+    assert up.main(["--config", str(path), "--check-config"]) == 2
+    assert "fails must be a whole number of probes" in capsys.readouterr().err
+
+
+def test_load_config_takes_the_affinity_keys():
+    raw = {"candidates": [{"name": "spark-a", "address": "10.0.0.1", "port": 8000, "max_num_seqs": 12}],
+           "members_file": "/etc/nginx/factory-floor-members.json"}
+    assert up.load_config(dict(raw)) == raw
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"members_file": 3}, "members_file must be a string"),
+    ({"candidates": [{"name": "spark-a", "address": "10.0.0.1", "port": 8000, "max_num_seqs": -1}]}, "max_num_seqs"),
+    ({"candidates": [{"name": "spark-a", "address": "10.0.0.1", "port": 8000, "max_num_seqs": "12"}]}, "max_num_seqs"),
+])
+def test_load_config_names_a_wrong_affinity_key(change, words):
+    raw = {"candidates": [{"name": "spark-a", "address": "10.0.0.1", "port": 8000}]}
+    with pytest.raises(ValueError) as err:
+        up.load_config(dict(raw, **change))
+    assert words in str(err.value)
+
+
+def test_main_once_writes_the_member_list(tmp_path, engines, keep_sigterm):
+    """With members_file (affinity), the list for nginx's Lua balancer next to the server lines."""
+    path = write_config(tmp_path, engines, members_file=str(tmp_path / "members.json"),
+                        candidates=[{"name": "spark-a", "address": "localhost", "port": engines["serving"].port,
+                                     "max_num_seqs": 4}])
+    for _run in range(2):
+        assert up.main(["--config", str(path), "--once"]) == 0
+    members = json.loads((tmp_path / "members.json").read_text())
+    assert members["mode"] == "live"
+    assert [(m["name"], m["port"], m["max_num_seqs"]) for m in members["members"]] == [
+        ("spark-a", engines["serving"].port, 4)]
+    assert members["members"][0]["host"] == "127.0.0.1"   # IPv4 first: localhost is also ::1

@@ -44,3 +44,30 @@ def test_missing_directory(tmp_path, run_module):
     code, result = run_module(concurrency_plot, {"levels": LEVELS, "dest": str(tmp_path / "no" / "x.png")})
     assert code == 1
     assert "does not exist" in result["msg"]
+
+
+def test_check_only_needs_no_levels_and_writes_nothing(tmp_path, run_module):
+    code, result = run_module(concurrency_plot, {"check_only": True, "_ansible_check_mode": True})
+    assert (code, result["changed"]) == (0, False)
+    assert result["matplotlib_version"] == __import__("matplotlib").__version__
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_without_matplotlib_it_says_how_to_install_it(run_module, monkeypatch):
+    monkeypatch.setattr(concurrency_plot, "MATPLOTLIB_IMPORT_ERROR", "ModuleNotFoundError: No module named 'matplotlib'")
+    code, result = run_module(concurrency_plot, {"check_only": True})
+    assert code == 1
+    assert "Failed to import the required Python library (matplotlib)" in result["msg"]
+    assert "to draw the concurrency sweep's PNG" in result["msg"]
+    assert "-m pip install matplotlib" in result["msg"] and "apt-get install python3-matplotlib" in result["msg"]
+
+
+def test_levels_and_dest_required_without_check_only(run_module):
+    code, result = run_module(concurrency_plot, {})
+    assert code == 1 and "check_only is False but all of the following are missing: levels, dest" in result["msg"]
+
+
+def test_tpot_panel(tmp_path, run_module):
+    levels = [dict(row, tpot_p95=0.02 * row["concurrency"]) for row in LEVELS]
+    code, result = run_module(concurrency_plot, {"levels": levels, "dest": str(tmp_path / "t.png"), "metric": "tpot"})
+    assert code == 0 and result["size"] > 0

@@ -12,16 +12,16 @@ import pytest
 from ansible_collections.factory_floor.llm.plugins.modules import concurrency_sweep
 
 
-@pytest.mark.parametrize("check_mode", [False, True])
-def test_sweep_returns_levels_table_and_recommendation(fake_openai, run_module, check_mode):
+def test_sweep_returns_levels_table_and_recommendation(fake_openai, run_module):
     fake_openai.between = 0.005
     code, result = run_module(concurrency_sweep, {
         "url": fake_openai.base, "model": "lab-chat", "concurrency": [1, 2], "requests": 4,
         "long_prompt_tokens": 600, "long_max_tokens": 16, "short_max_tokens": 8, "target_seconds": 30,
-        "shares": {"short": 3, "long": 1}, "_ansible_check_mode": check_mode,
+        "shares": {"short": 3, "long": 1},
     })
     assert code == 0, result
-    assert result["changed"] is False
+    assert result["changed"] is False and result["load_sent"] is True
+    assert all(row["tpot_p50"] is not None and row["itl_p99"] is not None for row in result["levels"])
     assert [(r["profile"], r["concurrency"], r["requests_ok"]) for r in result["levels"]] == [
         ("short", 1, 4), ("short", 2, 4), ("long", 1, 4), ("long", 2, 4)]
     assert result["recommendation"]["max_num_seqs"] in (1, 2)
@@ -30,6 +30,32 @@ def test_sweep_returns_levels_table_and_recommendation(fake_openai, run_module, 
     assert len(result["table"]) == 5
     assert result["profiles"]["long"]["prompt_tokens_target"] == 600
     assert all(body["stream_options"] == {"include_usage": True} for body in fake_openai.bodies)
+
+
+def test_check_mode_sends_no_load(fake_openai, run_module):
+    """tune-concurrency.yml --check: the engine is asked /v1/models and nothing else."""
+    code, result = run_module(concurrency_sweep, {
+        "url": fake_openai.base, "model": "lab-chat", "concurrency": [1, 2], "requests": 4,
+        "shares": {"short": 3, "long": 1}, "_ansible_check_mode": True,
+    })
+    assert code == 0, result
+    assert result["changed"] is False and result["load_sent"] is False
+    assert fake_openai.bodies == []
+    assert result["levels"] == [] and result["table"] == [] and result["recommendation"]["max_num_seqs"] is None
+    assert result["engine"] == {"url": fake_openai.base, "model": "lab-chat", "max_model_len": 4096}
+    assert result["recommendation"]["shares"] == {"short": 0.75, "long": 0.25}
+    assert result["recommendation"]["reasoning"][0].startswith("check mode: ")
+
+
+@pytest.mark.parametrize("args, match", [
+    ({"model": "other"}, "serves ['lab-chat'], not 'other'"),
+    ({"long_prompt_tokens": 4000}, "needs 4000 + 256 tokens but the engine's max_model_len is 4096"),
+])
+def test_check_mode_still_checks_the_engine(fake_openai, run_module, args, match):
+    code, result = run_module(concurrency_sweep, dict({"url": fake_openai.base, "model": "lab-chat",
+                                                       "_ansible_check_mode": True}, **args))
+    assert code == 1 and match in result["msg"]
+    assert fake_openai.bodies == []
 
 
 @pytest.mark.parametrize("args, match", [

@@ -53,12 +53,21 @@ def test_report(run_module, probe_log, check_mode):
     assert "seconds without a model (longest gap between answers): 11.0" in result["table"]
 
 
-def test_every_returned_key_is_documented(run_module, probe_log):
-    code, result = run_module(module, {"probe_log": str(probe_log)})
+@pytest.mark.parametrize("args", [
+    {},
+    {"procedure": "switch", "plan": {"topology": "split"}},
+    {"procedure": "switch", "plan": {"topology": "split", "on_target": True, "heal": True}},
+    {"procedure": "upgrade", "plan": {"target": "/models/New", "start": T0}},
+])
+def test_every_returned_key_is_documented(run_module, probe_log, args):
+    code, result = run_module(module, dict(args, probe_log=str(probe_log)))
     assert code == 0, result
-    documented = set(yaml.safe_load(module.RETURN))
+    documented = yaml.safe_load(module.RETURN)
     # Keys every module result may carry (warnings can be left over from other tests' modules).
-    assert set(result) - {"changed", "invocation", "warnings", "deprecations"} == documented
+    returned = set(result) - {"changed", "invocation", "warnings", "deprecations"}
+    assert returned <= set(documented)
+    always = {k for k, v in documented.items() if v["returned"] == "always"}
+    assert always <= returned
 
 
 def test_given_values_are_returned(run_module, probe_log):
@@ -99,3 +108,32 @@ def test_unreadable_log_fails_naming_the_path(run_module, tmp_path):
 def test_bad_outcome_is_rejected(run_module, probe_log):
     code, result = run_module(module, {"probe_log": str(probe_log), "outcome": "maybe"})
     assert code == 1 and "outcome" in result["msg"]
+
+
+def test_switch_procedure(run_module, probe_log):
+    hosts = [{"name": "spark-a", "health": "serving",
+              "events": {"start": T0 - 1.0, "old_stopped": T0 + 2.5, "serving": T0 + 12.0}}]
+    code, result = run_module(module, {"probe_log": str(probe_log), "procedure": "switch", "hosts": hosts,
+                                       "plan": {"topology": "replicas", "gated": False}})
+    assert code == 0, result
+    assert result["outcome"] == "ok" and result["message"] == "" and result["startup"] == 9.5
+    assert result["engines"] == {"spark-a": "serving"}
+    assert result["lines"][-1] == "tool-calling gate off for replicas (tool_gate_topologies): the new engines took traffic untested"
+
+
+def test_upgrade_procedure_fails_the_bar(run_module, probe_log):
+    hosts = [{"name": "spark-a", "upgraded": True}, {"name": "spark-b", "upgraded": True}]
+    plan = {"target": "/models/New", "todo": ["spark-a", "spark-b"], "start": T0 - 1.0, "switch_model": "/models/New"}
+    code, result = run_module(module, {"probe_log": str(probe_log), "procedure": "upgrade", "hosts": hosts, "plan": plan})
+    assert code == 0, result
+    assert result["outcome"] == "ok_with_failures" and result["message"].startswith("Every replica serves /models/New now")
+
+
+def test_procedure_with_a_bad_plan_fails_naming_it(run_module, probe_log):
+    code, result = run_module(module, {"probe_log": str(probe_log), "procedure": "upgrade", "plan": {}})
+    assert code == 1 and result["msg"].startswith("Could not build the upgrade report from hosts and plan: KeyError")
+
+
+def test_procedure_excludes_the_given_report_values(run_module, probe_log):
+    code, result = run_module(module, {"probe_log": str(probe_log), "procedure": "switch", "timeline": TIMELINE})
+    assert code == 1 and "mutually exclusive" in result["msg"]

@@ -23,17 +23,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _tool_call as tc
+from ansible_collections.factory_floor.llm.plugins.module_utils import _tool_check as check
+from ansible_collections.factory_floor.llm.plugins.module_utils import _tool_suite as suites
 from ansible_collections.factory_floor.llm.plugins.modules import tool_call_test
-from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_tool_call import (
-    BFCL_FACTORIAL,
-    BFCL_IRRELEVANT,
-    BFCL_TRIANGLE,
+from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_tool_check import (
     CALL_IN_CONTENT,
-    DEFAULT_SUITE,
     TOOLS,
     completion,
     sse,
+)
+from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_tool_suite import (
+    BFCL_FACTORIAL,
+    BFCL_IRRELEVANT,
+    BFCL_TRIANGLE,
+    DEFAULT_SUITE,
     write_bfcl,
 )
 from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_vllm_health import free_port
@@ -265,7 +268,7 @@ def test_default_suite_right_answers_score_100_garbage_scores_0(server, run):
     """The shipped suite over HTTP: an oracle passes every case; a model that answers noise passes none."""
     with open(DEFAULT_SUITE, encoding="utf-8") as handle:
         suite = yaml.safe_load(handle)
-    merged = tc.merge_suites([suite])
+    merged = suites.merge_suites([suite])
     by_prompt = {}
     for case in merged["cases"]:
         last_user = case["prompt"] if "prompt" in case else [m for m in case["messages"] if m["role"] == "user"][-1]["content"]
@@ -279,7 +282,7 @@ def test_default_suite_right_answers_score_100_garbage_scores_0(server, run):
         for call in case["expect"]["calls"]:
             args = {}
             for key, value in call["arguments"].items():
-                matcher = tc._matcher(value)  # pylint: disable=protected-access
+                matcher = check._matcher(value)  # pylint: disable=protected-access
                 if matcher is None:
                     args[key] = value
                 elif matcher[0] == "$contains":
@@ -412,6 +415,14 @@ def test_requests_missing(run, monkeypatch):
     monkeypatch.setattr(tool_call_test, "REQUESTS_IMPORT_ERROR", "ModuleNotFoundError: No module named 'requests'")
     code, result = run({"url": "http://127.0.0.1:8000", "suite": SUITE})
     assert code == 1 and "Failed to import the required Python library (requests)" in result["msg"]
+
+
+def test_jsonschema_missing(run, monkeypatch):
+    monkeypatch.setattr(tool_call_test, "HAS_JSONSCHEMA", False)
+    monkeypatch.setattr(tool_call_test, "JSONSCHEMA_IMPORT_ERROR", "ModuleNotFoundError: No module named 'jsonschema'")
+    code, result = run({"url": "http://127.0.0.1:8000", "suite": SUITE, "validate_only": True})
+    assert code == 1 and "Failed to import the required Python library (jsonschema)" in result["msg"]
+    assert "to check tool arguments against their JSON Schema" in result["msg"]
 
 
 def test_shipped_suite_is_where_the_docs_say():

@@ -159,3 +159,11 @@ def test_missing_library(run_module, monkeypatch, attribute, library):
     code, result = run_module(vllm_metrics, {"engines": [{"name": "a", "url": "http://a:8000"}]})
     assert code == 1
     assert "Failed to import the required Python library (%s)" % library in result["msg"]
+
+
+def test_missing_prometheus_client_says_which_package(run_module, monkeypatch):
+    monkeypatch.setattr(vllm_metrics, "PROMETHEUS_CLIENT_IMPORT_ERROR", "ImportError: No module named prometheus_client")
+    code, result = run_module(vllm_metrics, {"engines": [{"name": "a", "url": "http://a:8000"}]})
+    assert code == 1
+    assert "apt-get install python3-prometheus-client" in result["msg"]
+    assert "to parse the engines' /metrics" in result["msg"]

@@ -1,0 +1,279 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a topology switch decides, from what the hosts say. Pure logic, no I/O.
+
+A switch (playbooks/switch.yml) asks this at three points with what it has seen so far:
+before anything stops (is there anything to do, is it finishing an interrupted switch,
+which topology serves now, is the new one gated, what to announce), after the new
+engines started (which of them the tool-calling gate tests) and after the gate (roll
+back or not, which engines rejoin the proxy, which ones the proxy must have in rotation).
+
+Inputs, by host inventory name:
+- ``units``: the states ``systemctl is-active vllm-replica.service vllm-split.service``
+  printed on each engine host, in that order (see :data:`UNIT_ORDER`);
+- ``drains``: what each proxy host's drain files say, host -> holder ("" for none); a
+  holder ``switch-to-*`` is a switch's own drain, left behind if that switch was
+  interrupted;
+- ``failed``: the engine hosts whose start or gate failed in this run.
+"""
+
+from __future__ import annotations
+
+# The topologies in the order of the states in ``units``.
+UNIT_ORDER = ("replicas", "split")
+# Each topology's engine role and unit (the vllm role's _vllm_units).
+ROLES = {"replicas": "vllm_replica", "split": "vllm_split"}
+UNITS = {"replicas": "vllm-replica.service", "split": "vllm-split.service"}
+SWITCH_HOLDER = "switch-to-"
+
+
+def other(topology):
+    return "split" if topology == "replicas" else "replicas"
+
+
+def api_engines(topology, engines, head):
+    """The engines that serve the API: every replica, or the split's rank 0."""
+    return list(engines) if topology == "replicas" else [head]
+
+
+def _running(states):
+    """The topologies whose unit is active on one host."""
+    return [name for name, state in zip(UNIT_ORDER, states or []) if state == "active"]
+
+
+def _merge_drains(drains):
+    merged = {}
+    for proxy in drains or []:
+        merged.update(proxy or {})
+    return merged
+
+
+def decide(topology, engines, head, units, drains=(), gated=False):
+    """Before anything stops: what there is to do.
+
+    ``on_target``: every engine host runs the target's unit and not the other's.
+    ``heal_hosts``: on the target, the engines an interrupted switch left drained; the
+    run finishes that switch instead of doing nothing. ``drained_other``: engines
+    drained by anyone else, left alone. ``incumbent``: the topology that serves now and
+    the host of its API engine (nothing when on the target). ``gated``: the new (or
+    healed) topology is gated on its tool calling (``gated`` is tool_gate's verdict
+    for the target topology).
+    """
+    expected = ["active" if name == topology else "inactive" for name in UNIT_ORDER]
+    on_target = bool(engines) and all(list(units.get(host) or []) == expected for host in engines)
+    merged = _merge_drains(drains)
+    by_switch = {host: holder for host, holder in merged.items() if (holder or "").startswith(SWITCH_HOLDER)}
+    heal_hosts = [host for host in engines if host in by_switch] if on_target else []
+    holders = []
+    for holder in by_switch.values():
+        if holder not in holders:
+            holders.append(holder)
+    drained_other = {host: holder for host, holder in merged.items() if host in engines and host not in by_switch}
+    incumbent = {"topology": "", "host": ""}
+    if not on_target:
+        if "split" in _running(units.get(head)):
+            incumbent = {"topology": "split", "host": head}
+        else:
+            replicas = [host for host in engines if "replicas" in _running(units.get(host))]
+            if replicas:
+                incumbent = {"topology": "replicas", "host": replicas[0]}
+    heal = bool(heal_hosts)
+    return {
+        "topology": topology,
+        "other": other(topology),
+        "role": ROLES[topology],
+        "unit": UNITS[topology],
+        "other_unit": UNITS[other(topology)],
+        "roles": dict(ROLES),
+        "units": dict(UNITS),
+        "on_target": on_target,
+        "heal": heal,
+        "heal_hosts": heal_hosts,
+        "heal_holders": holders,
+        "drained_other": drained_other,
+        "incumbent": incumbent,
+        "gated": bool(gated) and (not on_target or heal),
+        "api_engines": api_engines(topology, engines, head),
+    }
+
+
+def gate_hosts(plan, engines, head, failed=()):
+    """After the new engines started: the engines the tool-calling gate tests.
+
+    A switch gates every new engine, all or nothing (none when any failed to start). A
+    re-run that finishes an interrupted switch gates each drained engine that serves
+    (replicas), or rank 0 (split).
+    """
+    if not plan["gated"]:
+        return []
+    failed = set(failed or [])
+    hosts = []
+    for host in api_engines(plan["topology"], engines, head):
+        if plan["heal"]:
+            if host not in failed and (host in plan["heal_hosts"] or plan["topology"] == "split"):
+                hosts.append(host)
+        elif not failed:
+            hosts.append(host)
+    return hosts
+
+
+def conclude(plan, engines, head, failed=()):
+    """After the gate: roll back or not, who rejoins the proxy, who must be in rotation.
+
+    ``rollback``: a switch whose new engine failed to start or failed the gate puts the
+    old topology back; never when finishing an interrupted switch (the old topology is
+    long gone; going back is a switch of its own). ``undrain``: the engines to take off
+    the drain list now (a gated switch that went through: all; finishing an
+    interrupted switch: ``heal_ready``, each drained engine that serves and passed, or
+    for split every drained engine once rank 0 did). ``heal_left``: the ones that stay
+    drained (none of them may reach a client). ``expected_in_rotation``: the engines of
+    the topology that serves now that the proxy must have in rotation.
+    """
+    failed = [host for host in engines if host in set(failed or [])]
+    rollback = bool(failed) and not plan["heal"]
+    ready = []
+    if plan["heal"]:
+        if plan["topology"] == "replicas":
+            ready = [host for host in plan["heal_hosts"] if host not in failed]
+        elif head not in failed:
+            ready = list(plan["heal_hosts"])
+    left = [host for host in plan["heal_hosts"] if host not in ready]
+    joined = plan["gated"] and not plan["heal"] and not failed and not plan["on_target"]
+    serving = other(plan["topology"]) if rollback else plan["topology"]
+    return {
+        "failed": failed,
+        "rollback": rollback,
+        "serving_topology": serving,
+        "joined": joined,
+        "undrain": list(engines) if joined else ready,
+        "heal_ready": ready,
+        "heal_left": left,
+        "expected_in_rotation": [host for host in api_engines(serving, engines, head) if host not in left],
+    }
+
+
+def _minutes(seconds):
+    return round(float(seconds) / 60, 1)
+
+
+def announcement(plan, startup=None, incumbent_score=None):
+    """The sentence the switch prints before anything stops: the outage it expects."""
+    topology = plan["topology"]
+    startup = startup or {}
+    if plan["on_target"]:
+        if plan["heal"]:
+            hosts = plan["heal_hosts"]
+            text = ("Already on %s, but %s %s still drained from the proxy by an interrupted %s run. Finishing it: nothing "
+                    "stops or starts; once %s" % (
+                        topology, ", ".join(hosts), "is" if len(hosts) == 1 else "are", " / ".join(plan["heal_holders"]),
+                        "they serve" if topology == "replicas" else "rank 0 serves"))
+            if plan["gated"]:
+                text += (", the tool-calling gate tests %s directly, against tool_gate_min_score and its own build's last "
+                         "passing score minus tool_gate_tolerance (the incumbent is gone), and each engine that passes "
+                         "rejoins the proxy. One that fails stays drained and the run fails, naming the way on."
+                         % ("each of them" if topology == "replicas" else "rank 0"))
+            else:
+                text += ", they rejoin the proxy (the tool-calling gate is off for %s: untested)." % topology
+        else:
+            text = "Already on %s: checking that it serves, nothing will stop." % topology
+        others = plan["drained_other"]
+        if others:
+            text += (" Drained by someone else, left as %s: %s; the proxy sends nothing there until its drain file is "
+                     "removed (nginx_proxy drain entry point, state absent)."
+                     % ("it is" if len(others) == 1 else "they are",
+                        ", ".join("%s (%s)" % (host, holder or "no holder") for host, holder in others.items())))
+        return text
+    seconds, gate_seconds = float(startup.get(topology) or 0), float(startup.get(topology + "_gate") or 0)
+    text = ("Switching to %s. The model will be away for about one %s's start-up (%s" % (
+        topology, "replica" if topology == "replicas" else "split",
+        "%s min, last measured)" % _minutes(seconds) if seconds > 0 else "not measured yet on these hosts; 5 to 20 min on GB10)"))
+    if not plan["gated"]:
+        return text + (". The tool-calling gate is off for %s (tool_gate_topologies): the new engines take traffic untested."
+                       % topology)
+    incumbent, score = plan["incumbent"], incumbent_score or {}
+    text += (" plus the tool-calling gate, which tests each new engine directly before it joins the proxy (%s). It must "
+             "reach tool_gate_min_score" % ("%d s last time" % int(round(gate_seconds, 0)) if gate_seconds > 0
+                                            else "not timed yet here"))
+    if score.get("score") is not None:
+        text += (" and stay within tool_gate_tolerance of the incumbent build %s (%s), which scores %s%s"
+                 % (str(score.get("build_id", ""))[:16], incumbent["topology"], score["score"],
+                    " (measured now)" if score.get("measured_now") else " (stored)"))
+    elif "build_id" in score:
+        text += "; no score is stored for the incumbent build %s (%s)" % (str(score["build_id"])[:16], incumbent["topology"])
+    else:
+        text += "; nothing serves now, so there is no incumbent to compare with"
+    return text + ". If it fails, the %s is started again." % (incumbent["topology"] or "old topology")
+
+
+def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=None, incumbent_score=None, failed=None):
+    """Everything the switch asks, from what it has seen so far (``failed`` None: nothing started yet)."""
+    plan = decide(topology, engines, head, units, drains, gated)
+    plan["incumbent_score"] = dict(incumbent_score or {})
+    plan["announcement"] = announcement(plan, startup, incumbent_score)
+    plan["gate_hosts"] = gate_hosts(plan, engines, head, failed)
+    plan.update(conclude(plan, engines, head, failed))
+    return plan
+
+
+# --- The rolling upgrade (switch-model.yml) -----------------------------------------------------
+#
+# ``replicas``: per engine host, what it serves now and what it is to serve: ``running`` (the
+# model directory vLLM lists as root), ``running_image`` (its container's image ID, "" with
+# the venv runtime), ``model``, ``image`` and ``image_id`` (the candidate's).
+
+
+def _keep16(text):
+    """Jinja's ``truncate(16, true, '')`` (leeway 5): the build id's first 16 characters."""
+    text = str(text)
+    return text if len(text) <= 21 else text[:16]
+
+
+def upgrade_done(replica: dict) -> bool:
+    """Whether a replica serves the candidate already: its model, and (container runtime) in its image."""
+    if replica.get("running") != replica.get("model"):
+        return False
+    return not replica.get("image") or bool(replica.get("image_id")) and replica.get("running_image") == replica["image_id"]
+
+
+def upgrade_plan(engines, replicas, target, startup=None, incumbents=None, notes=None):
+    """What the rolling upgrade does, from what the replicas serve and what happened so far.
+
+    ``todo``: the replicas that do not serve the candidate yet, in inventory order. ``stop``:
+    a replica failed, so the ones after it keep the old build. ``roll_back``: the replicas
+    upgraded in this run that go back to the old build because one failed - not when the
+    failed one could not get its old build back (the upgraded one is then the only one
+    serving). ``announcement``: what the preflight prints.
+    """
+    notes = notes or {}
+    todo = [host for host in engines if not upgrade_done(replicas.get(host) or {})]
+    failed = [host for host in engines if (notes.get(host) or {}).get("failed")]
+    restore_failed = [host for host in engines if (notes.get(host) or {}).get("restore_failed")]
+    upgraded = [host for host in engines if (notes.get(host) or {}).get("upgraded")]
+    return {
+        "todo": todo,
+        "stop": bool(failed),
+        "roll_back": upgraded if failed and not restore_failed else [],
+        "announcement": upgrade_announcement(engines, todo, target, startup, incumbents),
+    }
+
+
+def upgrade_announcement(engines, todo, target, startup=None, incumbents=None):
+    """The sentence the upgrade prints before anything changes."""
+    if not todo:
+        return "Every replica already serves %s: nothing to do." % target
+    seconds = float((startup or {}).get("replicas") or 0)
+    scores = []
+    for host in todo:
+        incumbent = (incumbents or {}).get(host) or {}
+        score = incumbent.get("score")
+        scores.append("%s %s (build %s) scores %s" % (host, incumbent.get("model_path", "?"),
+                                                      _keep16(incumbent.get("build_id", "?")),
+                                                      "nothing stored" if score is None else score))
+    return ("Upgrading %s to %s, one replica at a time. Each leaves the proxy for about one replica start-up (%s) plus "
+            "the tool-calling test; %s. Each is compared with the build it serves now: %s." % (
+                ", ".join(todo), target,
+                "%s min, last measured" % _minutes(seconds) if seconds > 0 else "not measured yet here; 5 to 13 min on GB10",
+                "the other replica serves meanwhile" if len(engines) >= 2 else
+                "it is the only replica (switch_model_allow_outage): the model is down meanwhile, clients get 503",
+                "; ".join(scores)))

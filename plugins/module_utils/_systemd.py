@@ -1,0 +1,262 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What systemd says of a unit: the one reader of ``systemctl show`` for modules and daemons,
+and what a unit that does not start shows of itself (its processes in ``/proc``, its journal).
+
+Standard library only, so the daemons (watchdog, memory guard, membership checker) load
+it from next to themselves on a host. ``run(argv)`` returns ``(rc, stdout, stderr)`` like
+``AnsibleModule.run_command``; :func:`run` is the same for a daemon.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+
+# Every property a caller reads (one place to add one).
+PROPERTIES = ("LoadState", "ActiveState", "SubState", "Result", "ExecMainStatus", "MainPID", "InvocationID",
+              "UnitFileState", "NRestarts", "ExecMainStartTimestampMonotonic")
+# UnitFileState values of a unit that is enabled: it should run.
+WANTED_FILE_STATES = ("enabled", "enabled-runtime", "linked", "linked-runtime")
+
+
+class UnitStateError(RuntimeError):
+    """systemctl could not be asked, or did not answer with a unit state."""
+
+
+def _int(text):
+    try:
+        return int(text) if text not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclasses.dataclass
+class UnitState:
+    """A systemd unit's state, as ``systemctl show`` reports it.
+
+    ``n_restarts`` is ``NRestarts`` (systemd's own restarts under ``Restart=``; reset when
+    the unit is started by hand), ``main_started`` is ``ExecMainStartTimestampMonotonic``
+    (microseconds of CLOCK_MONOTONIC when the current main process started; changes with
+    every new run; None when it never ran).
+    """
+
+    name: str
+    load_state: str | None = None
+    active_state: str | None = None
+    sub_state: str | None = None
+    result: str | None = None
+    exec_main_status: int | None = None
+    n_restarts: int | None = None
+    main_started: int | None = None
+    main_pid: int | None = None
+    invocation_id: str | None = None
+    unit_file_state: str | None = None
+
+    @property
+    def down(self) -> bool:
+        """True when the unit is not running and systemd will not start it again by itself.
+
+        ``failed``; ``inactive`` (stopped, or vLLM's API server exited with status 0
+        after its engine died, so ``Restart=on-failure`` does not fire); ``active``
+        with SubState ``exited`` (no main process left); or the unit does not exist.
+        ``activating`` (including SubState ``auto-restart``) and ``deactivating``
+        are not down: systemd is still working on it.
+        """
+        if self.load_state in ("not-found", "masked", "error", "bad-setting"):
+            return True
+        if self.active_state in ("failed", "inactive"):
+            return True
+        return self.active_state == "active" and self.sub_state == "exited"
+
+    @property
+    def wanted(self) -> bool:
+        """The unit exists and is enabled: it should run."""
+        return self.load_state == "loaded" and self.unit_file_state in WANTED_FILE_STATES
+
+    @property
+    def running(self) -> bool:
+        return self.active_state == "active" and self.sub_state == "running"
+
+    def describe(self) -> str:
+        return "ActiveState=%s, SubState=%s, Result=%s, ExecMainStatus=%s%s" % (
+            self.active_state,
+            self.sub_state,
+            self.result,
+            self.exec_main_status,
+            "" if self.load_state in (None, "loaded") else ", LoadState=%s" % self.load_state,
+        )
+
+    def as_dict(self, fields=None) -> dict:
+        """The state as a dict; only ``fields`` (attribute names) when given."""
+        values = dataclasses.asdict(self)
+        return values if fields is None else {name: values[name] for name in fields}
+
+
+def parse_properties(text: str) -> dict:
+    """``Key=value`` lines as a dict (values stripped)."""
+    values = {}
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip()
+    return values
+
+
+def parse_show(name: str, text: str) -> UnitState:
+    """A :class:`UnitState` from ``systemctl show`` output; raises :class:`UnitStateError` without ActiveState."""
+    values = parse_properties(text)
+    if "ActiveState" not in values:
+        raise UnitStateError("systemctl show %s did not report ActiveState: %r" % (name, text))
+    return UnitState(
+        name=name,
+        load_state=values.get("LoadState") or None,
+        active_state=values.get("ActiveState") or None,
+        sub_state=values.get("SubState") or None,
+        result=values.get("Result") or None,
+        exec_main_status=_int(values.get("ExecMainStatus")),
+        n_restarts=_int(values.get("NRestarts")),
+        # 0 when the unit never ran.
+        main_started=_int(values.get("ExecMainStartTimestampMonotonic")) or None,
+        main_pid=_int(values.get("MainPID")) or None,
+        invocation_id=values.get("InvocationID") or None,
+        unit_file_state=values.get("UnitFileState") or None,
+    )
+
+
+def show_argv(unit: str, properties=PROPERTIES, systemctl: str = "systemctl") -> list:
+    return [systemctl, "show", "-p", ",".join(properties), "--", unit]
+
+
+def show(unit: str, run, systemctl: str = "systemctl", properties=PROPERTIES) -> UnitState:
+    """Read a unit's state with ``systemctl show -p P1,P2,... -- UNIT``; raises :class:`UnitStateError`."""
+    argv = show_argv(unit, properties, systemctl)
+    rc, out, err = run(argv)
+    if rc != 0:
+        raise UnitStateError("%s failed (rc %s): %s" % (" ".join(argv), rc, (err or out or "").strip()))
+    try:
+        return parse_show(unit, out)
+    except UnitStateError:
+        raise UnitStateError("%s did not report ActiveState: %r" % (" ".join(argv), out))
+
+
+def run(argv, timeout: float = 30.0):
+    """``(rc, stdout, stderr)`` of a command, for a daemon (127 when it cannot run)."""
+    try:
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                              timeout=timeout, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return 127, "", "%s could not run: %s" % (" ".join(argv), exc)
+    return done.returncode, done.stdout or "", done.stderr or ""
+
+
+PROCESS_COLUMNS = "pid name state cpu_seconds last_core allowed_cores"
+
+
+def process_lines(root_pid: int, proc_dir: str = "/proc") -> list:
+    """One line per process in the tree under ``root_pid`` (itself included), from ``/proc``.
+
+    Columns: :data:`PROCESS_COLUMNS` - state as ``/proc/PID/status`` says it (R, S,
+    D, T ...), CPU seconds (utime + stime, at the kernel's 100 ticks a second),
+    the core it last ran on, and the cores it may run on (``Cpus_allowed_list``).
+    A process runnable (R) for minutes with no CPU seconds gained is held somewhere.
+    Processes that vanish while being read are left out. Never raises.
+    """
+    parents = {}
+    try:
+        names = os.listdir(proc_dir)
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc_dir, name, "stat"), encoding="utf-8", errors="replace") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 36:
+            parents[int(name)] = (int(fields[1]), fields)
+    tree = [root_pid] if root_pid in parents else []
+    for pid in tree:  # grows while it is walked: breadth first
+        tree.extend(sorted(child for child, entry in parents.items() if entry[0] == pid and child not in tree))
+    lines = []
+    for pid in tree:
+        fields = parents[pid][1]
+        status = {}
+        try:
+            with open(os.path.join(proc_dir, str(pid), "status"), encoding="utf-8", errors="replace") as handle:
+                for line in handle:
+                    key, sep, value = line.partition(":")
+                    if sep:
+                        status[key] = value.strip()
+        except OSError:
+            continue
+        cpu = (int(fields[11]) + int(fields[12])) / 100.0
+        lines.append("%d %s %s %.1f %s %s" % (pid, status.get("Name", "?"), (status.get("State") or "?").split()[0],
+                                              cpu, fields[36], status.get("Cpus_allowed_list", "?")))
+    return lines
+
+
+def container_pid(engine: str, name: str, run_command) -> int:
+    """Host PID of a container's main process (``ENGINE container inspect --format {{.State.Pid}} NAME``).
+
+    With the container runtime the engine's processes are not under the unit's main
+    process (the ``docker run`` / ``podman run`` client): docker starts them under
+    containerd-shim, podman under conmon. The container's main process is vLLM's API
+    server (the role runs it with ``--entrypoint vllm``), the root of the same tree
+    the unit's MainPID is with the venv runtime. ``run_command(argv)`` returns
+    ``(rc, stdout, stderr)``. 0 when the container does not run or cannot be read;
+    never raises.
+    """
+    try:
+        rc, out, _err = run_command([engine, "container", "inspect", "--format", "{{.State.Pid}}", name])
+    except Exception:  # pylint: disable=broad-except
+        return 0
+    if rc != 0:
+        return 0
+    # The last line that is a number: podman may print warnings first (on the same stream for some callers).
+    for line in reversed((out or "").splitlines()):
+        if line.strip().isdigit():
+            return int(line.strip())
+    return 0
+
+
+def unit_process_lines(unit: str, run_command, systemctl: str = "systemctl", proc_dir: str = "/proc",
+                       container_engine: str = "", container_name: str = "") -> list:
+    """:func:`process_lines` of the unit's main process (``systemctl show -p MainPID``). Never raises.
+
+    With ``container_engine`` (and ``container_name``, default the unit's name without
+    ``.service``, as the vllm role names its containers), the lines of the
+    container's processes follow (:func:`container_pid`): the unit's own tree is then
+    only the engine's client.
+    """
+    try:
+        rc, out, _err = run_command([systemctl, "show", "-p", "MainPID", "--value", "--", unit])
+        pid = int((out or "").strip() or 0) if rc == 0 else 0
+    except Exception:  # pylint: disable=broad-except
+        pid = 0
+    lines = process_lines(pid, proc_dir) if pid > 0 else []
+    if container_engine:
+        name = container_name or (unit[:-len(".service")] if unit.endswith(".service") else unit)
+        root = container_pid(container_engine, name, run_command)
+        lines += process_lines(root, proc_dir) if root > 0 else []
+    return lines
+
+
+def journal(unit: str, run_command, lines: int = 30, journalctl: str = "journalctl") -> list:
+    """Return the last ``lines`` journal lines of the unit (``journalctl -u UNIT -n LINES --no-pager``).
+
+    Never raises: when journalctl fails, the one line returned says why.
+    """
+    argv = [journalctl, "-u", unit, "-n", str(lines), "--no-pager"]
+    try:
+        rc, out, err = run_command(argv)
+    except Exception as exc:  # pylint: disable=broad-except
+        return ["(%s could not run: %s)" % (" ".join(argv), exc)]
+    if rc != 0:
+        return ["(%s failed, rc %s: %s)" % (" ".join(argv), rc, (err or out or "").strip())]
+    return (out or "").rstrip("\n").splitlines()

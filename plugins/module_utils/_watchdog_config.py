@@ -1,0 +1,326 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The watchdog's configuration, its restart budget and the split pair's follow rule.
+
+Private to the collection; pure logic (no I/O), standard library only. The
+``vllm_watchdog`` role installs it next to ``_watchdog.py`` (the daemon, which also
+describes the verdicts) and ``_watchdog_judge.py`` (the judgement).
+
+Budget. At most ``max_restarts`` restarts by the watchdog within ``restart_window``
+seconds, the first at once, each next one at least ``backoff`` x 2^(n-1) seconds (at
+most ``backoff_max``) after the previous. When the budget is exhausted the watchdog
+gives up: an engine that still runs is killed with a runtime drop-in ``Restart=no`` in
+place, so the unit stays **failed** instead of looping and holding memory; the reason
+goes to the journal at priority ``err`` and into the state file (``gave_up``). It acts
+again once someone starts the unit (a new ``InvocationID``): then the drop-in and the
+history are cleared. systemd's own restarts (``Restart=always`` after vLLM exits) are
+bounded by the unit's ``StartLimitBurst=``, not counted here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+try:  # inside the collection
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd as systemd
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as health
+except ImportError:  # installed next to the daemon on an engine host
+    import _systemd as systemd  # type: ignore[no-redef]
+    import _vllm_health as health  # type: ignore[no-redef]
+
+ROLE_REPLICA = "replica"
+ROLE_HEAD = "head"
+ROLE_WORKER = "worker"
+ROLES = (ROLE_REPLICA, ROLE_HEAD, ROLE_WORKER)
+
+# Verdicts (see the module docstring).
+STARTING = "starting"
+SERVING = "serving"
+BUSY = "busy"
+SLOW = "slow"
+SUSPECT = "suspect"
+HUNG = "hung"
+DEAD = "dead"
+DOWN = "down"
+WRONG_MODEL = "wrong_model"
+NOT_WANTED = "not_wanted"
+MAINTENANCE = "maintenance"
+GAVE_UP = "gave_up"
+FOLLOWING = "following"
+UNKNOWN = "unknown"
+
+# Actions a verdict asks for.
+NONE = "none"
+PROBE = "probe"
+RESTART = "restart"
+GIVE_UP = "give_up"
+
+
+# What the watchdog reads of its unit (the one systemctl show reader is _systemd).
+UNIT_PROPERTIES = systemd.PROPERTIES
+DROPIN_NAME = "50-factory-floor-watchdog-gave-up.conf"
+# Restart records kept in the state file (the budget only looks at restart_window).
+HISTORY_KEPT = 50
+
+
+class ConfigError(ValueError):
+    """The watchdog's configuration is wrong; the message names the key."""
+
+
+# --------------------------------------------------------------------------- configuration
+
+@dataclasses.dataclass
+class Config:
+    """The daemon's settings (``--config`` JSON). Times are seconds."""
+
+    unit: str
+    state_file: str
+    role: str = ROLE_REPLICA
+    url: str = "http://127.0.0.1:8000"
+    model: str | None = None
+    api_key: str | None = None
+    interval: float = 5.0
+    request_timeout: float = 5.0
+    stall_window: float = 120.0
+    probe: bool = True
+    probe_timeout: float = 15.0
+    cpu_progress: bool = False
+    startup_grace: float = 1800.0
+    dead_confirm: float = 15.0
+    down_confirm: float = 10.0
+    max_restarts: int = 3
+    restart_window: float = 3600.0
+    backoff: float = 60.0
+    backoff_max: float = 600.0
+    lock_file: str = "/run/factory-floor-maintenance"
+    lock_stale_after: float = 7200.0
+    status_file: str | None = None
+    kill_commands: list = dataclasses.field(default_factory=list)
+    restart_command: list | None = None
+    # Container runtime: {"engine": "/usr/bin/docker", "name": "vllm-replica"}. The engine's
+    # processes then run under containerd-shim (docker) or conmon (podman), not under the
+    # unit's main process (the `docker run` client): cpu_progress reads the tree of the
+    # container's main process, vLLM's API server, instead.
+    container: dict | None = None
+    systemctl: str = "systemctl"
+    dropin_dir: str = "/run/systemd/system"
+    status_listen: dict | None = None
+    peer_url: str | None = None
+    pair_ack_timeout: float = 60.0
+    pair_skew: float = 120.0
+    log_every: float = 300.0
+    command_timeout: float = 120.0
+
+    @property
+    def detection_bound(self) -> float:
+        """Seconds from a hang under load to the restart decision, at most (sampling time aside)."""
+        looks = math.ceil(self.stall_window / self.interval) * self.interval
+        return self.interval + looks + (self.probe_timeout if self.probe else 0.0)
+
+    def restart_argv(self) -> list:
+        return list(self.restart_command or [self.systemctl, "restart", self.unit])
+
+
+_SECONDS = ("interval", "request_timeout", "stall_window", "probe_timeout", "startup_grace", "dead_confirm",
+            "restart_window", "backoff_max", "lock_stale_after", "pair_ack_timeout", "pair_skew", "log_every",
+            "command_timeout")
+_SECONDS_OR_ZERO = ("down_confirm", "backoff")
+
+
+def load_config(raw: dict) -> Config:
+    """Check a configuration dict and return a :class:`Config`; raise :class:`ConfigError`.
+
+    Unknown keys are errors (a misspelt setting must not silently fall back to its
+    default); keys starting with ``_`` are comments.
+    """
+    if not isinstance(raw, dict):
+        raise ConfigError("the configuration must be a JSON object, got %s" % type(raw).__name__)
+    fields = {f.name for f in dataclasses.fields(Config)}
+    # Keys starting with "_" are comments (the role writes "_comment").
+    values = {k: v for k, v in raw.items() if not str(k).startswith("_")}
+    unknown = sorted(set(values) - fields)
+    if unknown:
+        raise ConfigError("unknown key(s) %s; known: %s" % (", ".join(unknown), ", ".join(sorted(fields))))
+    for key in ("unit", "state_file"):
+        if not isinstance(values.get(key), str) or not values.get(key):
+            raise ConfigError("%s is required (a string)" % key)
+    for key in _SECONDS + _SECONDS_OR_ZERO:
+        if key not in values:
+            continue
+        value = values[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or math.isinf(value):
+            raise ConfigError("%s must be a number of seconds, got %r" % (key, value))
+        if value < 0 or (value == 0 and key in _SECONDS):
+            raise ConfigError("%s must be %s seconds, got %r" % (key, ">= 0" if key in _SECONDS_OR_ZERO else "> 0", value))
+        values[key] = float(value)
+    if "max_restarts" in values:
+        value = values["max_restarts"]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError("max_restarts must be an integer >= 1, got %r" % (value,))
+    for key in ("probe", "cpu_progress"):
+        if key in values and not isinstance(values[key], bool):
+            raise ConfigError("%s must be true or false, got %r" % (key, values[key]))
+    config = Config(**values)
+    if config.role not in ROLES:
+        raise ConfigError("role must be one of %s, got %r" % (", ".join(ROLES), config.role))
+    try:
+        config.url = health.normalize_url(config.url)
+    except ValueError as exc:
+        raise ConfigError("url: %s" % exc) from None
+    if config.stall_window < config.interval:
+        raise ConfigError("stall_window (%gs) must be at least interval (%gs): one look cannot judge progress"
+                          % (config.stall_window, config.interval))
+    for key in ("kill_commands",):
+        commands = getattr(config, key)
+        if not isinstance(commands, list) or not all(
+                isinstance(c, list) and c and all(isinstance(a, str) for a in c) for c in commands):
+            raise ConfigError("%s must be a list of argv lists of strings, got %r" % (key, commands))
+    if config.container is not None:
+        container = config.container
+        if (not isinstance(container, dict) or set(container) != {"engine", "name"}
+                or not all(isinstance(container[k], str) and container[k] for k in ("engine", "name"))):
+            raise ConfigError("container must be null or {engine, name} (the container engine's path and the container's "
+                              "name), got %r" % (container,))
+    if config.restart_command is not None and (
+            not isinstance(config.restart_command, list) or not config.restart_command
+            or not all(isinstance(a, str) for a in config.restart_command)):
+        raise ConfigError("restart_command must be an argv list of strings, got %r" % (config.restart_command,))
+    if config.role in (ROLE_HEAD, ROLE_WORKER):
+        if not config.peer_url:
+            raise ConfigError("role %s needs peer_url (the other rank's watchdog, http://ADDRESS:PORT/state)" % config.role)
+        listen = config.status_listen
+        if not isinstance(listen, dict) or not isinstance(listen.get("port"), int) or not listen.get("address"):
+            raise ConfigError("role %s needs status_listen {address, port} (where the other rank reads this state)"
+                              % config.role)
+    return config
+
+
+# --------------------------------------------------------------------------- the unit
+
+@dataclasses.dataclass
+class UnitInfo:
+    """A systemd unit as ``systemctl show`` reports it (what the watchdog needs of it)."""
+
+    name: str
+    load_state: str | None = None
+    active_state: str | None = None
+    sub_state: str | None = None
+    result: str | None = None
+    exec_main_status: int | None = None
+    main_pid: int | None = None
+    invocation_id: str | None = None
+    unit_file_state: str | None = None
+    n_restarts: int | None = None
+    # CLOCK_MONOTONIC seconds when the main process started (same clock as time.monotonic()).
+    started_mono: float | None = None
+
+    def _state(self):
+        return systemd.UnitState(name=self.name, load_state=self.load_state, active_state=self.active_state,
+                                 sub_state=self.sub_state, result=self.result, exec_main_status=self.exec_main_status,
+                                 unit_file_state=self.unit_file_state)
+
+    # What systemd's state means is _systemd's to say.
+    down = property(lambda self: self._state().down, doc="Not running, and systemd will not start it again by itself.")
+    wanted = property(lambda self: self._state().wanted, doc="The unit exists and is enabled: it should run.")
+    running = property(lambda self: self._state().running, doc="ActiveState active, SubState running.")
+
+    def describe(self) -> str:
+        return "%s, UnitFileState=%s, MainPID=%s, NRestarts=%s" % (
+            self._state().describe(), self.unit_file_state, self.main_pid, self.n_restarts)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data) -> "UnitInfo | None":
+        if not isinstance(data, dict) or not data.get("name"):
+            return None
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def parse_unit_show(name: str, text: str) -> UnitInfo:
+    """Parse ``systemctl show -p ...`` output (``Key=value`` lines) with ``_systemd.parse_show``."""
+    state = systemd.parse_show(name, text)
+    return UnitInfo(
+        name=name,
+        load_state=state.load_state,
+        active_state=state.active_state,
+        sub_state=state.sub_state,
+        result=state.result,
+        exec_main_status=state.exec_main_status,
+        main_pid=state.main_pid,
+        invocation_id=state.invocation_id,
+        unit_file_state=state.unit_file_state,
+        n_restarts=state.n_restarts,
+        started_mono=state.main_started / 1e6 if state.main_started else None,
+    )
+
+
+# --------------------------------------------------------------------------- budget
+
+@dataclasses.dataclass
+class BudgetCheck:
+    """Whether a restart may happen now. ``wait`` seconds of backoff left; ``exhausted`` when no restart is left."""
+
+    allowed: bool
+    exhausted: bool
+    wait: float
+    used: int
+    why: str
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+class Budget:
+    """At most ``max_restarts`` restarts in ``window`` seconds, spaced by a doubling backoff."""
+
+    def __init__(self, max_restarts: int, window: float, backoff: float, backoff_max: float):
+        self.max_restarts = max_restarts
+        self.window = window
+        self.backoff = backoff
+        self.backoff_max = backoff_max
+
+    def recent(self, history, now: float) -> list:
+        return [r for r in history if isinstance(r, dict) and now - float(r.get("time", 0)) < self.window]
+
+    def check(self, history, now: float) -> BudgetCheck:
+        recent = self.recent(history, now)
+        used = len(recent)
+        if used >= self.max_restarts:
+            return BudgetCheck(False, True, 0.0, used, "restart budget exhausted: %d restart(s) in the last %gs (max_restarts %d)"
+                               % (used, self.window, self.max_restarts))
+        if used == 0:
+            return BudgetCheck(True, False, 0.0, used, "no restart in the last %gs" % self.window)
+        last = max(float(r["time"]) for r in recent)
+        spacing = min(self.backoff_max, self.backoff * 2 ** (used - 1))
+        wait = last + spacing - now
+        if wait > 0:
+            return BudgetCheck(False, False, wait, used, "backoff: %d restart(s) in the last %gs, the next one not before "
+                               "%.0fs after the last (%.0fs left)" % (used, self.window, spacing, wait))
+        return BudgetCheck(True, False, 0.0, used, "%d of %d restart(s) used in the last %gs"
+                           % (used, self.max_restarts, self.window))
+
+
+def follow_decision(seen: str | None, request, now: float, fresh_for: float) -> str:
+    """What rank 1's watchdog does with the head's last pair-restart request.
+
+    ``follow`` (kill and restart rank 1, acknowledge), ``adopt`` (remember it without a
+    restart: first contact, and the request is older than ``fresh_for`` seconds, so the
+    head is no longer waiting for it) or ``none``.
+    """
+    if not isinstance(request, dict) or not request.get("id"):
+        return "none"
+    if request["id"] == seen:
+        return "none"
+    if seen is None:
+        try:
+            age = now - float(request.get("time"))
+        except (TypeError, ValueError):
+            age = math.inf
+        if age > fresh_for:
+            return "adopt"
+    return "follow"

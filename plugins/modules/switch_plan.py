@@ -1,0 +1,312 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: switch_plan
+short_description: What a topology switch or a rolling upgrade decides, from what the engine and proxy hosts say
+version_added: 0.1.0
+description:
+  - The decisions of C(playbooks/switch.yml) (C(switch-to-replicas.yml), C(switch-to-split.yml)) as one read-only
+    computation, so the playbook only acts on them. Run it on the controller once (C(run_once), C(delegate_to) C(localhost))
+    with what the play read from the hosts; call it again as the run learns more (O(incumbent_score) after the incumbent
+    is scored, O(failed) after the new engines started and after the gate).
+  - Whether there is anything to do (RV(on_target)), whether a re-run finishes a switch an interruption left with engines
+    drained (RV(heal), RV(heal_hosts)), which topology serves now (RV(incumbent)), whether the new topology is gated on its
+    tool calling (RV(gated)), the announcement, which engines the gate tests (RV(gate_hosts)), whether to roll back
+    (RV(rollback)), which engines rejoin the proxy (RV(undrain)) and which the proxy must have in rotation
+    (RV(expected_in_rotation)).
+  - With O(procedure=upgrade), the decisions of C(playbooks/switch-model.yml) - which replicas to upgrade (RV(todo)),
+    whether the upgrade stops (RV(stop)), which upgraded replicas go back to the old build (RV(roll_back)), and the
+    announcement.
+extends_documentation_fragment:
+  - factory_floor.llm.attributes
+  - factory_floor.llm.attributes.READ_ONLY
+options:
+  procedure:
+    description: V(switch) for a topology switch, V(upgrade) for a rolling model or image upgrade.
+    type: str
+    choices: [switch, upgrade]
+    default: switch
+  topology:
+    description: The topology the switch goes to (required with O(procedure=switch)).
+    type: str
+    choices: [replicas, split]
+  engines:
+    description: The engine hosts (inventory names, in inventory order).
+    type: list
+    elements: str
+    required: true
+  head:
+    description: The split's rank 0, which serves its API (C(vllm_split_head); required with O(procedure=switch)).
+    type: str
+  units:
+    description:
+      - Per engine host, the states C(systemctl is-active vllm-replica.service vllm-split.service) printed, in that order
+        (its C(stdout_lines)). A host missing here runs neither.
+    type: dict
+    default: {}
+  drains:
+    description:
+      - What each proxy host's drain files say (the C(nginx_proxy) role's C(drained) entry point, C(nginx_proxy_drained)),
+        one dict of engine host to holder per proxy host. A holder C(switch-to-*) is a switch's own drain.
+    type: list
+    elements: dict
+    default: []
+  gated:
+    description: Whether the target topology is gated on its tool calling (the C(tool_gate) role's C(tool_gate_gated)).
+    type: bool
+    default: false
+  startup:
+    description:
+      - The last measured start-ups, seconds by name (C(replicas), C(split), C(replicas_gate), C(split_gate)), for the
+        announcement (the C(maintenance_window) role's C(maintenance_window_startup)).
+    type: dict
+    default: {}
+  incumbent_score:
+    description:
+      - The incumbent build's stored score (the C(tool_gate) role's C(tool_gate_incumbent) on the host of RV(incumbent)), for the
+        announcement. Empty when nothing serves or it is not known yet.
+    type: dict
+    default: {}
+  failed:
+    description: The engine hosts whose start or gate failed in this run so far.
+    type: list
+    elements: str
+    default: []
+  replicas:
+    description:
+      - (upgrade) Per engine host, C(running) (the model directory its vLLM lists as root), C(running_image) (its
+        container's image ID, empty with the venv runtime), and the candidate's C(model), C(image) and C(image_id).
+    type: dict
+    default: {}
+  target:
+    description: (upgrade) What the replicas are upgraded to, in words.
+    type: str
+    default: ""
+  incumbents:
+    description: (upgrade) Per engine host, the stored score of the build it serves (the C(tool_gate) role's C(tool_gate_incumbent)).
+    type: dict
+    default: {}
+  notes:
+    description:
+      - (upgrade) Per engine host, what it noted so far (the C(maintenance_window) role's C(maintenance_window_host) -
+        C(failed), C(upgraded), C(restore_failed)).
+    type: dict
+    default: {}
+author:
+  - Factory Floor maintainers (@factory-floor)
+"""
+
+EXAMPLES = r"""
+- name: Decide which replicas an upgrade changes
+  factory_floor.llm.switch_plan:
+    procedure: upgrade
+    engines: "{{ groups['gb10'] }}"
+    replicas:
+      spark-1: {running: /models/Old, running_image: "", model: /models/New, image: "", image_id: ""}
+    target: /models/New
+  delegate_to: localhost
+  run_once: true
+  register: upgrade
+
+- name: Decide the switch
+  factory_floor.llm.switch_plan:
+    topology: replicas
+    engines: "{{ groups['gb10'] }}"
+    head: "{{ vllm_split_head | default(groups['gb10'][0]) }}"
+    units: "{{ dict(groups['gb10'] | zip(groups['gb10'] | map('extract', hostvars, ['__units', 'stdout_lines']))) }}"
+    drains: "{{ groups['proxy'] | map('extract', hostvars, 'nginx_proxy_drained') | list }}"
+  delegate_to: localhost
+  run_once: true
+  register: plan
+
+- name: Say what will happen
+  ansible.builtin.debug:
+    msg: "{{ plan.announcement }}"
+"""
+
+RETURN = r"""
+topology:
+  description: The target topology.
+  returned: with O(procedure=switch)
+  type: str
+  sample: replicas
+other:
+  description: The other topology (the one a rollback goes back to).
+  returned: with O(procedure=switch)
+  type: str
+  sample: split
+role:
+  description: The target topology's engine role (C(vllm_replica), C(vllm_split)).
+  returned: with O(procedure=switch)
+  type: str
+  sample: vllm_replica
+unit:
+  description: The target topology's unit.
+  returned: with O(procedure=switch)
+  type: str
+  sample: vllm-replica.service
+other_unit:
+  description: The other topology's unit.
+  returned: with O(procedure=switch)
+  type: str
+  sample: vllm-split.service
+roles:
+  description: Each topology's engine role, by topology.
+  returned: with O(procedure=switch)
+  type: dict
+  sample: {"replicas": "vllm_replica", "split": "vllm_split"}
+units:
+  description: Each topology's unit, by topology.
+  returned: with O(procedure=switch)
+  type: dict
+  sample: {"replicas": "vllm-replica.service", "split": "vllm-split.service"}
+incumbent_score:
+  description: O(incumbent_score), for the report.
+  returned: with O(procedure=switch)
+  type: dict
+on_target:
+  description: Every engine host runs the target topology's unit and not the other's.
+  returned: with O(procedure=switch)
+  type: bool
+heal:
+  description: On the target with engines an interrupted switch left drained; the run finishes that switch.
+  returned: with O(procedure=switch)
+  type: bool
+heal_hosts:
+  description: The engines an interrupted switch left drained (empty unless on the target).
+  returned: with O(procedure=switch)
+  type: list
+  elements: str
+heal_holders:
+  description: The drain holders (C(switch-to-*)) the interrupted runs wrote.
+  returned: with O(procedure=switch)
+  type: list
+  elements: str
+drained_other:
+  description: Engines drained by anyone else (engine host to holder, C("") for none); left alone.
+  returned: with O(procedure=switch)
+  type: dict
+incumbent:
+  description: The topology serving now and the host of its API engine (C(topology) and C(host) empty when on the target or when nothing serves).
+  returned: with O(procedure=switch)
+  type: dict
+  sample: {"topology": "split", "host": "spark-1"}
+gated:
+  description: The new (or healed) engines are gated on their tool calling.
+  returned: with O(procedure=switch)
+  type: bool
+api_engines:
+  description: The target's engines that serve the API (every replica, or the split's rank 0).
+  returned: with O(procedure=switch)
+  type: list
+  elements: str
+announcement:
+  description: The sentence the switch or the upgrade prints before anything changes.
+  returned: always
+  type: str
+gate_hosts:
+  description: The engines the tool-calling gate tests, given O(failed).
+  returned: with O(procedure=switch)
+  type: list
+  elements: str
+failed:
+  description: O(failed), in inventory order, engine hosts only.
+  returned: with O(procedure=switch)
+  type: list
+  elements: str
+rollback:
+  description: A new engine failed (O(failed)) and the run is a switch, not the finishing of an interrupted one; the old topology is put back.
+  returned: with O(procedure=switch)
+  type: bool
+serving_topology:
+  description: The topology that serves after the run (the other one on a rollback).
+  returned: with O(procedure=switch)
+  type: str
+joined:
+  description: A gated switch that went through; every new engine rejoins the proxy after the gate.
+  returned: with O(procedure=switch)
+  type: bool
+undrain:
+  description: The engines to take off the proxy's drain list after the gate.
+  returned: with O(procedure=switch)
+  type: list
+  elements: str
+heal_ready:
+  description: Finishing an interrupted switch, the drained engines that serve and passed the gate (they rejoin).
+  returned: with O(procedure=switch)
+  type: list
+  elements: str
+heal_left:
+  description: Finishing an interrupted switch, the drained engines that stay drained (they did not serve or failed the gate).
+  returned: with O(procedure=switch)
+  type: list
+  elements: str
+expected_in_rotation:
+  description: The engines of RV(serving_topology) the proxy must have in rotation (not those in RV(heal_left)).
+  returned: with O(procedure=switch)
+  type: list
+  elements: str
+todo:
+  description: (upgrade) The replicas that do not serve the candidate yet, in inventory order.
+  returned: with O(procedure=upgrade)
+  type: list
+  elements: str
+stop:
+  description: (upgrade) A replica failed; the ones after it keep the old build.
+  returned: with O(procedure=upgrade)
+  type: bool
+roll_back:
+  description: (upgrade) The replicas upgraded in this run that go back to the old build (none when the failed one could not get its old build back).
+  returned: with O(procedure=upgrade)
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.factory_floor.llm.plugins.module_utils._switch_plan import switch_plan, upgrade_plan
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            procedure=dict(type="str", default="switch", choices=["switch", "upgrade"]),
+            topology=dict(type="str", choices=["replicas", "split"]),
+            engines=dict(type="list", elements="str", required=True),
+            head=dict(type="str"),
+            units=dict(type="dict", default={}),
+            drains=dict(type="list", elements="dict", default=[]),
+            gated=dict(type="bool", default=False),
+            startup=dict(type="dict", default={}),
+            incumbent_score=dict(type="dict", default={}),
+            failed=dict(type="list", elements="str", default=[]),
+            replicas=dict(type="dict", default={}),
+            target=dict(type="str", default=""),
+            incumbents=dict(type="dict", default={}),
+            notes=dict(type="dict", default={}),
+        ),
+        required_if=[("procedure", "switch", ("topology", "head"))],
+        supports_check_mode=True,
+    )
+    params = module.params
+    if params["procedure"] == "upgrade":
+        module.exit_json(changed=False, **upgrade_plan(params["engines"], params["replicas"], params["target"],
+                                                       params["startup"], params["incumbents"], params["notes"]))
+    if params["head"] not in params["engines"]:
+        module.fail_json(msg="head %s is not one of the engine hosts %s" % (params["head"], ", ".join(params["engines"])))
+    try:
+        startup = {name: float(seconds) for name, seconds in params["startup"].items()}
+    except (TypeError, ValueError) as exc:
+        module.fail_json(msg="startup must map names to seconds: %s" % exc)
+    plan = switch_plan(params["topology"], params["engines"], params["head"], params["units"], params["drains"],
+                       params["gated"], startup, params["incumbent_score"], params["failed"])
+    module.exit_json(changed=False, **plan)
+
+
+if __name__ == "__main__":
+    main()

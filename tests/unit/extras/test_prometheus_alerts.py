@@ -1,0 +1,253 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""extras/prometheus/factory-floor-alerts.yml, checked and tested with Prometheus' own promtool.
+
+``promtool check rules`` must pass, and for every alert ``promtool test rules`` proves that
+it fires on a sample of its fault and stays silent on a healthy one. The samples:
+
+* the daemons' verdicts are the files the daemons themselves write in their unit-test
+  worlds (tests/unit/plugins/module_utils/test_textfile.py: a watchdog that gave up, the
+  memory guard under its floor with nothing left to act on, a proxy whose engines are all
+  gone or all drained), read as node_exporter serves them;
+* the engines' metrics are exposition texts with vLLM's own names and labels
+  (tests/unit/fixtures/metrics): ``vllm_0_32_frozen_t0``/``_t1`` is a frozen scheduler
+  (requests running, no counter moving), ``vllm_a_t0``/``_t1`` a healthy engine 20 s apart,
+  extended at its measured rates; the full KV cache is that healthy engine with
+  ``vllm:kv_cache_usage_perc`` at 0.97. None was recorded from a live engine: the lab
+  can record them (docs/monitoring.md).
+
+promtool comes from Debian's prometheus package (``make promtool`` extracts it into
+.cache; ``make units`` does that first), or ``$PROMTOOL``, or the PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils import test_textfile as tt
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+RULES = os.path.join(ROOT, "extras", "prometheus", "factory-floor-alerts.yml")
+FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "metrics")
+STEPS = 41          # one sample a minute, 0m..40m
+EVAL = "40m"
+ENGINE = {"job": "vllm", "instance": "spark-a:8000", "host": "spark-a", "topology": "replicas"}
+NODE = {"job": "node", "instance": "spark-a:9100"}
+PROXY_NODE = {"job": "node", "instance": "gateway:9100"}
+
+
+def promtool():
+    found = os.environ.get("PROMTOOL") or os.path.join(ROOT, ".cache", "promtool", "usr", "bin", "promtool")
+    if os.path.exists(found):
+        return found
+    if shutil.which("promtool"):
+        return shutil.which("promtool")
+    pytest.fail("promtool not found: `make promtool` extracts it from Debian's prometheus package into .cache "
+                "(make units does it first), or set PROMTOOL")
+    return None
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name + ".txt"), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def read(text, extra):
+    """{series selector: value} of an exposition text, with the target's labels added."""
+    found = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = dict(sample.labels, **extra)
+            inside = ",".join('%s="%s"' % (k, labels[k].replace("\\", "\\\\").replace('"', '\\"'))
+                              for k in sorted(labels))
+            found["%s{%s}" % (sample.name, inside)] = sample.value
+    return found
+
+
+def timeline(snapshots):
+    """promtool input_series from one snapshot per minute ({series: value}); "_" where a series is absent."""
+    names = sorted(set().union(*snapshots))
+    return [{"series": name, "values": " ".join("_" if name not in snap else repr(float(snap[name]))
+                                                for snap in snapshots)} for name in names]
+
+
+def steady(snapshot):
+    return [snapshot] * STEPS
+
+
+def advancing(t0, t1, seconds_apart, rest=None):
+    """Counters go on rising at the rate between t0 and t1; gauges keep t1's values."""
+    per_minute = 60.0 / seconds_apart
+    snaps = []
+    for minute in range(STEPS):
+        snap = {}
+        for name, value in t1.items():
+            if name.split("{")[0].endswith(("_total", "_count", "_sum", "_bucket")):
+                snap[name] = t0.get(name, value) + (value - t0.get(name, value)) * per_minute * minute
+            else:
+                snap[name] = value
+        snap.update(rest or {})
+        snaps.append(snap)
+    return snaps
+
+
+# ------------------------------------------------------------------- the samples
+
+
+def engine_up(up):
+    return steady({"up{%s}" % ",".join('%s="%s"' % kv for kv in sorted(ENGINE.items())): up})
+
+
+def engine_down(tmp_path, monkeypatch, fault):
+    return engine_up(0 if fault else 1)
+
+
+def engine_down_while_starting(tmp_path, monkeypatch, fault):
+    """The port is closed (up 0) while the watchdog says the engine is starting (a deploy's start-up)."""
+    starting = read(tt.watchdog_textfile(tmp_path, monkeypatch, "starting"), NODE)
+    return [dict(snap, **starting) for snap in engine_up(0)]
+
+
+def engine_hung(tmp_path, monkeypatch, fault):
+    if fault:
+        return [read(fixture("vllm_0_32_frozen_t0"), ENGINE)] + [read(fixture("vllm_0_32_frozen_t1"), ENGINE)] * (STEPS - 1)
+    return advancing(read(fixture("vllm_a_t0"), ENGINE), read(fixture("vllm_a_t1"), ENGINE), 20)
+
+
+def kv_cache_full(tmp_path, monkeypatch, fault):
+    snaps = advancing(read(fixture("vllm_a_t0"), ENGINE), read(fixture("vllm_a_t1"), ENGINE), 20)
+    if fault:
+        for snap in snaps:
+            for name in snap:
+                if name.startswith("vllm:kv_cache_usage_perc{"):
+                    snap[name] = 0.97
+    return snaps
+
+
+def _textfile_steady(producer, labels):
+    def sample(tmp_path, monkeypatch, fault):
+        return steady(read(producer(tmp_path, monkeypatch, fault), labels))
+    return sample
+
+
+def engines_drained_long(tmp_path, monkeypatch, fault):
+    """Every engine drained for the whole 40 minutes, or for a 20-minute switch that then completed."""
+    drained = read(tt.upstream_textfile(tmp_path / "d", monkeypatch, "drained"), PROXY_NODE)
+    serving = read(tt.upstream_textfile(tmp_path / "s", monkeypatch, False), PROXY_NODE)
+    return [drained] * STEPS if fault else [drained] * 20 + [serving] * (STEPS - 20)
+
+
+def verdicts_stale(tmp_path, monkeypatch, fault):
+    """The watchdog's file, its timestamp on promtool's clock: written every minute, or last at 0m."""
+    snap = read(tt.watchdog_textfile(tmp_path, monkeypatch, False), NODE)
+    stamp = [name for name in snap if name.startswith("factory_floor_watchdog_updated_timestamp_seconds{")][0]
+    return [dict(snap, **{stamp: 0.0 if fault else 60.0 * minute}) for minute in range(STEPS)]
+
+
+WATCHDOG = {"unit": "vllm-replica.service", "role": "replica", "host": "spark-a", **NODE}
+# alert -> (sample, labels of the alert it must raise on the fault)
+CASES = {
+    "VLLMEngineDown": (engine_down, dict(ENGINE, severity="critical")),
+    "VLLMEngineHung": (engine_hung, dict(ENGINE, engine="0", model_name="lab-chat", severity="critical")),
+    "VLLMKVCacheNearlyFull": (kv_cache_full, dict(ENGINE, engine="0", model_name="local-model", severity="warning")),
+    "FactoryFloorNoEngineInRotation": (_textfile_steady(tt.upstream_textfile, PROXY_NODE),
+                                       dict(PROXY_NODE, host="gateway", severity="critical")),
+    "FactoryFloorEnginesDrainedTooLong": (engines_drained_long, dict(PROXY_NODE, host="gateway", severity="warning")),
+    "FactoryFloorMemoryFloorCrossed": (_textfile_steady(tt.memory_guard_textfile, NODE),
+                                       dict(NODE, host="spark-a", severity="warning")),
+    "FactoryFloorMemoryGuardNothingLeft": (_textfile_steady(tt.memory_guard_textfile, NODE),
+                                           dict(NODE, host="spark-a", severity="critical")),
+    "FactoryFloorWatchdogGaveUp": (_textfile_steady(tt.watchdog_textfile, NODE), dict(WATCHDOG, severity="critical")),
+    "FactoryFloorVerdictsStale": (verdicts_stale, dict(WATCHDOG, severity="warning")),
+}
+
+
+def rules():
+    with open(RULES, encoding="utf-8") as handle:
+        return {rule["alert"]: rule for group in yaml.safe_load(handle)["groups"] for rule in group["rules"]}
+
+
+def annotations(alert, labels):
+    """The rule's annotations as Prometheus renders them for these labels (only $labels.NAME is used)."""
+    rendered = {}
+    for key, template in rules()[alert]["annotations"].items():
+        assert set(re.findall(r"{{(.*?)}}", template)) <= {" $labels.%s " % name for name in labels}, template
+        rendered[key] = re.sub(r"{{ \$labels\.(\w+) }}", lambda m: labels[m.group(1)], template)
+    return rendered
+
+
+def run_promtool_test(tmp_path, alert, series, expected):
+    test = {"rule_files": [RULES], "evaluation_interval": "1m",
+            "tests": [{"interval": "1m", "input_series": series,
+                       "alert_rule_test": [{"eval_time": EVAL, "alertname": alert, "exp_alerts": expected}]}]}
+    path = tmp_path / ("%s.test.yml" % alert)
+    path.write_text(yaml.safe_dump(test, sort_keys=False), encoding="utf-8")
+    return subprocess.run([promtool(), "test", "rules", str(path)], capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
+# --------------------------------------------------------------------- the tests
+
+
+def test_promtool_check_rules():
+    done = subprocess.run([promtool(), "check", "rules", RULES], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS: %d rules found" % len(rules()) in done.stdout
+
+
+def test_every_alert_is_tested_and_has_a_runbook_line():
+    assert set(rules()) == set(CASES)
+    for alert, rule in rules().items():
+        assert rule["labels"]["severity"] in ("critical", "warning"), alert
+        assert set(rule["annotations"]) == {"summary", "runbook"}, alert
+        assert "\n" not in rule["annotations"]["runbook"], alert
+
+
+@pytest.mark.parametrize("alert", sorted(CASES))
+def test_alert_fires_on_its_fault(tmp_path, monkeypatch, alert):
+    sample, labels = CASES[alert]
+    expected = [{"exp_labels": labels, "exp_annotations": annotations(alert, labels)}]
+    done = run_promtool_test(tmp_path, alert, timeline(sample(tmp_path, monkeypatch, True)), expected)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("alert", sorted(CASES))
+def test_alert_is_silent_when_healthy(tmp_path, monkeypatch, alert):
+    sample = CASES[alert][0]
+    done = run_promtool_test(tmp_path, alert, timeline(sample(tmp_path, monkeypatch, False)), [])
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_engine_down_is_silent_while_the_watchdog_says_starting(tmp_path, monkeypatch):
+    done = run_promtool_test(tmp_path, "VLLMEngineDown", timeline(engine_down_while_starting(tmp_path, monkeypatch, True)),
+                             [])
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_engine_down_is_silent_while_a_proxy_has_it_drained(tmp_path, monkeypatch):
+    """A switch drains the old engines before it stops them: the proxy's textfile says so."""
+    drained = read(tt.upstream_textfile(tmp_path, monkeypatch, "drained"), PROXY_NODE)
+    series = timeline([dict(snap, **drained) for snap in engine_up(0)])
+    assert run_promtool_test(tmp_path, "VLLMEngineDown", series, []).returncode == 0
+    # The control: the same outage with the engine in rotation pages.
+    serving = read(tt.upstream_textfile(tmp_path / "s", monkeypatch, False), PROXY_NODE)
+    series = timeline([dict(snap, **serving) for snap in engine_up(0)])
+    labels = dict(ENGINE, severity="critical")
+    expected = [{"exp_labels": labels, "exp_annotations": annotations("VLLMEngineDown", labels)}]
+    done = run_promtool_test(tmp_path, "VLLMEngineDown", series, expected)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_fault_sample_really_is_one(tmp_path):
+    """The control: promtool fails a test that expects no alert on a fault sample."""
+    done = run_promtool_test(tmp_path, "VLLMEngineHung", timeline(engine_hung(tmp_path, None, True)), [])
+    assert done.returncode != 0 and "VLLMEngineHung" in done.stdout + done.stderr

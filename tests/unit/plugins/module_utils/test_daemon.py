@@ -1,0 +1,100 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Unit tests for plugins/module_utils/_daemon.py, the shell the collection's daemons share."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import threading
+
+import pytest
+import requests
+
+from ansible_collections.factory_floor.llm.plugins.module_utils import _daemon as daemon
+
+
+def test_write_atomic(tmp_path):
+    path = tmp_path / "run" / "state.json"
+    daemon.write_atomic(str(path), "one\n")
+    assert path.read_text() == "one\n" and stat.S_IMODE(path.stat().st_mode) == 0o644
+    daemon.write_atomic(str(path), "two\n", mode=0o600)
+    assert path.read_text() == "two\n" and stat.S_IMODE(path.stat().st_mode) == 0o600
+    with pytest.raises(TypeError):
+        daemon.write_atomic(str(path), b"not text")
+    assert path.read_text() == "two\n" and os.listdir(path.parent) == ["state.json"]
+
+
+def test_journal_lines_carry_their_priority():
+    assert daemon.journal_line(daemon.ERR, "gave up") == "<3>gave up"
+    line = daemon.event_line(daemon.INFO, "verdict", {"state": "busy", "at": 1.5})
+    assert line.startswith("<6>") and json.loads(line[3:]) == {"event": "verdict", "state": "busy", "at": 1.5}
+
+
+def test_sd_notify(tmp_path):
+    address = str(tmp_path / "notify")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as server:
+        server.bind(address)
+        assert daemon.sd_notify("READY=1", environ={"NOTIFY_SOCKET": address}) is True
+        assert server.recv(100) == b"READY=1"
+    assert daemon.sd_notify("READY=1", environ={}) is False
+    assert daemon.sd_notify("READY=1", environ={"NOTIFY_SOCKET": str(tmp_path / "gone")}) is False
+
+
+def test_parse_args():
+    args = daemon.parse_args(["--config", "c.json", "--once"], "a daemon")
+    assert (args.config, args.once, args.check_config) == ("c.json", True, False)
+    assert daemon.parse_args(["--config", "c.json", "--dry-run"], "a daemon", dry_run=True).dry_run is True
+    with pytest.raises(SystemExit):
+        daemon.parse_args([], "a daemon")
+
+
+def test_load_json(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text('{"interval": 5}')
+    assert daemon.load_json(str(path), lambda data: data["interval"]) == 5
+    path.write_text("{")
+    with pytest.raises(ValueError):
+        daemon.load_json(str(path), dict)
+
+
+def test_loop_ticks_tells_systemd_and_stops():
+    stop, ticks, said = threading.Event(), [], []
+
+    def tick():
+        ticks.append(1)
+        if len(ticks) == 3:
+            stop.set()
+
+    daemon.loop(tick, 0.0, stop, notify=said.append)
+    assert len(ticks) == 3 and said == ["READY=1", "WATCHDOG=1", "WATCHDOG=1", "WATCHDOG=1", "STOPPING=1"]
+
+
+def test_status_server():
+    server = daemon.status_server(lambda: b'{"state": "busy"}\n', "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+    try:
+        base = "http://127.0.0.1:%d" % server.server_address[1]
+        answer = requests.get(base + "/state", timeout=5, proxies={"http": None})
+        assert answer.status_code == 200 and answer.json() == {"state": "busy"}
+        assert requests.get(base + "/other", timeout=5, proxies={"http": None}).status_code == 404
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_configure(tmp_path, capsys):
+    path = tmp_path / "c.json"
+    path.write_text('{"interval": 5}')
+    args, config = daemon.configure(["--config", str(path)], "a daemon", dict, lambda p, c: "unused")
+    assert args.config == str(path) and config == {"interval": 5}
+    assert daemon.configure(["--config", str(path), "--check-config"], "a daemon", dict,
+                            lambda p, c: "%s: every %ds" % (p, c["interval"]), prefix="guard: ") == (None, 0)
+    assert capsys.readouterr().out == "guard: %s: every 5s\n" % path
+    path.write_text("{")
+    assert daemon.configure(["--config", str(path)], "a daemon", dict, str, prefix="guard: ") == (None, 2)
+    assert capsys.readouterr().err.startswith("guard: %s: " % path)

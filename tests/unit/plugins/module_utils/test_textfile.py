@@ -1,0 +1,218 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""plugins/module_utils/_textfile.py: the daemons' verdicts as node_exporter textfiles.
+
+The ``*_textfile`` functions drive each daemon through its own unit-test world (a hung
+engine the watchdog gives up on, MemAvailable under the guard's floor with nothing left
+to act on, a proxy whose engines all fail) and return the file the daemon wrote. The
+alert rules' tests (tests/unit/extras/test_prometheus_alerts.py) use the same files as
+their samples of those faults.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from ansible_collections.factory_floor.llm.plugins.module_utils import _textfile as textfile
+from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as vh
+from ansible_collections.factory_floor.llm.plugins.module_utils import _watchdog as wd
+from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils import test_memory_guard_watch as mgw
+from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils import test_upstream as tu
+from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils import test_watchdog as tw
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+MODULE_UTILS = os.path.join(ROOT, "plugins", "module_utils")
+
+
+def samples(text):
+    """{(name, frozenset(labels)): value} as Prometheus would read the file."""
+    found = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            found[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return found
+
+
+def _environment(monkeypatch, directory, host):
+    directory.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv(textfile.ENV_DIR, str(directory))
+    monkeypatch.setenv(textfile.ENV_HOST, host)
+
+
+# ------------------------------------------------------------- the daemons' files
+
+
+def watchdog_textfile(tmp_path, monkeypatch, fault):
+    """The watchdog's file after a hung engine exhausted its budget (``fault`` true), while its engine
+    starts (``"starting"``: a restarted unit whose port is still closed), or while it serves."""
+    _environment(monkeypatch, tmp_path / "textfile", "spark-a")
+    clock, lines = tw.Clock(), []
+    world = tw.World(clock)
+    dog = world.watchdog(tw.config(tmp_path, max_restarts=2, backoff=0), lines)
+    if fault == "starting":
+        world.run(["systemctl", "restart", tw.UNIT])
+        assert dog.tick().state == wd.STARTING
+    elif fault:
+        for _round in range(3):
+            world.health, world.counters, world.generate = wd.Probe("serving"), tw.counters(gen=5, running=1), tw.TIMEOUT
+            verdicts = tw.run_until(dog, clock, clock.now + 300, stop=lambda v: v.action in (wd.RESTART, wd.GIVE_UP))
+        assert verdicts[-1].state == wd.GAVE_UP
+    else:
+        world.counters = tw.counters(running=0)
+        assert dog.tick().state == wd.SERVING
+    return (tmp_path / "textfile" / "factory_floor_watchdog_vllm-replica.prom").read_text()
+
+
+def memory_guard_textfile(tmp_path, monkeypatch, fault):
+    """The memory guard's file with MemAvailable at 1 GiB under its 2 GiB floor and no declared workload
+    running to act on (``fault``), or at 10 GiB."""
+    _environment(monkeypatch, tmp_path / "textfile", "spark-a")
+    (tmp_path / "host").mkdir()
+    fake = mgw.FakeHost(tmp_path / "host")
+    fake.unit("mg-database.service", "/system.slice/mg-database.service", state="inactive")
+    fake.unit("mg-site-build.service", "/system.slice/mg-site-build.service", state="inactive")
+    fake.set_available(1 if fault else 10)
+    guard = fake.guard()
+    guard.tick()
+    guard.tick()
+    return (tmp_path / "textfile" / "factory_floor_memory_guard.prom").read_text()
+
+
+def upstream_textfile(tmp_path, monkeypatch, fault):
+    """The proxy's membership file with both engines' ports closed (``fault`` true: refused, known gone), both
+    serving but drained (``"drained"``: a switch), or both serving."""
+    _environment(monkeypatch, tmp_path / "textfile", "gateway")
+    (tmp_path / "proxy").mkdir(parents=True)
+    world = tu.World(tmp_path / "proxy")
+    if fault == "drained":
+        for name in world.statuses:
+            world.drain(name)
+    for _look in range(3):  # joins after 2 passed probes; leaves at once when refused (known gone)
+        for name in world.statuses:
+            world.statuses[name] = vh.LOADING if fault is True else vh.SERVING
+        world.once()
+    return (tmp_path / "textfile" / "factory_floor_upstream.prom").read_text()
+
+
+# ------------------------------------------------------------------- the writer
+
+
+def test_render_escapes_labels_and_skips_unknown_values():
+    text = textfile.render([
+        ("factory_floor_x", "gauge", "A help\\text.", [({"unit": 'a"b\\c\nd'}, 1), ({"unit": "none"}, None)]),
+        ("factory_floor_y_seconds", "gauge", "Y.", [({}, 1795950000.25), ({"z": "1"}, 3.0)]),
+    ], host="spark-a")
+    assert text == (
+        "# HELP factory_floor_x A help\\\\text.\n# TYPE factory_floor_x gauge\n"
+        'factory_floor_x{host="spark-a",unit="a\\"b\\\\c\\nd"} 1\n'
+        "# HELP factory_floor_y_seconds Y.\n# TYPE factory_floor_y_seconds gauge\n"
+        'factory_floor_y_seconds{host="spark-a"} 1795950000.25\nfactory_floor_y_seconds{host="spark-a",z="1"} 3\n')
+    parsed = samples(text)
+    assert parsed[("factory_floor_x", frozenset({("host", "spark-a"), ("unit", 'a"b\\c\nd')}))] == 1
+
+
+def test_write_is_atomic_world_readable_and_needs_a_directory(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv(textfile.ENV_DIR, raising=False)
+    families = [("factory_floor_x", "gauge", "X.", [({}, 1)])]
+    assert textfile.write_textfile("factory_floor_x", families) is None   # no directory: nothing written
+    path = textfile.write_textfile("factory_floor_x", families, directory=str(tmp_path), host="h")
+    assert path == str(tmp_path / "factory_floor_x.prom")
+    assert os.listdir(str(tmp_path)) == ["factory_floor_x.prom"]           # the temporary file was renamed
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+    assert textfile.remove_textfile("factory_floor_x", directory=str(tmp_path)) is True
+    assert textfile.remove_textfile("factory_floor_x", directory=str(tmp_path)) is False
+    # A directory that cannot be written: no exception, one line on stderr however often it fails.
+    missing = str(tmp_path / "missing")
+    assert textfile.write_textfile("factory_floor_x", families, directory=missing) is None
+    assert textfile.write_textfile("factory_floor_x", families, directory=missing) is None
+    assert capsys.readouterr().err.count("not written") == 1
+
+
+def test_watchdog_names_its_file_after_the_engine_unit():
+    assert textfile.watchdog_name("vllm-replica.service") == "factory_floor_watchdog_vllm-replica"
+    assert textfile.watchdog_name("vllm-split.service") == "factory_floor_watchdog_vllm-split"
+
+
+# ------------------------------------------------------------ each daemon's file
+
+
+@pytest.mark.parametrize("fault", [True, False])
+def test_watchdog_writes_its_verdict(tmp_path, monkeypatch, fault):
+    found = samples(watchdog_textfile(tmp_path, monkeypatch, fault))
+    labels = {("unit", "vllm-replica.service"), ("role", "replica"), ("host", "spark-a")}
+    verdict = "gave_up" if fault else "serving"
+    assert found[("factory_floor_watchdog_verdict", frozenset(labels | {("verdict", verdict)}))] == 1
+    assert [k for k in found if k[0] == "factory_floor_watchdog_verdict"] == [
+        ("factory_floor_watchdog_verdict", frozenset(labels | {("verdict", verdict)}))]
+    assert found[("factory_floor_watchdog_gave_up", frozenset(labels))] == (1 if fault else 0)
+    assert found[("factory_floor_watchdog_restarts", frozenset(labels))] == (2 if fault else 0)
+    assert found[("factory_floor_watchdog_max_restarts", frozenset(labels))] == 2
+    assert found[("factory_floor_watchdog_updated_timestamp_seconds", frozenset(labels))] >= tw.WALL0
+
+
+@pytest.mark.parametrize("fault", [True, False])
+def test_memory_guard_writes_its_state(tmp_path, monkeypatch, fault):
+    found = samples(memory_guard_textfile(tmp_path, monkeypatch, fault))
+    host = frozenset({("host", "spark-a")})
+    assert found[("factory_floor_memory_available_bytes", host)] == (1 if fault else 10) * 1024 ** 3
+    assert found[("factory_floor_memory_floor_bytes", host)] == 2 * 1024 ** 3
+    assert found[("factory_floor_memory_below_floor", host)] == (1 if fault else 0)
+    assert found[("factory_floor_memory_guard_nothing_left", host)] == (1 if fault else 0)
+    database = frozenset(host | {("workload", "database"), ("unit", "mg-database.service"), ("action", "none")})
+    assert found[("factory_floor_memory_workload_acted", database)] == 0
+
+
+def test_watchdog_says_starting_while_its_engine_starts(tmp_path, monkeypatch):
+    found = samples(watchdog_textfile(tmp_path, monkeypatch, "starting"))
+    assert [dict(k[1])["verdict"] for k in found if k[0] == "factory_floor_watchdog_verdict"] == ["starting"]
+
+
+def test_membership_checker_counts_drained_engines(tmp_path, monkeypatch):
+    found = samples(upstream_textfile(tmp_path, monkeypatch, "drained"))
+    host = frozenset({("host", "gateway")})
+    assert found[("factory_floor_upstream_engines_in_rotation", host)] == 0
+    assert found[("factory_floor_upstream_engines_drained", host)] == 2
+
+
+@pytest.mark.parametrize("fault", [True, False])
+def test_membership_checker_writes_the_rotation(tmp_path, monkeypatch, fault):
+    found = samples(upstream_textfile(tmp_path, monkeypatch, fault))
+    host = frozenset({("host", "gateway")})
+    assert found[("factory_floor_upstream_engines_in_rotation", host)] == (0 if fault else 2)
+    for backend in ("spark-a", "spark-b"):
+        labels = frozenset(host | {("backend", backend)})
+        assert found[("factory_floor_upstream_in_rotation", labels)] == (0 if fault else 1)
+        assert found[("factory_floor_upstream_probe_serving", labels)] == (0 if fault else 1)
+        assert found[("factory_floor_upstream_drained", labels)] == 0
+
+
+# --------------------------------------------------- installed next to each daemon
+
+
+@pytest.mark.parametrize("role, files_var, daemon", [
+    ("vllm_watchdog", "_vllm_watchdog_files", "_watchdog"),
+    ("memory_guard", "_memory_guard_lib_files", "_memory_guard_watch"),
+    ("nginx_proxy", "_nginx_proxy_checker_files", "_upstream"),
+])
+def test_each_role_installs_what_its_daemon_imports(tmp_path, role, files_var, daemon):
+    """The daemon imports as the role installs it: its files side by side, no collection, no Ansible."""
+    with open(os.path.join(ROOT, "roles", role, "vars", "main.yml"), encoding="utf-8") as handle:
+        files = yaml.safe_load(handle)[files_var]
+    assert "_textfile.py" in files
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    for name in files:
+        (lib / name).write_bytes(open(os.path.join(MODULE_UTILS, name), "rb").read())
+    done = subprocess.run([sys.executable, "-E", "-s", "-c", "import %s, _textfile; print(%s.textfile is _textfile)"
+                           % (daemon, daemon)], capture_output=True, text=True, cwd=str(lib), timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"

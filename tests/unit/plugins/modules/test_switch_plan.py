@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Whole-module runs of ``factory_floor.llm.switch_plan``."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from ansible_collections.factory_floor.llm.plugins.modules import switch_plan as module
+
+ARGS = {
+    "topology": "replicas",
+    "engines": ["spark-a", "spark-b"],
+    "head": "spark-a",
+    "units": {"spark-a": ["active", "inactive"], "spark-b": ["active", "inactive"]},
+    "drains": [{"spark-b": "switch-to-replicas"}],
+    "gated": True,
+    "startup": {"replicas": "93.5"},
+}
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_interrupted_switch_is_finished(run_module, check_mode):
+    code, result = run_module(module, dict(ARGS, _ansible_check_mode=check_mode))
+    assert code == 0, result
+    assert result["changed"] is False
+    assert (result["on_target"], result["heal"], result["heal_hosts"], result["gated"]) == (True, True, ["spark-b"], True)
+    assert result["gate_hosts"] == ["spark-b"] and result["undrain"] == ["spark-b"]
+    assert result["announcement"].startswith("Already on replicas, but spark-b is still drained")
+
+
+def test_after_a_failed_gate(run_module):
+    code, result = run_module(module, dict(ARGS, failed=["spark-b"]))
+    assert code == 0, result
+    assert (result["rollback"], result["heal_left"], result["expected_in_rotation"]) == (False, ["spark-b"], ["spark-a"])
+
+
+UPGRADE = {"procedure": "upgrade", "engines": ["spark-a", "spark-b"], "target": "/models/New",
+           "replicas": {"spark-a": {"running": "/models/New", "model": "/models/New", "image": ""},
+                        "spark-b": {"running": "/models/Old", "model": "/models/New", "image": ""}},
+           "notes": {"spark-b": {"failed": True}}}
+
+
+@pytest.mark.parametrize("args, procedure", [(ARGS, "switch"), (UPGRADE, "upgrade")])
+def test_every_returned_key_is_documented(run_module, args, procedure):
+    code, result = run_module(module, args)
+    assert code == 0, result
+    documented = yaml.safe_load(module.RETURN)
+    expected = {k for k, v in documented.items() if v["returned"] in ("always", "with O(procedure=%s)" % procedure)}
+    assert set(result) - {"changed", "invocation", "warnings", "deprecations"} == expected
+
+
+def test_upgrade(run_module):
+    code, result = run_module(module, UPGRADE)
+    assert code == 0, result
+    assert (result["todo"], result["stop"], result["roll_back"]) == (["spark-b"], True, [])
+    assert result["announcement"].startswith("Upgrading spark-b to /models/New, one replica at a time.")
+
+
+def test_a_switch_needs_its_topology_and_head(run_module):
+    code, result = run_module(module, {"engines": ["spark-a"]})
+    assert code == 1 and "topology, head" in result["msg"]
+
+
+@pytest.mark.parametrize("args, words", [
+    ({"head": "spark-c"}, "head spark-c is not one of the engine hosts spark-a, spark-b"),
+    ({"startup": {"replicas": "soon"}}, "startup must map names to seconds"),
+    ({"topology": "both"}, "topology"),
+])
+def test_bad_input_fails_naming_it(run_module, args, words):
+    code, result = run_module(module, dict(ARGS, **args))
+    assert code == 1 and words in result["msg"]
