@@ -54,3 +54,24 @@ def test_restart_force_is_off_by_default():
     spec = _load("vllm", "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]["vllm_restart_force"]
     assert spec["type"] == "bool"
     assert _load("vllm_replica", "defaults", "main.yml")["vllm_replica_restart"] is True
+
+
+def _descriptions(node):
+    """Every description text in an argument spec (options nest under options)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("description", "short_description"):
+                yield from (value if isinstance(value, list) else [value])
+            else:
+                yield from _descriptions(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _descriptions(item)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_no_jinja_in_descriptions(role):
+    # ansible-core templates the spec it validates against (validate_argument_spec's argument_spec is
+    # a task argument): "{{ prometheus_config_dir }}" in a description failed every include of the role.
+    specs = _load(role, "meta", "argument_specs.yml")["argument_specs"]
+    assert [text for text in _descriptions(specs) if "{{" in str(text) or "{%" in str(text)] == []
