@@ -6,8 +6,10 @@
 The switch playbooks run it on the proxy host for the whole switch (as a
 transient systemd unit) so the report can say what a client saw: how long the
 model was away, and every 502/503 with its time. One JSON line per request:
-``{"t": start, "end": end, "status": 200, "latency": s, "upstream": "...", "error": null}``
-(``status`` 0 = no HTTP answer at all).
+``{"t": start, "end": end, "status": 200, "latency": s, "upstream": "...", "proxy": "...", "error": null}``
+(``status`` 0 = no HTTP answer at all; ``upstream`` the engine nginx used, ``proxy`` the proxy
+host that answered, from nginx's ``X-Factory-Floor-Proxy``: with a floating address in front
+of several proxies it says which one held the address).
 
 Stdlib + requests; no Ansible imports (installed on hosts as a plain file).
 """
@@ -53,25 +55,31 @@ def _closed_before_answer(exc):
     return False
 
 
-def one_request(session, url, payload, headers, timeout):
+def one_request(session, url, payload, headers, timeout, retry_connection_errors=False):
     """Send one chat completion; return the record for it.
 
     A kept-alive connection the server closed before answering is resent once on a
-    new connection, as HTTP clients do; the record says so (``retried``).
+    new connection, as HTTP clients do; the record says so (``retried``). With
+    ``retry_connection_errors``, any connection error (refused, reset, closed; not a
+    read timeout) is resent once too, as a client that retries once on a connection
+    error does (the OpenAI SDK retries them): a connection to a proxy host that went
+    away, say. ``retried`` then holds the first error, so a report can count both what
+    such a client saw and what one that never retries would have seen.
     """
     started = time.time()
-    record = {"t": started, "status": 0, "upstream": None, "error": None}
+    record = {"t": started, "status": 0, "upstream": None, "proxy": None, "error": None}
     try:
         try:
             response = session.post(url, json=payload, headers=headers, timeout=timeout, proxies=dict(NO_PROXIES))
         except requests.exceptions.ConnectionError as exc:
-            if not _closed_before_answer(exc):
+            if not (retry_connection_errors or _closed_before_answer(exc)):
                 raise
             record["retried"] = "%s: %s" % (type(exc).__name__, exc)
             session.close()
             response = session.post(url, json=payload, headers=headers, timeout=timeout, proxies=dict(NO_PROXIES))
         record["status"] = response.status_code
         record["upstream"] = response.headers.get("X-Factory-Floor-Upstream")
+        record["proxy"] = response.headers.get("X-Factory-Floor-Proxy")
         if response.status_code != 200:
             record["error"] = response.text[:200]
     except Exception as exc:  # every failure is data for the report
@@ -82,7 +90,7 @@ def one_request(session, url, payload, headers, timeout):
 
 
 def run(url, model, out, interval=0.5, concurrency=1, timeout=60.0, api_key=None, duration=None,
-        max_tokens=1, stop=None):
+        max_tokens=1, stop=None, retry_connection_errors=False):
     """Loop until ``stop`` is set (or ``duration`` seconds passed), appending records to ``out``."""
     stop = stop or threading.Event()
     lock = threading.Lock()
@@ -103,7 +111,7 @@ def run(url, model, out, interval=0.5, concurrency=1, timeout=60.0, api_key=None
     def worker():
         session = requests.Session()
         while not stop.is_set() and (deadline is None or time.time() < deadline):
-            record = one_request(session, url, payload(), headers, timeout)
+            record = one_request(session, url, payload(), headers, timeout, retry_connection_errors)
             with lock, open(out, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record, sort_keys=True) + "\n")
             stop.wait(interval)
@@ -125,6 +133,8 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     parser.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     parser.add_argument("--api-key-file", default=None, help="file holding the API key")
+    parser.add_argument("--retry-connection-errors", action="store_true",
+                        help="resend once on a new connection after any connection error (the record keeps the first)")
     args = parser.parse_args(argv)
     if requests is None:
         sys.stderr.write("python3-requests is required\n")
@@ -137,7 +147,7 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda *args: stop.set())
     signal.signal(signal.SIGINT, lambda *args: stop.set())
     run(args.url, args.model, args.out, args.interval, args.concurrency, args.timeout, api_key,
-        args.duration, stop=stop)
+        args.duration, stop=stop, retry_connection_errors=args.retry_connection_errors)
     return 0
 
 

@@ -26,6 +26,13 @@ Rules (MISSION.md item 1: 30 s of "502 no live upstreams" after a replica came b
   its own 502 into 503 with Retry-After meanwhile;
 - servers carry ``max_fails=0``: nginx never marks one failed on its own, so no
   failure accounting can outlive an outage;
+- servers are written by address, never by name: the checker resolves each
+  candidate's address itself every pass (IPv4 first; the last address that resolved is kept),
+  so nginx resolves nothing when it loads its configuration. A name that does not
+  resolve at that moment (a machine that is down, DNS not up yet at boot) would make
+  ``nginx -t`` - and so nginx's start - fail, and a name whose address changed
+  would keep the old one until the next reload. A candidate whose name has never
+  resolved is left out and counts as unreachable;
 - with conversation affinity (the role's ``nginx_proxy_balance: affinity``) the same
   pass also writes ``members_file``, the members as nginx's Lua balancer reads them
   (name, resolved address, port, ``max_num_seqs``): both files are checked by one
@@ -127,8 +134,12 @@ def _count(value):
 
 
 def server_key(candidate):
-    """``address:port`` as nginx writes it."""
-    return "%s:%s" % (candidate["address"], candidate["port"])
+    """``address:port`` as nginx writes it: the resolved ``host`` when the candidate has one, else
+    its ``address``; an IPv6 address in brackets."""
+    address = str(candidate.get("host") or candidate["address"])
+    if ":" in address and not address.startswith("["):
+        address = "[%s]" % address
+    return "%s:%s" % (address, candidate["port"])
 
 
 def choose_members(candidates, serving, drained):
@@ -324,7 +335,7 @@ class Syncer:
     def member_hosts(self, members):
         """name -> resolved address for ``members``; a name that does not resolve now keeps its last one."""
         for member in members:
-            host = self.resolve(member["address"], member["port"])
+            host = member.get("host") or self.resolve(member["address"], member["port"])
             if host:
                 self.hosts[member["name"]] = host
         return {m["name"]: self.hosts[m["name"]] for m in members if m["name"] in self.hosts}
@@ -366,11 +377,27 @@ class Syncer:
             return False
         return True
 
+    def _resolved(self, candidate):
+        """``candidate`` with ``host``, the address its ``address`` resolves to (kept from an earlier
+        pass when it does not resolve now), or None when it never resolved."""
+        host = self.resolve(candidate["address"], candidate["port"])
+        if host:
+            self.hosts[candidate["name"]] = host
+        host = self.hosts.get(candidate["name"])
+        return dict(candidate, host=host) if host else None
+
     def once(self):
         """Probe all candidates, update nginx if membership changed; return the state."""
         statuses = {}
-        for candidate in self.candidates:
+        resolved = []
+        for named in self.candidates:
             http_status = None
+            candidate = self._resolved(named)
+            if candidate is None:
+                statuses[named["name"]] = health.UNREACHABLE
+                self.membership.update(named["name"], health.UNREACHABLE)
+                continue
+            resolved.append(candidate)
             try:
                 result = self.probe(candidate)
                 # A _vllm_health.ProbeResult, or only its status.
@@ -382,7 +409,10 @@ class Syncer:
             self.membership.update(candidate["name"], status, http_status)
         passed = {name for name, status in statuses.items() if status == health.SERVING}
         drained = read_drained(self.config.get("drain_dir", "/etc/factory-floor/drain"))
-        members, mode = choose_members(self.candidates, self.membership.members(), drained)
+        members, mode = choose_members(resolved, self.membership.members(), drained)
+        if mode == MODE_DRAINED and any(c["name"] not in drained for c in self.candidates):
+            # Not every engine is drained: some have no address yet. None to list, nginx answers 503.
+            mode = MODE_FALLBACK
         text = render_servers(members, mode)
         members_text = None
         if self.config.get("members_file"):

@@ -34,6 +34,7 @@ class FakeProxy:
     def __init__(self):
         self.status = 200
         self.upstream = "10.0.0.1:8000"
+        self.proxy_host = None  # X-Factory-Floor-Proxy: which proxy host answered
         self.error_body = "<html><head><title>503 Service Temporarily Unavailable</title></head></html>"
         self.delay = 0.0
         self.requests = []  # (path, headers, json body)
@@ -68,6 +69,8 @@ class FakeProxy:
                 self.send_header("Content-Length", str(len(payload)))
                 if fake.status == 200 and fake.upstream:
                     self.send_header("X-Factory-Floor-Upstream", fake.upstream)
+                if fake.proxy_host:
+                    self.send_header("X-Factory-Floor-Proxy", fake.proxy_host)
                 self.end_headers()
                 self.wfile.write(payload)
 
@@ -113,7 +116,8 @@ def test_one_request_ok_names_the_upstream(proxy, session):
     assert record["upstream"] == "10.0.0.1:8000"
     assert before <= record["t"] <= record["end"] <= time.time()
     assert record["latency"] == round(record["end"] - record["t"], 4)
-    assert set(record) == {"t", "end", "status", "latency", "upstream", "error"}
+    assert set(record) == {"t", "end", "status", "latency", "upstream", "proxy", "error"}
+    assert record["proxy"] is None  # the fake sends no X-Factory-Floor-Proxy
     assert proxy.requests[0][0] == PATH and proxy.requests[0][2] == PAYLOAD
 
 
@@ -305,3 +309,62 @@ def test_connection_closed_twice_is_status_zero(session):
         listener.close()
     assert record["status"] == 0 and served["connections"] == 2
     assert record["error"].startswith("ConnectionError: ")
+
+
+def test_the_proxy_host_that_answered_is_recorded(proxy, session):
+    proxy.proxy_host = "spark-b"
+    record = pc.one_request(session, proxy.url, PAYLOAD, {}, 5.0)
+    assert record["proxy"] == "spark-b"
+
+
+def test_refused_is_not_resent_by_default(session):
+    """A refused connection never reached a proxy: without the option it is a failure, as before."""
+    record = pc.one_request(session, "http://127.0.0.1:%d%s" % (free_port(), PATH), PAYLOAD, {}, 5.0)
+    assert record["status"] == 0 and "retried" not in record
+
+
+def test_retry_connection_errors_resends_once_on_a_new_connection(session):
+    """A client that retries once on a connection error (a proxy host that went away, its address
+    now elsewhere): the record keeps the first error, the answer is the second try's."""
+    fake = FakeProxy()
+    calls = {"n": 0}
+    real_post = session.post
+
+    def post(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise requests.exceptions.ConnectionError("('Connection aborted.', ConnectionResetError(104, 'reset'))")
+        return real_post(*args, **kwargs)
+
+    fake.start()
+    try:
+        session.post = post
+        record = pc.one_request(session, fake.url, PAYLOAD, {}, 5.0, retry_connection_errors=True)
+    finally:
+        fake.stop()
+    assert calls["n"] == 2
+    assert record["status"] == 200
+    assert "ConnectionResetError" in record["retried"]
+
+
+def test_retry_connection_errors_fails_when_the_second_try_fails(session):
+    record = pc.one_request(session, "http://127.0.0.1:%d%s" % (free_port(), PATH), PAYLOAD, {}, 5.0,
+                            retry_connection_errors=True)
+    assert record["status"] == 0
+    assert record["retried"].startswith("ConnectionError")
+    assert record["error"].startswith("ConnectionError: ")
+
+
+def test_a_read_timeout_is_not_a_connection_error(proxy, session):
+    proxy.delay = 30
+    record = pc.one_request(session, proxy.url, PAYLOAD, {}, 0.3, retry_connection_errors=True)
+    assert record["status"] == 0 and "retried" not in record
+    assert "Timeout" in record["error"]
+
+
+def test_main_retry_connection_errors_flag(tmp_path, keep_signals):
+    out = tmp_path / "probe.jsonl"
+    code = pc.main(["--url", "http://127.0.0.1:%d%s" % (free_port(), PATH), "--model", "m", "--out", str(out),
+                    "--interval", "0.05", "--duration", "0.1", "--retry-connection-errors"])
+    assert code == 0
+    assert all("retried" in record for record in read_records(out))

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -819,6 +820,97 @@ def test_runs_as_installed_on_the_proxy_host(tmp_path, engines):
     text = (textfiles / "factory_floor_upstream.prom").read_text()
     assert 'factory_floor_upstream_in_rotation{backend="spark-a",host="gateway"} 1\n' in text
     assert 'factory_floor_upstream_engines_in_rotation{host="gateway"} 1\n' in text
+
+
+# ------------------------------------------------- names resolved by the checker, never by nginx
+
+class Resolver:
+    """Names to addresses; a name mapped to None does not resolve (a host that is down)."""
+
+    def __init__(self, table):
+        self.table = dict(table)
+
+    def __call__(self, name, port=None):
+        return self.table.get(name, name if name[:1].isdigit() else None)
+
+
+def named_world(tmp_path, table):
+    world = World(tmp_path, candidates=({"name": "spark-a", "address": "spark-a", "port": 8000},
+                                        {"name": "spark-b", "address": "spark-b", "port": 8000}), fails=1, passes=1)
+    world.resolver = Resolver(table)
+    world.syncer.resolve = world.resolver
+    return world
+
+
+def test_servers_are_written_by_address(tmp_path):
+    world = named_world(tmp_path, {"spark-a": "10.89.7.10", "spark-b": "10.89.7.11"})
+    world.statuses.update({"spark-a": vh.SERVING, "spark-b": vh.SERVING})
+    world.once()
+    assert world.servers().splitlines()[1:] == [
+        "server 10.89.7.10:8000 max_fails=0;  # spark-a", "server 10.89.7.11:8000 max_fails=0;  # spark-b"]
+
+
+def test_probes_go_to_the_resolved_address(tmp_path):
+    world = named_world(tmp_path, {"spark-a": "10.89.7.10", "spark-b": "10.89.7.11"})
+    seen = []
+    world.syncer.probe = lambda candidate: seen.append(up.server_key(candidate)) or vh.SERVING
+    world.once()
+    assert seen == ["10.89.7.10:8000", "10.89.7.11:8000"]
+
+
+def test_a_name_that_stops_resolving_keeps_its_last_address(tmp_path):
+    """The machine went down and its name left DNS: nginx -t must still pass, the engine leaves by its probes."""
+    world = named_world(tmp_path, {"spark-a": "10.89.7.10", "spark-b": "10.89.7.11"})
+    world.statuses.update({"spark-a": vh.SERVING, "spark-b": vh.SERVING})
+    world.once()
+    world.resolver.table["spark-b"] = None
+    world.statuses["spark-b"] = vh.UNREACHABLE
+    state = world.once()
+    assert state["statuses"]["spark-b"] == vh.UNREACHABLE
+    assert state["members"] == ["spark-a"]
+    assert "spark-b" not in world.servers()
+
+
+def test_a_name_that_never_resolved_is_unreachable_and_left_out(tmp_path):
+    """At boot, the other machine down: its name does not resolve, nginx gets the one that does."""
+    world = named_world(tmp_path, {"spark-a": "10.89.7.10", "spark-b": None})
+    probed = []
+    world.syncer.probe = lambda candidate: probed.append(candidate["name"]) or vh.LOADING
+    state = world.once()
+    assert probed == ["spark-a"]
+    assert state["statuses"] == {"spark-a": vh.LOADING, "spark-b": vh.UNREACHABLE}
+    assert state["mode"] == up.MODE_FALLBACK
+    assert world.servers().splitlines()[1:] == ["server 10.89.7.10:8000 max_fails=0;  # spark-a"]
+    world.resolver.table["spark-b"] = "10.89.7.11"
+    world.syncer.probe = lambda candidate: vh.SERVING
+    state = world.once()
+    assert state["in_rotation"] == ["spark-a", "spark-b"]
+
+
+def test_no_name_resolves_and_none_drained_is_fallback_with_the_placeholder(tmp_path):
+    world = named_world(tmp_path, {"spark-a": None, "spark-b": None})
+    state = world.once()
+    assert state["mode"] == up.MODE_FALLBACK
+    assert up.PLACEHOLDER in world.servers()
+
+
+@pytest.mark.parametrize("candidate, key", [
+    ({"address": "10.0.0.1"}, "10.0.0.1:8000"), ({"address": "fd00::1"}, "[fd00::1]:8000"),
+    ({"address": "[fd00::1]"}, "[fd00::1]:8000"), ({"address": "spark-a", "host": "10.0.0.1"}, "10.0.0.1:8000")])
+def test_server_key_uses_the_resolved_host_and_brackets_ipv6(candidate, key):
+    assert up.server_key(dict(candidate, port=8000)) == key
+
+
+@pytest.mark.parametrize("name, expected", [("127.0.0.1", "127.0.0.1"), ("::1", "::1")])
+def test_resolve_address_of_a_literal(name, expected):
+    assert up.resolve_address(name, 8000) == expected
+
+
+def test_resolve_address_that_does_not_resolve(monkeypatch):
+    def fail(*args, **kwargs):
+        raise socket.gaierror(-2, "Name or service not known")
+    monkeypatch.setattr(up.socket, "getaddrinfo", fail)
+    assert up.resolve_address("spark-b", 8000) is None
 
 
 # --- load_config() and --check-config -------------------------------------------------------------

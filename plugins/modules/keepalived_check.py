@@ -1,0 +1,171 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: keepalived_check
+short_description: Refuse floating-address settings that cannot work, before anything changes; plan the VRRP peers
+version_added: 0.1.0
+description:
+  - "The preflight decision of the C(factory_floor.llm.keepalived) role, made once for the whole group of proxy hosts
+    on the controller (C(delegate_to: localhost), C(run_once)) from what each host was seen to have
+    (M(factory_floor.llm.keepalived_info) - interfaces and addresses; M(factory_floor.llm.vrrp_info) - the VRRP routers
+    heard on the interface) and each host's settings."
+  - "Refused, each naming the host and the variable: two or more hosts and no C(keepalived_virtual_ipaddress);
+    an address that is not IPv4 with a prefix of 0-32; an address outside a host's subnet on C(keepalived_interface)
+    (or a prefix wider than that subnet); a host without that interface, or without an IPv4 address on it;
+    the address equal to a host's own (a proxy host's address on the interface, or an address in O(reserved));
+    C(keepalived_virtual_router_id) already advertised by a router that is not one of these hosts, or the address
+    advertised by one under another id; hosts that disagree on the address, the router id or
+    C(keepalived_advert_int); a router id outside 1-255, a priority outside 1-254, an interval outside 1-255 s;
+    an C(keepalived_auth_pass) longer than 8 characters or with characters keepalived's parser reads as syntax;
+    a C(keepalived_unicast_src_ip) that is not the host's own address on the interface."
+  - With no problem, returns each host's C(unicast_src_ip) (its own address on the interface in the address's
+    subnet, unless set) and C(unicast_peer) (the other hosts' C(unicast_src_ip), unless set).
+  - With fewer than two hosts there is no floating address and nothing is checked.
+  - The module only reads its arguments; it never connects to a host.
+author:
+  - Factory Floor maintainers (@factory-floor)
+extends_documentation_fragment:
+  - factory_floor.llm.attributes
+  - factory_floor.llm.attributes.READ_ONLY
+options:
+  hosts:
+    description:
+      - Per proxy host (inventory name), its settings and what was seen on it.
+      - "Settings (the role's variables without C(keepalived_)): C(virtual_ipaddress) (str, C(A.B.C.D/prefix)),
+        C(interface) (str), C(virtual_router_id) (int), C(priority) (int), C(advert_int) (int, seconds),
+        C(unicast_src_ip) (str, empty = derived), C(unicast_peer) (list of str, empty = derived), C(auth_pass_length)
+        (int, characters of C(keepalived_auth_pass)) and C(auth_pass_syntax) (bool, whether it has whitespace or a
+        character keepalived's parser reads as a comment, quote or block) - never the secret itself."
+      - "Seen: C(observed), the result of M(factory_floor.llm.keepalived_info) on that host (C(interface_exists),
+        C(interfaces), C(addresses), C(service_state)); C(routers), the RV(factory_floor.llm.vrrp_info#module:routers)
+        heard there (omit, or null, when nobody listened)."
+    type: dict
+    required: true
+  reserved:
+    description: Addresses the floating address must not equal, by inventory host - the other hosts' own (their facts' C(default_ipv4)).
+    type: dict
+    default: {}
+  group:
+    description: The inventory group of the proxy hosts, for the messages.
+    type: str
+    default: proxy
+"""
+
+EXAMPLES = r"""
+- name: Refuse a floating address that cannot work, naming the variable
+  factory_floor.llm.keepalived_check:
+    hosts:
+      spark-1:
+        virtual_ipaddress: 192.0.2.10/24
+        interface: enP7s7
+        virtual_router_id: 51
+        priority: 250
+        advert_int: 1
+        observed: "{{ hostvars['spark-1'].__keepalived_observed }}"
+        routers: "{{ hostvars['spark-1'].__keepalived_heard.routers }}"
+      spark-2:
+        virtual_ipaddress: 192.0.2.10/24
+        interface: enP7s7
+        virtual_router_id: 51
+        priority: 249
+        advert_int: 1
+        observed: "{{ hostvars['spark-2'].__keepalived_observed }}"
+        routers: "{{ hostvars['spark-2'].__keepalived_heard.routers }}"
+  delegate_to: localhost
+  run_once: true
+  register: __keepalived_plan
+"""
+
+RETURN = r"""
+changed:
+  description: Always false; the module only reads its arguments.
+  returned: always
+  type: bool
+  sample: false
+errors:
+  description: Every problem found; empty when the settings can work. On failure C(msg) holds the same messages, numbered.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    check:
+      description:
+        - Which check failed - V(settings_differ), V(no_address), V(address_value), V(vrid_value), V(advert_int_value),
+          V(priority_value), V(auth_pass_value), V(no_interface), V(missing_interface), V(no_ipv4), V(outside_subnet),
+          V(prefix_wider), V(src_not_own), V(own_address), V(vrid_in_use), V(address_in_use), V(peer_value).
+      type: str
+      sample: outside_subnet
+    hosts:
+      description: Inventory hosts involved.
+      type: list
+      elements: str
+      sample: [spark-1]
+    variables:
+      description: The role variables to change.
+      type: list
+      elements: str
+      sample: [keepalived_virtual_ipaddress, keepalived_interface]
+    message:
+      description: What is wrong and what to change.
+      type: str
+      sample: >-
+        10.99.0.100 (keepalived_virtual_ipaddress) is outside spark-a's subnet on eth0 (10.89.7.10/24): nobody on that
+        LAN would send it a packet, and clients would find no proxy behind it. Choose a free address in 10.89.7.0/24.
+hosts:
+  description: Per host, the VRRP peers to configure; empty when there are errors or fewer than two hosts.
+  returned: always
+  type: dict
+  sample: {spark-1: {unicast_src_ip: 192.0.2.11, unicast_peer: [192.0.2.12]}, spark-2: {unicast_src_ip: 192.0.2.12, unicast_peer: [192.0.2.11]}}
+virtual_ipaddress:
+  description: The floating address with its prefix (C(/32) added when none was given); empty when there are errors.
+  returned: always
+  type: str
+  sample: 192.0.2.10/24
+virtual_router_id:
+  description: The virtual router id; null when there are errors.
+  returned: always
+  type: int
+  sample: 51
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.factory_floor.llm.plugins.module_utils._keepalived import (
+    check,
+    format_errors,
+)
+
+
+def run_module():
+    module = AnsibleModule(
+        argument_spec=dict(
+            hosts=dict(type="dict", required=True),
+            reserved=dict(type="dict", default={}),
+            group=dict(type="str", default="proxy"),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    hosts = params["hosts"]
+    bad = sorted(name for name, value in hosts.items() if not isinstance(value, dict))
+    if bad:
+        module.fail_json(msg="hosts must map each proxy host to a dict of its settings; not a dict for: %s"
+                         % ", ".join(bad))
+    result = check(hosts, reserved=params["reserved"], group=params["group"])
+    if result["errors"]:
+        module.fail_json(msg=format_errors(result["errors"]), changed=False, **result)
+    module.exit_json(changed=False, **result)
+
+
+def main():
+    run_module()
+
+
+if __name__ == "__main__":
+    main()

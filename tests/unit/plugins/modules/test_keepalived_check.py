@@ -1,0 +1,37 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Whole-module runs of factory_floor.llm.keepalived_check (the decision itself: test_keepalived.py)."""
+
+from __future__ import annotations
+
+from ansible_collections.factory_floor.llm.plugins.modules import keepalived_check
+from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_keepalived import pair
+
+
+def test_a_good_pair(run_module):
+    code, result = run_module(keepalived_check, {"hosts": pair(), "_ansible_check_mode": True})
+    assert code == 0, result.get("msg")
+    assert result["changed"] is False
+    assert result["errors"] == []
+    assert result["virtual_ipaddress"] == "10.89.7.100/24"
+    assert result["hosts"]["spark-b"] == {"unicast_src_ip": "10.89.7.11", "unicast_peer": ["10.89.7.10"]}
+
+
+def test_refusal_names_the_variable_and_numbers_the_problems(run_module):
+    hosts = pair(spark_a={"virtual_ipaddress": "10.99.0.1/24"}, spark_b={"virtual_ipaddress": "10.99.0.1/24"})
+    code, result = run_module(keepalived_check, {"hosts": hosts, "reserved": {"gateway": ["10.89.7.20"]}})
+    assert code == 1
+    assert result["failed"] is True and result["changed"] is False
+    assert result["msg"].startswith("The floating address (keepalived) cannot work with these settings; "
+                                    "nothing was changed. Change them and run again:\n1) 10.99.0.1 (keepalived_virtual_ipaddress)")
+    assert "\n2) " in result["msg"]
+    assert [error["check"] for error in result["errors"]] == ["outside_subnet", "outside_subnet"]
+    assert result["hosts"] == {}
+
+
+def test_hosts_must_be_dicts(run_module):
+    code, result = run_module(keepalived_check, {"hosts": {"spark-a": "eth0", "spark-b": {}}})
+    assert code == 1
+    assert result["msg"] == "hosts must map each proxy host to a dict of its settings; not a dict for: spark-a"

@@ -1,0 +1,86 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Whole-module runs of factory_floor.llm.keepalived_info against a fake ip and systemctl (run_command)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible.module_utils import basic
+
+from ansible_collections.factory_floor.llm.plugins.modules import keepalived_info
+from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_keepalived import IP_ADDR_HOLDER
+
+CONF = """vrrp_instance factory_floor {
+    virtual_ipaddress {
+        10.89.9.100/24 dev eth0
+    }
+}
+"""
+
+
+@pytest.fixture
+def host(monkeypatch, tmp_path):
+    fake = {"ip": (0, IP_ADDR_HOLDER, ""), "state": (0, "active\n", ""), "calls": []}
+
+    def run_command(self, args, **kwargs):
+        fake["calls"].append(list(args))
+        return fake["ip"] if args[0].endswith("/ip") else fake["state"]
+
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path",
+                        lambda self, name, required=False, opt_dirs=None: "/usr/bin/" + name)
+    fake["state_file"] = tmp_path / "keepalived.json"
+    fake["state_file"].write_text(json.dumps({"type": "INSTANCE", "instance": "factory_floor", "state": "MASTER",
+                                              "priority": 249, "since": 1796163659.47}) + "\n")
+    fake["config"] = tmp_path / "keepalived.conf"
+    fake["config"].write_text(CONF)
+    return fake
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_the_holder(host, run_module, check_mode):
+    code, result = run_module(keepalived_info, {
+        "interface": "eth0", "virtual_ipaddress": "10.89.9.100/24", "state_file": str(host["state_file"]),
+        "config": str(host["config"]), "_ansible_check_mode": check_mode})
+    assert code == 0, result
+    assert result["changed"] is False
+    assert result["holds_address"] is True
+    assert (result["vrrp_state"], result["vrrp_state_current"], result["priority"]) == ("MASTER", True, 249)
+    assert result["service_state"] == "active"
+    assert result["configured_addresses"] == ["10.89.9.100"]
+    assert [a["address"] for a in result["addresses"]] == ["10.89.9.11", "10.89.9.100"]
+    assert set(result["all_addresses"]) == {"lo", "eth0", "enp1s0f0np0"}
+    assert host["calls"] == [["/usr/bin/ip", "-j", "addr", "show"],
+                             ["/usr/bin/systemctl", "show", "--property=ActiveState", "--value", "keepalived.service"]]
+
+
+def test_no_state_file_no_config_keepalived_stopped(host, run_module, tmp_path):
+    host["state"] = (0, "inactive\n", "")
+    code, result = run_module(keepalived_info, {
+        "interface": "eth0", "virtual_ipaddress": "10.89.9.101", "state_file": str(tmp_path / "none.json"),
+        "config": str(tmp_path / "none.conf")})
+    assert code == 0, result
+    assert result["holds_address"] is False
+    assert result["vrrp_state"] == "" and result["vrrp_state_current"] is False
+    assert result["service_state"] == "inactive"
+    assert result["configured_addresses"] == []
+
+
+def test_missing_interface(host, run_module):
+    code, result = run_module(keepalived_info, {"interface": "eth9", "state_file": str(host["state_file"])})
+    assert code == 0, result
+    assert result["interface_exists"] is False
+    assert result["holds_address"] is None
+    assert result["interfaces"] == ["enp1s0f0np0", "eth0", "lo"]
+
+
+def test_ip_fails(host, run_module):
+    host["ip"] = (1, "", "Cannot open netlink socket")
+    code, result = run_module(keepalived_info, {"interface": "eth0"})
+    assert code == 1
+    assert result["msg"] == "ip -j addr show failed (rc 1): Cannot open netlink socket"
