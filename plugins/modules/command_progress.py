@@ -10,9 +10,9 @@ module: command_progress
 short_description: Run a long command and print the progress lines it writes to stderr while it runs
 version_added: 0.1.0
 description:
-  - Runs O(argv) on the host (no shell) in the background and, while it runs, prints at the default verbosity every line
+  - "Runs O(argv) on the host (no shell) in the background and, while it runs, prints at the default verbosity every line
     it writes to its standard error, prefixed with the inventory host - its progress (the benchmarks' C(arm n of N: ...)
-    lines). Its standard output is its result, returned when it ends, as C(ansible.builtin.command) returns it.
+    lines). Its standard output is its result, returned when it ends, as C(ansible.builtin.command) returns it."
   - The module's action plugin runs the module once every O(progress_interval) seconds; each run prints the new lines
     and goes on (O(resume)); the task's result is the last run's, when the command has ended.
   - The command runs in a session of its own under a small Python wrapper, with its output in a private directory under

@@ -184,7 +184,7 @@ options:
     default: 1
   progress_interval:
     description:
-      - Seconds after which a part of the run ends to print its cases' lines (see the description): the cases run in
+      - Seconds after which a part of the run ends to print its cases' lines (see the description) - the cases run in
         batches of O(concurrency), each batch O(repeat) times, and a part ends after the first batch that ends this long
         or longer after the part began. The action plugin then runs the module again, going on with the same run; the
         task's result is the last part's, scored over every case.
