@@ -54,3 +54,19 @@ def test_restart_force_is_off_by_default():
     spec = _load("vllm", "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]["vllm_restart_force"]
     assert spec["type"] == "bool"
     assert _load("vllm_replica", "defaults", "main.yml")["vllm_replica_restart"] is True
+
+
+def _descriptions(options):
+    for name, option in (options or {}).items():
+        text = option.get("description", "")
+        yield name, " ".join(text) if isinstance(text, list) else str(text)
+        yield from _descriptions(option.get("options"))
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_descriptions_hold_no_jinja(role):
+    """validate_argument_spec templates the whole spec: a {{ }} or {% %} in a description is
+    evaluated at run time, and an undefined name in it fails the role."""
+    for entry_point, spec in _load(role, "meta", "argument_specs.yml")["argument_specs"].items():
+        for name, text in _descriptions(spec.get("options")):
+            assert "{{" not in text and "{%" not in text, (entry_point, name, text)
