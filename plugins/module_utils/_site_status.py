@@ -246,11 +246,12 @@ def _engine(host, e, topology, split_head, proxies, gate):
     if not api:
         serving = "headless rank (the split's rank 1)"
     elif _failed(health):
-        serving = "not probed: " + _failed(health)
+        serving = "not probed: " + _failed(health)[:60]
     else:
         serving = health.get("status") or "not probed"
-        if serving != "serving" and health.get("error"):
-            serving += " (%s)" % str(health["error"])[:120]
+        # Why it does not serve, when it should (its unit runs); the whole error is in status's health.
+        if serving != "serving" and health.get("error") and up:
+            serving += " (%s)" % str(health["error"])[:60]
     return {
         "host": host, "unit": unit, "unit_state": unit_words(units.get(unit)), "active": bool(up), "api": api,
         "serving": serving, "status": health.get("status") if api else None,
@@ -321,7 +322,7 @@ def build(engines, proxies, inventory_topology, split_head=None, gate=None, floa
     topology = _topology(reachable, inventory_topology)
     split_head = split_head or (sorted(engines)[0] if engines else None)
     view = {"time": now, "topology": topology, "engines": [], "watchdogs": [], "memory": [], "locks": [], "peers": [],
-            "proxies": [], "floating_addresses": list(floating or []), "unreachable": [], "attention": []}
+            "proxies": [], "floating_addresses": list(floating or []), "not_read": [], "attention": []}
     attention = view["attention"]
     # The topology whose unit a host shows when none of its engine units runs.
     fallback = topology["running"] if topology["running"] in UNITS else (
@@ -329,7 +330,7 @@ def build(engines, proxies, inventory_topology, split_head=None, gate=None, floa
     for host in engines:
         e = engines[host] or {"reachable": False, "error": "not read (no observation from this host)"}
         if not e.get("reachable", True):
-            view["unreachable"].append({"host": host, "error": e.get("error")})
+            view["not_read"].append({"host": host, "error": e.get("error")})
             attention.append("%s could not be read: %s" % (host, e.get("error") or "unreachable"))
             continue
         row = _engine(host, e, fallback, split_head, proxies_ok, gate)
@@ -428,11 +429,11 @@ def table(view, now):
         t["running"], recorded, t["inventory"], "" if t["agrees"] else " - DIFFERS"))
     if t.get("advice"):
         lines.append("  " + t["advice"].splitlines()[0])
-    if view["engines"] or view["unreachable"]:
+    if view["engines"] or view["not_read"]:
         lines.append("engines:")
         rows = []
-        for u in view["unreachable"]:
-            rows.append([u["host"], "-", "could not be read: %s" % (u["error"] or "unreachable")])
+        for u in view["not_read"]:
+            rows.append([u["host"], "-", "could not be read (see attention)"])
         for row in view["engines"]:
             gate = row["gate"]
             gate_words = "-" if not gate else "%s %s %s%s" % (
@@ -441,7 +442,7 @@ def table(view, now):
                                                           else ", another build (%s)" % gate["model"]))
             rows.append([row["host"], row["unit"], row["unit_state"], row["serving"],
                          ", ".join("%s: %s" % kv for kv in row["rotation"].items()) or "-",
-                         "%s = %s" % (row["served_model"] or "-", row["model"] or "-"),
+                         "%s = %s" % (row["served_model"] or "?", row["model"]) if row["model"] else (row["served_model"] or "-"),
                          "vLLM %s, %s" % (row["vllm_version"] or "?", ("image " + row["image_id"][7:19]) if row["image_id"]
                                           else (row["runtime"] or "?")),
                          gate_words])
@@ -462,15 +463,19 @@ def table(view, now):
     if view["memory"]:
         lines.append("memory:")
         rows = [["HOST", "SHARE RUNNING", "LARGEST SAFE", "MemAvailable", "FLOOR", "HEADROOM", "FROM"]]
+        notes = []
         for m in view["memory"]:
             if not m.get("enabled"):
                 rows.append([m["host"], "memory guard off (memory_guard_enabled: false)"])
                 continue
+            if m["share_error"]:
+                notes.append("  %s: the largest safe share was not computed: %s" % (m["host"], m["share_error"]))
             rows.append([m["host"], m["share_running"] or "-",
-                         m["share_largest_safe"] if m["share_largest_safe"] is not None else "- (%s)" % (m["share_error"] or "?"),
+                         m["share_largest_safe"] if m["share_largest_safe"] is not None else "- (below)",
                          _gib(m["mem_available_gib"]), _gib(m["floor_gib"]),
                          _gib(m["headroom_gib"]) + (" BELOW FLOOR" if m.get("below_floor") else ""), m["source"] or "-"])
         lines.extend("  " + line for line in columns(rows))
+        lines.extend(notes)
     if view["locks"]:
         lines.append("maintenance locks:")
         lines.extend("  %s: %s" % (lock["host"], "free" if lock["state"] == "free" else "%s, %s" % (

@@ -154,8 +154,8 @@ floating_addresses:
   returned: always
   type: list
   elements: dict
-unreachable:
-  description: The engine hosts that could not be read, each C(host) and C(error).
+not_read:
+  description: The engine hosts that could not be read (unreachable, or no observation), each C(host) and C(error).
   returned: always
   type: list
   elements: dict

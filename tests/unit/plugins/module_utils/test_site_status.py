@@ -138,14 +138,13 @@ def test_an_unreachable_host_shows_as_such_and_the_rest_is_read():
                            "spark-b": {"host": "spark-b", "reachable": False, "error": "ssh: connect to host 10.89.7.11 port 22"},
                            "spark-c": None})
     assert [e["host"] for e in result["engines"]] == ["spark-a"]
-    assert [u["host"] for u in result["unreachable"]] == ["spark-b", "spark-c"]
+    assert [u["host"] for u in result["not_read"]] == ["spark-b", "spark-c"]
     assert "spark-b could not be read: ssh: connect to host 10.89.7.11 port 22" in result["attention"]
     lines = site.table(result, NOW)
     rows = [line.split()[0] for line in lines[lines.index("engines:") + 2:lines.index("engines:") + 5]]
     assert rows == ["spark-a", "spark-b", "spark-c"]
-    assert any(line.startswith("  spark-b ") and line.endswith("could not be read: ssh: connect to host 10.89.7.11 port 22")
-               for line in lines)
-    assert any(line.startswith("  spark-c ") and "could not be read: not read (no observation" in line for line in lines)
+    assert any(line.startswith("  spark-b ") and line.endswith("could not be read (see attention)") for line in lines)
+    assert "  - spark-c could not be read: not read (no observation from this host)" in lines
 
 
 def test_an_engine_that_serves_but_is_not_in_rotation_needs_attention():
@@ -215,7 +214,8 @@ def test_memory_from_the_guards_watch_and_below_the_floor():
     assert m["source"] == "memory guard watch" and m["workloads"][0]["state"] == "paused"
     assert "spark-a: MemAvailable is below the memory guard's floor" in result["attention"]
     text = "\n".join(site.table(result, NOW))
-    assert "-0.5 GiB BELOW FLOOR" in text and "- (the model does not fit" in text
+    assert "-0.5 GiB BELOW FLOOR" in text and "- (below)" in text
+    assert "  spark-a: the largest safe share was not computed: the model does not fit: 71.2 GiB" in text
 
 
 def test_the_memory_guard_off():

@@ -33,7 +33,7 @@ def test_one_view_from_every_host_with_the_gate_scores_read_on_the_controller(ru
 
 def test_nothing_read_anywhere_is_a_view_too(run_module):
     code, result = run_module(site_status, {"inventory_topology": "split", "engines": {"spark-a": None}})
-    assert code == 0 and result["unreachable"] == [{"host": "spark-a", "error": "not read (no observation from this host)"}]
+    assert code == 0 and result["not_read"] == [{"host": "spark-a", "error": "not read (no observation from this host)"}]
     assert result["topology"]["running"] == "none"
 
 
