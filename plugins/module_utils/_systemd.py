@@ -276,7 +276,17 @@ def invocation_journal(invocation_id: str, run_command, lines: int = 300, journa
     """
     if not invocation_id:
         return []
-    argv = [journalctl, "-q", "-a", "-o", "cat", "-n", str(lines), "--no-pager", "_SYSTEMD_INVOCATION_ID=" + invocation_id]
+    return _cat_journal([journalctl, "-q", "-a", "-o", "cat", "-n", str(lines), "--no-pager",
+                         "_SYSTEMD_INVOCATION_ID=" + invocation_id], run_command)
+
+
+def unit_log(unit: str, run_command, lines: int = 300, journalctl: str = "journalctl") -> list:
+    """The last ``lines`` journal lines of every run of a unit, as its processes wrote them (as
+    :func:`invocation_journal`, ``journalctl -u UNIT``), for a unit whose run has no ``InvocationID`` any more."""
+    return _cat_journal([journalctl, "-q", "-a", "-o", "cat", "-n", str(lines), "--no-pager", "-u", unit], run_command)
+
+
+def _cat_journal(argv, run_command) -> list:
     try:
         rc, out, err = run_command(argv)
     except Exception as exc:  # pylint: disable=broad-except

@@ -332,7 +332,8 @@ journal:
 phase:
   description:
     - What vLLM's own log lines of the unit's current (or last) run say it is doing, read from the journal
-      (C(journalctl -a -o cat _SYSTEMD_INVOCATION_ID=ID), the last 300 lines).
+      (C(journalctl -a -o cat _SYSTEMD_INVOCATION_ID=ID), the last 300 lines; of a unit that no longer names its last run,
+      C(journalctl -a -o cat -u UNIT)).
   returned: with O(unit), in RV(progress) and on failure when the unit stopped, crashed twice or the wait timed out
   type: dict
   contains:
@@ -401,7 +402,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_phase as engine_phase
-from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import invocation_journal
+from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import invocation_journal, unit_log
 from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_health import (
     HAS_REQUESTS,
     REQUESTS_IMPORT_ERROR,
@@ -435,10 +436,16 @@ def _result(outcome) -> dict:
 
 
 def _read_phase(unit, run_command, journalctl):
-    """``_engine_phase.parse`` of the unit's current run's journal, or None without a unit state."""
+    """``_engine_phase.parse`` of the unit's current run's journal, or None without a unit state.
+
+    A unit that stopped may no longer name its last run (no ``InvocationID``): then its
+    journal's last lines, whatever run wrote them.
+    """
     if unit is None:
         return None
-    return engine_phase.parse(invocation_journal(unit.invocation_id, run_command, journalctl=journalctl))
+    if unit.invocation_id:
+        return engine_phase.parse(invocation_journal(unit.invocation_id, run_command, journalctl=journalctl))
+    return engine_phase.parse(unit_log(unit.name, run_command, journalctl=journalctl))
 
 
 def _with_phase(message, parsed):
