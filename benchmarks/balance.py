@@ -164,8 +164,18 @@ def mixed_profile(seed, long_share, index):
     return "long" if random.Random("mix/%s/%d" % (seed, index)).random() < long_share else "short"
 
 
+# Arms run so far and in all, for the progress lines ("arm n of N: ..." on stderr, as
+# benchmarks/affinity.py writes them; factory_floor.llm.command_progress prints them as they come).
+ARM_COUNT = {"number": 0, "total": 0}
+
+
 def run_arm(name, targets, workload, args):
     """One arm: ``targets`` is a list of (base URL, clients, label); all run at once on one request sequence."""
+    ARM_COUNT["number"] += 1
+    print("arm %d of %d: %s, %d clients, %g s" % (ARM_COUNT["number"], ARM_COUNT["total"], name,
+                                                 sum(target[1] for target in targets), args.duration),
+          file=sys.stderr, flush=True)
+    started = time.time()
     sessions, bases, labels = [], [], []
     for base, clients, label in targets:
         for dummy in range(clients):
@@ -184,7 +194,8 @@ def run_arm(name, targets, workload, args):
     records = _load.run_closed_loop(send, len(sessions), duration=args.duration, max_failures=args.max_failures)
     for session in sessions:
         session.close()
-    print("  %-34s done: %d requests" % (name, len(records)), file=sys.stderr)
+    print("  done: %d requests, %d failed, %.0f s" % (len(records), sum(1 for r in records if not r["ok"]),
+                                                       time.time() - started), file=sys.stderr, flush=True)
     return records
 
 
@@ -296,6 +307,9 @@ def main():
     if not parts or parts - {"capacity", "balancing"}:
         parser.error("--parts: capacity, balancing or both")
 
+    print("balance benchmark: parts %s, %d arms of %g s; engines %s, caps %s; calibrating the long profile first"
+          % (", ".join(sorted(parts)), 4 * len(parts), args.duration, ", ".join(n for n, dummy in engines),
+             ", ".join(str(c) for c in caps)), file=sys.stderr, flush=True)
     control = _load.make_session()
     names = [n for n, dummy in engines]
     card = None
@@ -312,6 +326,7 @@ def main():
         _load.stream_chat(control, base + "/v1/chat/completions", workload.payload("long", 3 * 10 ** 6),
                           _load.auth_headers(args.api_key), args.timeout)
     total = sum(caps)
+    ARM_COUNT["total"] = 4 * len(parts)
     result = {"engines": dict(engines), "caps": dict(zip(names, caps)), "duration_s": args.duration,
               "long_share": args.long_share, "long_prompt_tokens": measured, "model": args.model}
     print("mixed workload: %d%% long (%d prompt tokens, %d generated), short (%d generated); %g s per arm; caps %s"

@@ -489,18 +489,26 @@ def preflight(base_url, model, profiles=PROFILES, long_prompt_tokens=DEFAULT_LON
 def sweep(base_url, model, concurrency=DEFAULT_CONCURRENCY, profiles=PROFILES, duration=60.0, count=None,
           warmup=1, short_max_tokens=DEFAULT_SHORT_MAX_TOKENS, long_prompt_tokens=DEFAULT_LONG_PROMPT_TOKENS,
           long_max_tokens=DEFAULT_LONG_MAX_TOKENS, ignore_eos=True, timeout=DEFAULT_TIMEOUT, api_key=None,
-          seed=0, max_failures=10, session_factory=make_session, send=stream_chat):
+          seed=0, max_failures=10, session_factory=make_session, send=stream_chat, report_after=None, resume=None,
+          clock=time.monotonic):
     """Run every profile at every concurrency level against one engine; return the levels.
 
     The result: ``engine`` (URL, model, ``max_model_len``), ``profiles`` (what each sends,
-    with the long prompt's measured size) and ``levels`` (one ``summarize`` dict per
-    profile and level, with ``profile`` and ``concurrency``).
+    with the long prompt's measured size), ``levels`` (one ``summarize`` dict per profile
+    and level, with ``profile`` and ``concurrency``, in the order they ran: each profile's
+    levels in turn) and ``done``.
+
+    A sweep can be cut into calls, so that each can report: with ``report_after``
+    (seconds) a call returns after the first level that ends that long after the call
+    began, with ``done`` False and ``resume``; a call given that ``resume`` (and the same
+    profiles and levels) goes on with the next level, without the preflight and the long
+    profile's calibration again (its thread size is in ``resume``). A profile's warm-up
+    runs before its first level, whichever call runs it.
     """
     levels_asked = [int(c) for c in concurrency]
     if not levels_asked or min(levels_asked) < 1:
         raise LoadError("concurrency levels must be integers >= 1, got %r" % (list(concurrency),))
-    engine = preflight(base_url, model, profiles, long_prompt_tokens, long_max_tokens, api_key, session_factory)
-    max_model_len = engine["max_model_len"]
+    plan = [(profile, level) for profile in profiles for level in levels_asked]
     headers = auth_headers(api_key)
     url = base_url.rstrip("/") + "/v1/chat/completions"
     workload = Workload(model, short_max_tokens, long_prompt_tokens, long_max_tokens, ignore_eos, seed)
@@ -509,33 +517,66 @@ def sweep(base_url, model, concurrency=DEFAULT_CONCURRENCY, profiles=PROFILES, d
     def send_once(payload):
         return send(control, url, payload, headers, timeout)
 
-    described = {}
-    if "long" in profiles:
-        measured = calibrate(workload, send_once)
-        described["long"] = {"max_tokens": workload.max_tokens["long"], "prompt_tokens_target": long_prompt_tokens,
-                             "prompt_tokens_calibrated": measured, "thread_words": workload.long_words}
-    if "short" in profiles:
-        described["short"] = {"max_tokens": workload.max_tokens["short"]}
+    if resume:
+        try:
+            engine, described, levels = resume["engine"], resume["profiles"], list(resume["levels"])
+            workload.long_words = int(resume["long_words"])
+            if len(levels) >= len(plan) or [(l["profile"], l["concurrency"]) for l in levels] != plan[:len(levels)]:
+                raise ValueError("levels")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LoadError("resume is not what an earlier call of this sweep returned (the profiles or levels "
+                            "changed?): %r" % (exc,)) from exc
+    else:
+        engine = preflight(base_url, model, profiles, long_prompt_tokens, long_max_tokens, api_key, session_factory)
+        described = {}
+        if "long" in profiles:
+            measured = calibrate(workload, send_once)
+            described["long"] = {"max_tokens": workload.max_tokens["long"], "prompt_tokens_target": long_prompt_tokens,
+                                 "prompt_tokens_calibrated": measured, "thread_words": workload.long_words}
+        if "short" in profiles:
+            described["short"] = {"max_tokens": workload.max_tokens["short"]}
+        levels = []
 
-    levels = []
-    for profile in profiles:
-        for index in range(int(warmup)):
-            record = send_once(workload.payload(profile, 2 * 10 ** 6 + index))
-            if not record["ok"]:
-                raise LoadError("the %s profile's warm-up request to %s failed: %s" % (profile, url, record["error"]))
-        for level in levels_asked:
-            sessions = [session_factory() for dummy in range(level)]
+    began = clock()
+    for index in range(len(levels), len(plan)):
+        profile, level = plan[index]
+        if index % len(levels_asked) == 0:  # the profile's first level
+            for number in range(int(warmup)):
+                record = send_once(workload.payload(profile, 2 * 10 ** 6 + number))
+                if not record["ok"]:
+                    raise LoadError("the %s profile's warm-up request to %s failed: %s" % (profile, url, record["error"]))
+        sessions = [session_factory() for dummy in range(level)]
 
-            def one(index, worker, profile=profile, sessions=sessions):
-                return send(sessions[worker], url, workload.payload(profile, index), headers, timeout)
+        def one(number, worker, profile=profile, sessions=sessions):
+            return send(sessions[worker], url, workload.payload(profile, number), headers, timeout)
 
-            records = run_closed_loop(one, level, duration=duration, count=count, max_failures=max_failures)
-            summary = summarize(records)
-            levels.append(dict(summary, profile=profile, concurrency=level))
-            for session in sessions:
-                session.close()
+        records = run_closed_loop(one, level, duration=duration, count=count, max_failures=max_failures)
+        levels.append(dict(summarize(records), profile=profile, concurrency=level))
+        for session in sessions:
+            session.close()
+        if report_after is not None and clock() - began >= report_after and len(levels) < len(plan):
+            return {"engine": engine, "profiles": described, "levels": levels, "done": False,
+                    "resume": {"engine": engine, "profiles": described, "levels": levels,
+                               "long_words": workload.long_words}}
     return {
         "engine": engine,
         "profiles": described,
         "levels": levels,
+        "done": True,
     }
+
+
+def level_line(index, total, level):
+    """One line for people about level ``index`` (0-based) of ``total`` of a sweep, from its summary.
+
+    ``level 3 of 10: short x 8: 109.2 tokens/s, 26.1 requests/min, TTFT p95 0.41 s, TPOT 0.031 s, e2e p95 4.2 s,
+    0 failed``; figures the level could not measure are ``-``.
+    """
+    def fig(key, form):
+        value = level.get(key)
+        return "-" if value is None else form % value
+
+    return ("level %d of %d: %s x %d: %s tokens/s, %s requests/min, TTFT p95 %s s, TPOT %s s, e2e p95 %s s, %d failed"
+            % (index + 1, total, level.get("profile"), level.get("concurrency") or 0, fig("tokens_per_s", "%.1f"),
+               fig("requests_per_min", "%.1f"), fig("ttft_p95", "%.2f"), fig("tpot_mean", "%.3f"),
+               fig("e2e_p95", "%.1f"), level.get("requests_failed") or 0))

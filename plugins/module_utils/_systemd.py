@@ -260,3 +260,37 @@ def journal(unit: str, run_command, lines: int = 30, journalctl: str = "journalc
     if rc != 0:
         return ["(%s failed, rc %s: %s)" % (" ".join(argv), rc, (err or out or "").strip())]
     return (out or "").rstrip("\n").splitlines()
+
+
+def invocation_journal(invocation_id: str, run_command, lines: int = 300, journalctl: str = "journalctl") -> list:
+    """The last ``lines`` journal lines of one run of a unit, as its processes wrote them. Never raises.
+
+    ``journalctl -q -a -o cat -n LINES --no-pager _SYSTEMD_INVOCATION_ID=ID``: every run
+    of a unit (each start, each ``Restart=``) has its own ``InvocationID``, so these are
+    the current (or last) run's lines only - with the container runtime the container's
+    output too, which the attached ``docker run`` / ``podman run`` client writes to the
+    unit's stdout. ``-o cat`` leaves out journald's prefix, ``-a`` keeps lines with
+    control characters (tqdm's progress bars start with a carriage return) instead of
+    ``[N blob data]``. Empty without an ``invocation_id``; when journalctl fails, the one
+    line returned says why.
+    """
+    if not invocation_id:
+        return []
+    return _cat_journal([journalctl, "-q", "-a", "-o", "cat", "-n", str(lines), "--no-pager",
+                         "_SYSTEMD_INVOCATION_ID=" + invocation_id], run_command)
+
+
+def unit_log(unit: str, run_command, lines: int = 300, journalctl: str = "journalctl") -> list:
+    """The last ``lines`` journal lines of every run of a unit, as its processes wrote them (as
+    :func:`invocation_journal`, ``journalctl -u UNIT``), for a unit whose run has no ``InvocationID`` any more."""
+    return _cat_journal([journalctl, "-q", "-a", "-o", "cat", "-n", str(lines), "--no-pager", "-u", unit], run_command)
+
+
+def _cat_journal(argv, run_command) -> list:
+    try:
+        rc, out, err = run_command(argv)
+    except Exception as exc:  # pylint: disable=broad-except
+        return ["(%s could not run: %s)" % (" ".join(argv), exc)]
+    if rc != 0:
+        return ["(%s failed, rc %s: %s)" % (" ".join(argv), rc, (err or out or "").strip())]
+    return (out or "").rstrip("\n").splitlines()

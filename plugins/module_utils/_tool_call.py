@@ -316,6 +316,52 @@ def combine_runs(runs: list) -> dict:
     return {"results": results, "flipped": flipped, "scores": [score(run)["score"] for run in runs]}
 
 
+def run_part(url: str, cases: list, tools: dict, model: str, done: list, repeat: int = 1, concurrency: int = 1,
+             report_after=None, clock=time.monotonic, runner=None, **request_args) -> list:
+    """Go on with a run of the selection that is cut into parts, so that each part can report.
+
+    ``done`` holds, per repeat (``repeat`` lists, all of one length), the results of the
+    cases already run, in case order (``[[]] * repeat`` at the start). The cases from there
+    on run in batches of ``concurrency`` (each batch as :func:`run_suite` runs them, at
+    once), every batch ``repeat`` times, until ``report_after`` seconds have passed since
+    this part began (after at least one batch) or every case ran; None runs them all.
+    Returns ``done`` extended. ``request_args`` go to :func:`run_suite` (``api_key``,
+    ``timeout``, ``temperature``, ``max_tokens``, ``streaming``); ``runner`` replaces it in
+    tests. A selection run in one part is :func:`run_suite` ``repeat`` times, batch by batch.
+    """
+    if repeat < 1 or len(done) != repeat or len({len(run) for run in done}) > 1:
+        raise ValueError("done must hold one result list per repeat (%d), all of one length" % repeat)
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError("concurrency must be 1 (one case at a time) or more, got %r" % (concurrency,))
+    runner = runner or run_suite
+    runs = [list(run) for run in done]
+    began = clock()
+    while len(runs[0]) < len(cases):
+        batch = cases[len(runs[0]):len(runs[0]) + concurrency]
+        for run in runs:
+            run.extend(runner(url, batch, tools, model, concurrency=concurrency, **request_args))
+        if report_after is not None and clock() - began >= report_after:
+            break
+    return runs
+
+
+def case_line(index: int, total: int, results: list) -> str:
+    """One line for people about case ``index`` (0-based) of ``total``, from its result in each repeat.
+
+    ``case 3 of 18: single_weather (single) passed in 4.1 s`` (the non-streamed answer's
+    latency), ``... failed: non-stream: ...`` (its first reason), or with repeats
+    ``... passed in 2 of 3 runs``.
+    """
+    first = results[0]
+    head = "case %d of %d: %s (%s)" % (index + 1, total, first["id"], first["category"])
+    if len(results) > 1:
+        return "%s passed in %d of %d runs" % (head, sum(1 for r in results if r["passed"]), len(results))
+    if first["passed"]:
+        return "%s passed%s" % (head, " in %.1f s" % first["latency"] if first.get("latency") is not None else "")
+    reason = (first.get("reasons") or ["no reason given"])[0]
+    return "%s failed: %s" % (head, reason if len(reason) <= 200 else reason[:197] + "...")
+
+
 def first_model(url: str, api_key=None, timeout: float = 10.0, session=None) -> str:
     """The first model id ``GET /v1/models`` lists."""
     target = normalize_url(url) + "/v1/models"

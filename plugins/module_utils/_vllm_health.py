@@ -60,8 +60,9 @@ systemd_journal = systemd.journal
 unit_process_lines = systemd.unit_process_lines
 UnitState = systemd.UnitState
 UnitStateError = systemd.UnitStateError
+# InvocationID names the current run's journal lines (what a start-up wait reads of vLLM's own log).
 WAIT_PROPERTIES = ("LoadState", "ActiveState", "SubState", "Result", "ExecMainStatus", "NRestarts",
-                   "ExecMainStartTimestampMonotonic")
+                   "ExecMainStartTimestampMonotonic", "InvocationID")
 WAIT_FIELDS = ("name", "load_state", "active_state", "sub_state", "result", "exec_main_status", "n_restarts",
                "main_started")
 
@@ -151,6 +152,23 @@ class CrashCounter:
         # A run that ended was counted while waiting for its restart.
         self._pending = False
 
+    def state(self) -> dict:
+        """What the counter knows, as JSON-able data (:meth:`from_state` continues from it)."""
+        return {"crashes": self.crashes, "last_at": self.last_at, "seen": self._seen, "n_restarts": self._n_restarts,
+                "main_started": self._main_started, "pending": self._pending}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "CrashCounter":
+        """A counter that goes on from :meth:`state` (a wait resumed in another process on the same host)."""
+        counter = cls()
+        counter.crashes = int(state.get("crashes") or 0)
+        counter.last_at = state.get("last_at")
+        counter._seen = bool(state.get("seen"))
+        counter._n_restarts = state.get("n_restarts")
+        counter._main_started = state.get("main_started")
+        counter._pending = bool(state.get("pending"))
+        return counter
+
     def update(self, unit: "UnitState", now: float) -> int:
         """Count what changed since the last read; return the crashes since the baseline."""
         waiting_restart = unit.sub_state == "auto-restart"
@@ -192,6 +210,9 @@ class WaitResult:
     server refused the api_key). ``elapsed`` is in seconds, measured with the ``clock``
     given to :func:`wait`. ``message`` explains a failure (``None`` when ok).
     ``crashes`` counts the unit's runs that ended since the wait began (0 without a unit).
+    ``reason`` ``waiting`` (``ok`` True): the wait goes on, ``report_after`` seconds of this
+    call passed; ``resume`` is then what the next call continues from, and ``last_unit``
+    the unit's last state read (None without a unit, or before the first read).
     """
 
     ok: bool
@@ -205,6 +226,8 @@ class WaitResult:
     journal: list = dataclasses.field(default_factory=list)
     processes: list = dataclasses.field(default_factory=list)
     crashes: int = 0
+    resume: dict | None = None
+    last_unit: UnitState | None = None
 
 
 def normalize_url(base_url: str) -> str:
@@ -455,6 +478,8 @@ def wait(
     clock=time.monotonic,
     sleep=time.sleep,
     session=None,
+    report_after: float | None = None,
+    resume: dict | None = None,
 ) -> WaitResult:
     """Probe every ``interval`` seconds until the endpoint is in ``wait_for`` or ``timeout`` seconds passed.
 
@@ -484,6 +509,16 @@ def wait(
     their lines end the message: a start-up that never finishes says why.
 
     ``clock`` (seconds, monotonic) and ``sleep`` are injectable so tests control time.
+
+    A long wait can be cut into calls, each of which returns to say how it goes (a start-up
+    takes 5-20 minutes on GB10; a process that waits cannot print): with ``report_after``
+    (seconds), a call that has not ended the wait after that long returns reason
+    ``waiting`` with ``resume``, and a call given that ``resume`` goes on with the same
+    wait - the same start (so the same deadline, ``timeout`` after the first call began),
+    attempts and crash count (a crash loop is still caught at the second crash of the whole
+    wait). ``resume`` holds readings of ``clock`` (by default the host's monotonic clock,
+    the same in every process), so only a call on the same host continues it; one whose
+    start lies in the future (a rebooted host) starts afresh.
     """
     if kind not in PROBE_KINDS:
         raise ValueError("probe must be one of %s, got %r" % (", ".join(PROBE_KINDS), kind))
@@ -495,12 +530,24 @@ def wait(
         raise ValueError("interval must be more than 0 seconds, got %s" % interval)
     if generate_timeout <= 0:
         raise ValueError("generate_timeout must be more than 0 seconds, got %s" % generate_timeout)
+    if report_after is not None and report_after <= 0:
+        raise ValueError("report_after must be more than 0 seconds, got %s" % report_after)
     base = normalize_url(base_url)
 
-    started = clock()
-    deadline = started + timeout
+    call_started = started = clock()
     attempts = 0
     crashes = CrashCounter()
+    if resume:
+        try:
+            earlier = float(resume["started"])
+            if earlier <= started:
+                started = earlier
+                attempts = int(resume.get("attempts") or 0)
+                crashes = CrashCounter.from_state(resume.get("crashes") or {})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError("resume must be what an earlier call of the same wait returned, got %r" % (resume,)) from exc
+    deadline = started + timeout
+    unit = None
     while True:
         attempts += 1
         last = probe(base, api_key=api_key, model=model, kind=kind, timeout=request_timeout,
@@ -559,8 +606,16 @@ def wait(
             result = _ended(False, "timeout", last, base, now - started, attempts, message, journal=journal,
                             crashes=crashes.crashes)
             result.processes = processes
+            result.last_unit = unit
             return result
         sleep(min(interval, deadline - now))
+        # After the sleep: the next call probes at once, as this loop would have.
+        now = clock()
+        if report_after is not None and now - call_started >= report_after:
+            result = _ended(True, "waiting", last, base, now - started, attempts, crashes=crashes.crashes)
+            result.resume = {"started": started, "attempts": attempts, "crashes": crashes.state()}
+            result.last_unit = unit
+            return result
 
 
 def _ended(ok, reason, last, url, elapsed, attempts, message=None, unit=None, journal=None, crashes=0) -> WaitResult:

@@ -30,6 +30,10 @@ description:
   - Changes nothing, but loads the engine for the whole sweep (about len(O(profiles)) x len(O(concurrency)) x
     O(duration) seconds, plus a calibration and warm-up per profile). Run it against a replica that carries no
     other traffic, or the results mix both.
+  - "While it runs, a line per level at the default verbosity (C(level 3 of 10: short x 8: 109.2 tokens/s, 26.1
+    requests/min, TTFT p95 0.41 s, TPOT 0.031 s, e2e p95 4.2 s, 0 failed)): the module's action plugin runs it in parts
+    of at least O(progress_interval) seconds (a level is never cut), each going on with the same sweep (O(resume)), and
+    prints each part's lines as it ends. The task's result is the last part's, with every level."
   - In check mode it sends no load - only what it checks before a sweep (C(GET /v1/models) lists O(model), the long
     profile fits C(max_model_len)) - and returns RV(levels) empty and RV(load_sent) false.
 author:
@@ -157,6 +161,19 @@ options:
       - Seed of the generated prompts; the same seed sends the same prompts.
     type: int
     default: 0
+  progress_interval:
+    description:
+      - Seconds after which a part of the sweep ends to print its levels' lines (see the description) - after the first
+        level that ends this long or longer after the part began; the action plugin then runs the module again, going on
+        with the next level. With the default O(duration), every level prints as it ends.
+      - V(0) runs the whole sweep in one part and prints the lines when it ends.
+    type: float
+    default: 30
+  resume:
+    description:
+      - Internal, set by the action plugin - what the previous part of the same sweep returned in RV(progress.resume)
+        (the levels so far, the engine, the long profile's calibrated size). The profiles and levels must be the same.
+    type: dict
 notes:
   - Proxy settings from the environment (C(HTTP_PROXY), C(ALL_PROXY)) are ignored.
   - The proxy (nginx_proxy) sets no per-replica connection cap (no C(max_conns)); C(max_num_seqs) is the only cap.
@@ -388,6 +405,16 @@ recommendation:
       sample:
         - "long at 16: not eligible, e2e_p95 71.2 s is over the target 60 s"
         - "max_num_seqs 12: 118.8 tokens/s estimated for the mix (short 50%, long 50%) ..."
+progress:
+  description:
+    - C(done) (false while the sweep goes on), C(lines) (one per level this part ran, for the action plugin to print)
+      and, while it goes on, C(resume) (passed back as O(resume)). A part that does not end the sweep returns only
+      RV(engine), RV(profiles), RV(levels) so far, RV(load_sent) and this.
+  returned: when load was sent
+  type: dict
+  sample:
+    done: true
+    lines: ["level 10 of 10: long x 16: 87.0 tokens/s, 5.1 requests/min, TTFT p95 9.80 s, TPOT 0.142 s, e2e p95 46.3 s, 0 failed"]
 table:
   description:
     - A human-readable table of RV(levels), one line per element; C(*) marks the recommended level. Latencies in
@@ -424,6 +451,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._load import (
     PROFILES,
     REQUESTS_IMPORT_ERROR,
     LoadError,
+    level_line,
     preflight,
     sweep,
 )
@@ -451,6 +479,8 @@ def check_params(params):
         problems.append("target_seconds must be a positive number of seconds, got %s" % params["target_seconds"])
     if not 0 <= params["tolerance"] < 1:
         problems.append("tolerance is a fraction 0-1 (0.03 = 3%%), got %s" % params["tolerance"])
+    if params["progress_interval"] < 0:
+        problems.append("progress_interval must be 0 (one part) or more seconds, got %s" % params["progress_interval"])
     return problems
 
 
@@ -476,6 +506,8 @@ def main():
             "shares": {"type": "dict"},
             "tolerance": {"type": "float", "default": DEFAULT_TOLERANCE},
             "seed": {"type": "int", "default": 0},
+            "progress_interval": {"type": "float", "default": 30.0},
+            "resume": {"type": "dict"},
         },
         supports_check_mode=True,
     )
@@ -529,14 +561,24 @@ def main():
             api_key=params["api_key"],
             seed=params["seed"],
             max_failures=params["max_failures"],
+            report_after=params["progress_interval"] or None,
+            resume=params["resume"],
         )
+        before = len((params["resume"] or {}).get("levels") or [])
+        total = len(dict.fromkeys(params["profiles"])) * len(params["concurrency"])
+        lines = [level_line(index, total, level) for index, level in enumerate(result["levels"]) if index >= before]
+        if not result.pop("done"):
+            module.exit_json(changed=False, load_sent=True, engine=result["engine"], profiles=result["profiles"],
+                             levels=result["levels"],
+                             progress={"done": False, "lines": lines, "resume": result.pop("resume")})
         recommendation = recommend(result["levels"], target_seconds=params["target_seconds"],
                                    metric=params["target_metric"], shares=shares, tolerance=params["tolerance"])
     except LoadError as exc:
         module.fail_json(msg="concurrency_sweep against %s: %s" % (params["url"], exc))
 
     module.exit_json(changed=False, load_sent=True, recommendation=recommendation,
-                     table=format_table(result["levels"], recommendation["max_num_seqs"]), **result)
+                     table=format_table(result["levels"], recommendation["max_num_seqs"]),
+                     progress={"done": True, "lines": lines}, **result)
 
 
 if __name__ == "__main__":

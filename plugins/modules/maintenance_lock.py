@@ -26,6 +26,7 @@ description:
     with a warning.
   - In check mode it reads the lock and fails the same way when another run holds it, writing nothing; the playbooks run it
     so in their preflight.
+  - O(state=query) only reads the lock and says who holds it (C(playbooks/status.yml)); it never fails on a held lock.
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:
@@ -48,16 +49,17 @@ options:
     default: /run/factory-floor-maintenance
   state:
     description:
-      - V(present) takes the lock for O(run); V(absent) releases it if O(run) holds it.
+      - V(present) takes the lock for O(run); V(absent) releases it if O(run) holds it; V(query) reads it and changes
+        nothing (RV(state) V(free), V(held), V(expired), or V(ours) when O(run) wrote it).
     type: str
-    choices: [present, absent]
+    choices: [present, absent, query]
     default: present
   run:
     description:
       - The id of the run that takes or releases the lock, the same on every host and in every step of one playbook run
         (for example its UTC start time and a random suffix). Only this run may rewrite or remove the lock it wrote.
+      - Required with O(state=present) and O(state=absent).
     type: str
-    required: true
   holder:
     description:
       - What holds the lock, for people and the watchdog's log (for example V(switch-model), V(switch-to-split)).
@@ -94,6 +96,12 @@ EXAMPLES = r"""
     holder: switch-model
   check_mode: true
   changed_when: false
+
+- name: Who holds this host's maintenance lock, if anyone (reads only)
+  factory_floor.llm.maintenance_lock:
+    path: /run/factory-floor-maintenance
+    state: query
+  register: lock
 
 - name: Take the maintenance lock (the watchdog stands down)
   factory_floor.llm.maintenance_lock:
@@ -161,6 +169,14 @@ previous:
     expires: 1795964400.0
     path: /run/factory-floor-maintenance
     mtime: 1795950012.4
+holder:
+  description:
+    - With O(state=query), who holds the lock, since when and until when, in words (C(switch-to-replicas (run
+      20261129T110000Z-3f9a1c, by ops@controller), since 2026-11-29 11:00:00 UTC (10 min ago); expires ...)); null when
+      there is no lock.
+  returned: with O(state=query)
+  type: str
+  sample: "switch-model (run 20261129T110000Z-3f9a1c, by ops@controller), since 2026-11-29 11:00:00 UTC (10 min ago); expires 2026-11-29 15:00:00 UTC (in 3.8 h)"
 lock:
   description: The lock file's fields after the task (as in RV(previous)), or null when there is none.
   returned: always
@@ -192,19 +208,27 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path", default="/run/factory-floor-maintenance"),
-            state=dict(type="str", choices=["present", "absent"], default="present"),
-            run=dict(type="str", required=True),
+            state=dict(type="str", choices=["present", "absent", "query"], default="present"),
+            run=dict(type="str"),
             holder=dict(type="str"),
             by=dict(type="str", default=""),
             since=dict(type="float"),
             ttl=dict(type="float", default=14400.0),
             mode=dict(type="str", default="0644"),
         ),
-        required_if=[("state", "present", ["holder"])],
+        required_if=[("state", "present", ["holder", "run"]), ("state", "absent", ["run"])],
         supports_check_mode=True,
     )
     params = module.params
     path, run = params["path"], params["run"]
+    now = time.time()
+    if params["state"] == "query":
+        try:
+            lock = ml.read(path)
+        except OSError as exc:
+            module.fail_json(msg="Could not read the maintenance lock %s: %s" % (path, exc), changed=False)
+        module.exit_json(changed=False, state=ml.state_of(lock, run, now), previous=lock, lock=lock,
+                         holder=ml.describe(lock, now) if lock is not None else None)
     if not run.strip():
         module.fail_json(msg="run must be a non-empty id of this playbook run; the lock of a run without an id could "
                              "never be told apart from another's")
@@ -214,7 +238,6 @@ def main():
         mode = int(params["mode"], 8)
     except ValueError:
         module.fail_json(msg="mode must be an octal string such as 0644, got %r" % params["mode"])
-    now = time.time()
     check = module.check_mode
     try:
         if params["state"] == "present":

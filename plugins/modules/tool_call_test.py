@@ -41,6 +41,9 @@ description:
   - The score is the percentage of selected cases that passed, with one decimal.
   - Optionally adds cases from the Berkeley Function Calling Leaderboard data (O(bfcl_path)), scored by the same
     rules.
+  - "While it runs, one line per case at the default verbosity (C(case 3 of 18: single_weather (single) passed in 4.1 s),
+    or the case's first reason when it failed): the module's action plugin runs it in parts of at least
+    O(progress_interval) seconds, each going on with the same run (O(resume)), and prints each part's lines as it ends."
   - Only reads. The requests generate text but change nothing, so the module always reports
     RV(ignore:changed=false) and runs in full in check mode.
 author:
@@ -179,6 +182,20 @@ options:
       - Must be 1 or more. Not part of RV(suite_digest).
     type: int
     default: 1
+  progress_interval:
+    description:
+      - Seconds after which a part of the run ends to print its cases' lines (see the description) - the cases run in
+        batches of O(concurrency), each batch O(repeat) times, and a part ends after the first batch that ends this long
+        or longer after the part began. The action plugin then runs the module again, going on with the same run; the
+        task's result is the last part's, scored over every case.
+      - V(0) runs the whole selection in one part and prints the cases' lines when it ends.
+    type: float
+    default: 30
+  resume:
+    description:
+      - Internal, set by the action plugin - what the previous part of the same run returned in RV(progress.resume)
+        (the results so far). The selection must be the same.
+    type: dict
   validate_only:
     description:
       - Only read and check the suite and the selection, and return RV(suite_digest), RV(selected) and RV(total)
@@ -195,6 +212,8 @@ notes:
     E(VLLM_BATCH_INVARIANT) set to C(1)), so an answer may differ between runs with different O(concurrency), as it
     may between runs on an engine that serves other clients. O(concurrency) is not part of RV(suite_digest)."
   - Returned keys avoid the names C(failed) and C(changed) for case lists, which Ansible reserves.
+  - With O(repeat) above 1 each batch of cases runs O(repeat) times before the next batch starts (each case still gets
+    O(repeat) verdicts; RV(run_scores) is each repeat's score over all the cases).
 seealso:
   - name: vLLM tool calling
     description: C(--enable-auto-tool-choice), C(--tool-call-parser) and how C(tool_choice) is honoured.
@@ -396,6 +415,17 @@ flipped_cases:
   type: list
   elements: str
   sample: [multi_turn_answer_from_result]
+progress:
+  description:
+    - C(done) (false while the run goes on), C(lines) (one per case this part ran, for the action plugin to print) and,
+      while it goes on, C(resume) (the results so far, passed back as O(resume)). A part that does not end the run
+      returns only RV(url), RV(model), RV(suite_name), RV(suite_digest), RV(total) and this; the task's result is the
+      last part's.
+  returned: success, unless O(validate_only)
+  type: dict
+  sample:
+    done: true
+    lines: ["case 18 of 18: multi_turn_answer_from_result (multi_turn) passed in 6.2 s"]
 suite_digest:
   description:
     - sha256 (hex) of what decides the score - the selected cases, the tools they offer, O(temperature),
@@ -413,10 +443,11 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._tool_call impor
     HAS_REQUESTS,
     REQUESTS_IMPORT_ERROR,
     AbortRun,
+    case_line,
     combine_runs,
     first_model,
     normalize_url,
-    run_suite,
+    run_part,
     score,
 )
 from ansible_collections.factory_floor.llm.plugins.module_utils._tool_check import (
@@ -449,6 +480,20 @@ def _suites(value) -> list:
     return suites
 
 
+def _resumed(resume, cases, repeat):
+    """``(started, model, runs)`` from an earlier part's RV(progress.resume), or None when it does not fit the selection."""
+    try:
+        started, model, runs = float(resume["started"]), str(resume["model"]), resume["runs"]
+        ids = [case["id"] for case in cases]
+        if len(runs) != repeat or any([result["id"] for result in run] != ids[:len(runs[0])] for run in runs):
+            return None
+        if started > time.monotonic():
+            return None
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+    return started, model, [list(run) for run in runs]
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -470,6 +515,8 @@ def main():
             concurrency=dict(type="int", default=1),
             repeat=dict(type="int", default=1),
             validate_only=dict(type="bool", default=False),
+            progress_interval=dict(type="float", default=30),
+            resume=dict(type="dict"),
         ),
         required_by={"bfcl_categories": ["bfcl_path"]},
         required_one_of=[["suite", "bfcl_categories"]],
@@ -494,6 +541,8 @@ def main():
             module.fail_json(msg="%s must be 1 or more, got %s" % (name, params[name]))
     if params["bfcl_limit"] < 0:
         module.fail_json(msg="bfcl_limit must be 0 (all) or more, got %s" % params["bfcl_limit"])
+    if params["progress_interval"] < 0:
+        module.fail_json(msg="progress_interval must be 0 (one part) or more seconds, got %s" % params["progress_interval"])
 
     try:
         suites = _suites(params["suite"])
@@ -514,16 +563,29 @@ def main():
                          selected=[case["id"] for case in cases], elapsed=round(time.monotonic() - started, 3))
 
     model = params["model"]
+    runs = [[] for _run in range(params["repeat"])]
+    if params["resume"]:
+        resumed = _resumed(params["resume"], cases, params["repeat"])
+        if resumed is None:
+            module.fail_json(msg="resume is not what an earlier part of this run returned (the selection or repeat "
+                                 "changed, or it is not this module's)", url=url)
+        started, model, runs = resumed
+    before = len(runs[0])
     try:
         if not model:
             model = first_model(url, params["api_key"])
-        runs = [run_suite(url, cases, suite["tools"], model, api_key=params["api_key"], timeout=params["timeout"],
-                          temperature=params["temperature"], max_tokens=params["max_tokens"],
-                          streaming=params["streaming"], concurrency=params["concurrency"])
-                for _run in range(params["repeat"])]
+        runs = run_part(url, cases, suite["tools"], model, runs, repeat=params["repeat"],
+                        concurrency=params["concurrency"], report_after=params["progress_interval"] or None,
+                        api_key=params["api_key"], timeout=params["timeout"], temperature=params["temperature"],
+                        max_tokens=params["max_tokens"], streaming=params["streaming"])
     except AbortRun as exc:
         module.fail_json(msg="Tool-calling test against %s stopped: %s" % (url, exc), url=url,
                          elapsed=round(time.monotonic() - started, 3))
+    lines = [case_line(index, len(cases), [run[index] for run in runs]) for index in range(before, len(runs[0]))]
+    if len(runs[0]) < len(cases):
+        module.exit_json(changed=False, url=url, model=model, suite_name=suite["name"], suite_digest=digest,
+                         total=len(cases), progress={"done": False, "lines": lines, "resume": {
+                             "started": started, "model": model, "runs": runs}})
 
     combined = combine_runs(runs)
     results = combined["results"]
@@ -556,6 +618,7 @@ def main():
         repeat=params["repeat"],
         run_scores=combined["scores"],
         flipped_cases=combined["flipped"],
+        progress={"done": True, "lines": lines},
     )
 
 

@@ -27,6 +27,13 @@ description:
   - Waits, polling every O(interval) seconds, until the status is O(wait_for) or O(timeout) seconds passed,
     and fails at once, without waiting for the timeout, when O(unit) stops, when O(unit) crashes the second time
     since the wait began (a crash loop), or when the server rejects O(api_key).
+  - "While it waits for V(serving), a line every O(progress_interval) seconds (30 by default) at the default verbosity:
+    the time waited out of O(timeout), O(unit)'s state, and what vLLM is doing, read from the unit's journal - vLLM's own
+    log lines of the current run (starting, reading the model's configuration, loading weights with the shards loaded,
+    model loaded, compiling, sizing the KV cache, capturing CUDA graphs, starting the API server), and the first Python
+    exception of a run that is failing."
+  - On a failure with O(unit), the message also names the phase vLLM had reached and the root cause it logged (its first
+    exception line), before the journal tail.
   - Only reads. It never changes anything, so it always reports RV(ignore:changed=false) and runs in full in check mode.
 author:
   - Factory Floor maintainers (@factory-floor)
@@ -89,7 +96,7 @@ options:
     description:
       - A systemd unit to watch while waiting for V(serving), for example V(vllm-replica.service) or V(vllm-split.service) (the units the roles install).
       - After each probe that did not see V(serving), the module reads
-        C(systemctl show -p LoadState,ActiveState,SubState,Result,ExecMainStatus,NRestarts,ExecMainStartTimestampMonotonic
+        C(systemctl show -p LoadState,ActiveState,SubState,Result,ExecMainStatus,NRestarts,ExecMainStartTimestampMonotonic,InvocationID
         UNIT). If the unit is C(failed), C(inactive), C(active) with SubState C(exited), or does not exist, the module fails
         at once with that state and the unit's last 30 journal lines (C(journalctl -u UNIT -n 30 --no-pager)),
         RV(reason) V(unit_down). C(activating) (including SubState C(auto-restart)) and C(deactivating) keep the wait going.
@@ -128,6 +135,21 @@ options:
       - On a loaded server this includes waiting in vLLM's queue behind running requests; leave headroom.
     type: float
     default: 30
+  progress_interval:
+    description:
+      - Seconds between two progress lines of a wait (see the description), printed on the controller at the default
+        verbosity while the wait lasts, prefixed with the inventory host. The module's action plugin runs the module
+        once per interval, each run going on with the same wait - the same deadline (O(timeout) from the first run's
+        start), attempts and crash count (O(resume)) - and the task's result is the last run's.
+      - V(0) waits in one run and prints nothing until it ends.
+      - A task with C(no_log) prints no progress lines.
+    type: float
+    default: 30
+  resume:
+    description:
+      - Internal, set by the action plugin - what the previous run of the same wait returned in RV(progress.resume).
+        It holds readings of the host's monotonic clock, so only a run on the same host continues the wait.
+    type: dict
   wait_for:
     description:
       - The state to wait for.
@@ -247,6 +269,8 @@ reason:
     - How the wait ended. V(reached) (the status O(wait_for) was seen), V(probed) (O(timeout=0)), V(timeout),
       V(unit_down) (O(unit) stopped and systemd will not start it again), V(crash_loop) (O(unit) crashed the second time
       since the wait began) or V(rejected) (the server refused O(api_key)).
+    - V(waiting) from a run that returned after O(progress_interval) to report (see RV(progress)); the action plugin
+      runs the module again, so a task's result never ends so.
   returned: always
   type: str
   sample: crash_loop
@@ -305,6 +329,60 @@ journal:
   type: list
   elements: str
   sample: ["Jan 01 12:00:00 spark-a python[812]: ValueError: No available memory for the cache blocks."]
+phase:
+  description:
+    - What vLLM's own log lines of the unit's current (or last) run say it is doing, read from the journal
+      (C(journalctl -a -o cat _SYSTEMD_INVOCATION_ID=ID), the last 300 lines; of a unit that no longer names its last run,
+      C(journalctl -a -o cat -u UNIT)).
+  returned: with O(unit), in RV(progress) and on failure when the unit stopped, crashed twice or the wait timed out
+  type: dict
+  contains:
+    phase:
+      description:
+        - V(starting), V(configuring), V(engine), V(loading), V(loaded), V(compiling), V(kv_cache), V(graphs), V(api),
+          V(ready) or V(stopping) - the phase of the last line that names one; null when none does yet.
+      type: str
+    label:
+      description: The phase in words (V(loading weights), V(capturing CUDA graphs), ...).
+      type: str
+    detail:
+      description: What that line's figures say (V(3/17 shards), V(40.2 GiB in 81.5 s), V(600,416 tokens)); empty when none.
+      type: str
+    line:
+      description: vLLM's own words, without its prefix, cut to 240 characters.
+      type: str
+    at:
+      description: vLLM's timestamp of that line (month-day and the host's local time); null for a tqdm progress bar.
+      type: str
+    seen:
+      description: Every phase met in this run, in order.
+      type: list
+      elements: str
+    cause:
+      description: The run's first Python exception line (the root cause of a failed start), or null.
+      type: str
+    failed_in:
+      description: The phase the run was in when that line came, or null.
+      type: str
+  sample:
+    phase: loading
+    label: loading weights
+    detail: 7/17 shards
+    line: "Loading safetensors checkpoint shards:  41% Completed | 7/17 [01:12<01:40, 10.1s/it]"
+    at: null
+    seen: [starting, configuring, engine, loading]
+    cause: null
+    failed_in: null
+progress:
+  description:
+    - From a run that returned to report (RV(reason=waiting)) - C(done) (false), C(lines) (the line the action plugin
+      prints, one), C(resume) (what the next run continues from; passed back as O(resume)).
+  returned: when RV(reason) is V(waiting)
+  type: dict
+  sample:
+    done: false
+    lines: ["2m30s of 30m: vllm-replica.service activating (start); vLLM: loading weights (7/17 shards); API: loading"]
+    resume: {started: 8203.41, attempts: 75, crashes: {crashes: 0, seen: true, pending: false}}
 processes:
   description:
     - When the wait timed out, one line per process of O(unit) (its MainPID and descendants, from C(/proc); with
@@ -323,6 +401,8 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
 
+from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_phase as engine_phase
+from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import invocation_journal, unit_log
 from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_health import (
     HAS_REQUESTS,
     REQUESTS_IMPORT_ERROR,
@@ -355,6 +435,31 @@ def _result(outcome) -> dict:
     )
 
 
+def _read_phase(unit, run_command, journalctl):
+    """``_engine_phase.parse`` of the unit's current run's journal, or None without a unit state.
+
+    A unit that stopped may no longer name its last run (no ``InvocationID``): then its
+    journal's last lines, whatever run wrote them.
+    """
+    if unit is None:
+        return None
+    if unit.invocation_id:
+        return engine_phase.parse(invocation_journal(unit.invocation_id, run_command, journalctl=journalctl))
+    return engine_phase.parse(unit_log(unit.name, run_command, journalctl=journalctl))
+
+
+def _with_phase(message, parsed):
+    """The failure message with what vLLM logged last after its first line (before the journal tail)."""
+    if not parsed or not (parsed.get("phase") or parsed.get("cause")):
+        return message
+    words = "What vLLM logged last: %s%s" % (engine_phase.describe(parsed), " [%s]" % parsed["at"] if parsed.get("at") else "")
+    if parsed.get("cause"):
+        words += "; root cause: %s%s" % (
+            parsed["cause"], " (while %s)" % engine_phase.LABELS[parsed["failed_in"]] if parsed.get("failed_in") else "")
+    first, sep, rest = message.partition("\n")
+    return first + "\n" + words + (sep + rest if sep else "")
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -369,6 +474,8 @@ def main():
             container_name=dict(type="str", default=""),
             generate_timeout=dict(type="float", default=30),
             wait_for=dict(type="str", default="serving", choices=["serving", "dead"]),
+            progress_interval=dict(type="float", default=30),
+            resume=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -381,7 +488,11 @@ def main():
     except ValueError as exc:
         module.fail_json(msg=str(exc))
 
+    if params["progress_interval"] < 0:
+        module.fail_json(msg="progress_interval must be 0 (no progress lines) or more seconds, got %s" % params["progress_interval"])
+
     unit_state = unit_journal = unit_processes = None
+    journalctl = "journalctl"
     if params["unit"]:
         systemctl = module.get_bin_path("systemctl", required=True)
         journalctl = module.get_bin_path("journalctl") or "journalctl"
@@ -404,6 +515,8 @@ def main():
             unit_state=unit_state,
             unit_journal=unit_journal,
             unit_processes=unit_processes,
+            report_after=params["progress_interval"] or None,
+            resume=params["resume"],
         )
     except ValueError as exc:
         module.fail_json(msg=str(exc))
@@ -412,15 +525,30 @@ def main():
             params["unit"], url, exc))
 
     result = _result(outcome)
+    if outcome.reason == "waiting":
+        parsed = _read_phase(outcome.last_unit, module.run_command, journalctl) if params["unit"] else None
+        unit = outcome.last_unit.as_dict(("name", "active_state", "sub_state")) if outcome.last_unit is not None else None
+        line = engine_phase.progress_line(outcome.elapsed, params["timeout"], outcome.last.status, unit, parsed,
+                                          outcome.crashes, outcome.last.error)
+        if parsed is not None:
+            result["phase"] = parsed
+        result["progress"] = {"done": False, "lines": [line], "resume": outcome.resume}
+        module.exit_json(**result)
     if outcome.ok:
         module.exit_json(**result)
+    message = outcome.message
+    if params["unit"]:
+        parsed = _read_phase(outcome.unit or outcome.last_unit, module.run_command, journalctl)
+        if parsed is not None:
+            result["phase"] = parsed
+            message = _with_phase(message, parsed)
     if outcome.unit is not None:
         result["unit_state"] = outcome.unit.as_dict(WAIT_FIELDS)
         result["journal"] = outcome.journal
     if outcome.reason == "timeout":
         result["journal"] = outcome.journal
         result["processes"] = outcome.processes
-    module.fail_json(msg=outcome.message, **result)
+    module.fail_json(msg=message, **result)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -16,6 +17,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._load import (
     LoadError,
     Workload,
     calibrate,
+    level_line,
     make_session,
     percentile,
     run_closed_loop,
@@ -298,3 +300,44 @@ def test_sweep_refuses(fake_openai, kwargs, match):
 def test_sweep_unreachable_engine_says_where():
     with pytest.raises(LoadError, match="GET http://127.0.0.1:9/v1/models failed.*vllm_allowed_clients"):
         sweep("http://127.0.0.1:9", "lab-chat", count=1)
+
+
+def test_a_sweep_cut_into_calls_runs_every_level_once_and_calibrates_once(fake_openai):
+    fake_openai.between = 0.005
+    args = dict(base_url=fake_openai.base, model="lab-chat", concurrency=[1, 2], count=3, long_prompt_tokens=600,
+                long_max_tokens=8, short_max_tokens=8, report_after=1e-9)
+    calls, resume = [], None
+    while True:
+        result = sweep(resume=resume, **args)
+        calls.append(result)
+        if result["done"]:
+            break
+        resume = json.loads(json.dumps(result["resume"]))
+    assert [len(c["levels"]) for c in calls] == [1, 2, 3, 4]
+    assert [(r["profile"], r["concurrency"]) for r in calls[-1]["levels"]] == [
+        ("short", 1), ("short", 2), ("long", 1), ("long", 2)]
+    # one calibration (1-token requests) and one warm-up per profile, whichever call ran them
+    assert len([b for b in fake_openai.bodies if b["max_tokens"] == 1]) <= 3
+    warmups = [b for b in fake_openai.bodies if b["messages"][-1]["content"].startswith("(2000000)")]
+    assert len(warmups) == 1
+    assert calls[-1]["profiles"] == calls[0]["profiles"] and "resume" not in calls[-1]
+
+
+@pytest.mark.parametrize("resume", [
+    {"engine": {}, "profiles": {}, "levels": [{"profile": "long", "concurrency": 1}], "long_words": 10},
+    {"engine": {}, "profiles": {}, "levels": [], "long_words": "many"},
+    {"levels": []},
+])
+def test_a_sweep_refuses_a_resume_of_another_sweep(fake_openai, resume):
+    with pytest.raises(LoadError, match="resume is not what an earlier call of this sweep returned"):
+        sweep(fake_openai.base, "lab-chat", concurrency=[1, 2], count=1, resume=resume)
+    assert fake_openai.bodies == []
+
+
+def test_level_line():
+    level = {"profile": "short", "concurrency": 8, "tokens_per_s": 109.24, "requests_per_min": 26.08, "ttft_p95": 0.412,
+             "tpot_mean": 0.0312, "e2e_p95": 4.21, "requests_failed": 0}
+    assert level_line(2, 10, level) == ("level 3 of 10: short x 8: 109.2 tokens/s, 26.1 requests/min, TTFT p95 0.41 s, "
+                                        "TPOT 0.031 s, e2e p95 4.2 s, 0 failed")
+    assert level_line(0, 1, {"profile": "long", "concurrency": 1, "requests_failed": 3}) == (
+        "level 1 of 1: long x 1: - tokens/s, - requests/min, TTFT p95 - s, TPOT - s, e2e p95 - s, 3 failed")

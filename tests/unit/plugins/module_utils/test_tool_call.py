@@ -342,3 +342,64 @@ def test_anyof_ref_tool_scores_like_its_flattened_equivalent():
     assert scored["pydantic"][0] == scored["flat"][0] == valid
     assert scored["pydantic"][1] == scored["flat"][1]
     assert scored["flat"][1]["score"] == round(100.0 * sum(valid) / len(valid), 1)
+
+
+# --- a selection run in parts ----------------------------------------------------------------------
+
+
+def _fake_runner(calls):
+    def runner(url, batch, tools, model, concurrency=1, **request_args):
+        calls.append([case["id"] for case in batch])
+        return [{"id": case["id"], "category": "single", "passed": True, "reasons": [], "latency": 1.0} for case in batch]
+    return runner
+
+
+class Ticks:
+    """A clock that moves ``step`` seconds at every reading."""
+
+    def __init__(self, step):
+        self.now, self.step = 0.0, step
+
+    def __call__(self):
+        self.now += self.step
+        return self.now
+
+
+CASES5 = [{"id": "c%d" % n} for n in range(5)]
+
+
+@pytest.mark.parametrize("report_after, concurrency, repeat, parts", [
+    (None, 1, 1, [5]),        # all in one part
+    (0.5, 1, 1, [1, 1, 1, 1, 1]),  # a part per case
+    (0.5, 2, 1, [2, 2, 1]),   # a part per batch of concurrency
+    (2.5, 1, 1, [3, 2]),      # ends after the batch during which report_after passed
+    (0.5, 1, 3, [1, 1, 1, 1, 1]),  # each batch repeat times, then the part ends
+])
+def test_run_part(report_after, concurrency, repeat, parts):
+    calls, done, sizes = [], [[] for _ in range(repeat)], []
+    while len(done[0]) < len(CASES5):
+        before = len(done[0])
+        done = tc.run_part("http://x", CASES5, {}, "m", done, repeat=repeat, concurrency=concurrency,
+                           report_after=report_after, clock=Ticks(1.0), runner=_fake_runner(calls))
+        sizes.append(len(done[0]) - before)
+    assert sizes == parts
+    assert all([r["id"] for r in run] == ["c0", "c1", "c2", "c3", "c4"] for run in done)
+    assert len(calls) == repeat * len([None for _ in range(0, 5, concurrency)])
+
+
+@pytest.mark.parametrize("done, repeat, concurrency", [([[]], 2, 1), ([[], [{"id": "c0"}]], 2, 1), ([[]], 1, 0)])
+def test_run_part_refuses_what_no_run_left(done, repeat, concurrency):
+    with pytest.raises(ValueError):
+        tc.run_part("http://x", CASES5, {}, "m", done, repeat=repeat, concurrency=concurrency, runner=_fake_runner([]))
+
+
+@pytest.mark.parametrize("results, line", [
+    ([{"id": "w", "category": "single", "passed": True, "latency": 4.123}], "case 3 of 18: w (single) passed in 4.1 s"),
+    ([{"id": "w", "category": "single", "passed": True, "latency": None}], "case 3 of 18: w (single) passed"),
+    ([{"id": "w", "category": "single", "passed": False, "reasons": ["non-stream: finish_reason is stop"]}],
+     "case 3 of 18: w (single) failed: non-stream: finish_reason is stop"),
+    ([{"id": "w", "category": "single", "passed": True}, {"id": "w", "category": "single", "passed": False}],
+     "case 3 of 18: w (single) passed in 1 of 2 runs"),
+])
+def test_case_line(results, line):
+    assert tc.case_line(2, 18, results) == line

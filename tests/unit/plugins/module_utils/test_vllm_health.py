@@ -628,6 +628,72 @@ def test_one_crash_keeps_the_wait_going():
     assert outcome.reason == "timeout" and outcome.crashes == 1
 
 
+def _sliced(report_after, **kwargs):
+    """vh.wait cut into calls of ``report_after`` seconds, each resuming the last; returns the calls' outcomes."""
+    outcomes, resume = [], None
+    for _call in range(1000):
+        outcome = vh.wait(report_after=report_after, resume=resume, **kwargs)
+        outcomes.append(outcome)
+        if outcome.reason != "waiting":
+            return outcomes
+        assert outcome.ok and outcome.resume is not None
+        resume = outcome.resume
+    raise AssertionError("the wait never ended")
+
+
+@pytest.mark.parametrize("restart_sec, crash_after", [(5, 40), (25, 10), (5, 1)])
+def test_a_wait_cut_into_calls_still_catches_a_crash_loop_at_the_second_crash(restart_sec, crash_after):
+    clock, unit_state, crash_time = crash_loop_world(restart_sec, crash_after)
+    outcomes = _sliced(30, base_url="http://127.0.0.1:%d" % free_port(), timeout=1800, interval=2, unit_state=unit_state,
+                       unit_journal=lambda: ["x"], clock=clock.clock, sleep=clock.sleep)
+    last = outcomes[-1]
+    assert last.reason == "crash_loop" and last.crashes == 2
+    assert 0 <= clock.now - crash_time(1) <= 30
+    # a line at least every 30 s of the wait (plus one probe) until it ended
+    assert len(outcomes) >= (clock.now - crash_time(0) + crash_after) // 32
+    assert all(o.reason == "waiting" and o.last_unit is not None for o in outcomes[:-1])
+
+
+def test_a_wait_cut_into_calls_keeps_its_deadline_and_attempts():
+    clock = FakeTime()
+    outcomes = _sliced(30, base_url="http://127.0.0.1:%d" % free_port(), timeout=100, interval=2,
+                       clock=clock.clock, sleep=clock.sleep)
+    assert [o.reason for o in outcomes] == ["waiting"] * 3 + ["timeout"]
+    assert [round(o.elapsed) for o in outcomes] == [30, 60, 90, 100]
+    assert outcomes[-1].attempts == 51 and "was not serving after 100s (timeout 100s, 51 attempts" in outcomes[-1].message
+    assert outcomes[0].last_unit is None
+
+
+def test_a_wait_cut_into_calls_ends_as_soon_as_the_engine_serves(server):
+    outcome = vh.wait(server.url, report_after=30, resume={"started": time.monotonic() - 600, "attempts": 300,
+                                                           "crashes": {"crashes": 1, "seen": True}})
+    assert outcome.ok and outcome.reason == "reached" and outcome.attempts == 301 and outcome.crashes == 1
+    assert outcome.elapsed >= 600 and outcome.resume is None
+
+
+def test_a_resumed_wait_whose_start_lies_in_the_future_starts_afresh():
+    clock = FakeTime()
+    outcome = vh.wait("http://127.0.0.1:%d" % free_port(), timeout=10, interval=2, clock=clock.clock, sleep=clock.sleep,
+                      resume={"started": clock.now + 5000, "attempts": 7, "crashes": {"crashes": 1}})
+    assert outcome.reason == "timeout" and outcome.attempts == 6 and outcome.crashes == 0
+
+
+@pytest.mark.parametrize("resume", [{"attempts": 3}, {"started": "soon"}, {"started": None}])
+def test_a_resume_that_no_wait_returned_is_refused(resume):
+    with pytest.raises(ValueError, match="resume must be"):
+        vh.wait("http://127.0.0.1:%d" % free_port(), timeout=10, resume=resume, clock=FakeTime().clock)
+
+
+def test_crash_counter_state_round_trip():
+    counter = vh.CrashCounter()
+    for t, unit in enumerate([run_of(0, 100), run_of(0, 100, "auto-restart")]):
+        counter.update(unit, t)
+    again = vh.CrashCounter.from_state(json.loads(json.dumps(counter.state())))
+    # its restart is the same crash, not another; the next one is the second
+    assert again.update(run_of(1, 200), 3) == 1
+    assert again.update(run_of(2, 300), 4) == 2
+
+
 def test_default_budget_covers_a_20_minute_start_up():
     # GB10: up to 20 minutes from start to serving; the default leaves half as much again.
     assert inspect.signature(vh.wait).parameters["timeout"].default == 1800 >= 1.5 * 20 * 60
@@ -705,7 +771,7 @@ def test_systemd_unit_state_parses_systemctl_show():
 
     state = vh.systemd_unit_state("vllm.service", run_command, systemctl="/usr/bin/systemctl")
     assert calls == [["/usr/bin/systemctl", "show", "-p", "LoadState,ActiveState,SubState,Result,ExecMainStatus,"
-                      "NRestarts,ExecMainStartTimestampMonotonic", "--", "vllm.service"]]
+                      "NRestarts,ExecMainStartTimestampMonotonic,InvocationID", "--", "vllm.service"]]
     assert state == vh.UnitState("vllm.service", "loaded", "failed", "failed", "exit-code", 1)
     assert state.down
 

@@ -88,3 +88,22 @@ def test_failing_engine_is_reported_not_recommended(fake_openai, run_module):
     assert row["requests_ok"] == 0 and 3 <= row["requests_failed"] <= 4
     assert row["errors"][0].startswith("HTTP 503")
     assert result["recommendation"]["max_num_seqs"] is None
+
+
+def test_a_sweep_in_parts_prints_a_line_per_level_and_recommends_over_all(fake_openai, run_module):
+    fake_openai.between = 0.005
+    args = {"url": fake_openai.base, "model": "lab-chat", "concurrency": [1, 2], "requests": 3, "profiles": ["short"],
+            "short_max_tokens": 8, "progress_interval": 1e-9}
+    parts, resume = [], None
+    while True:
+        code, result = run_module(concurrency_sweep, dict(args, **({"resume": resume} if resume else {})))
+        assert code == 0, result
+        parts.append(result)
+        if result["progress"]["done"]:
+            break
+        resume = result["progress"]["resume"]
+    assert len(parts) == 2 and "recommendation" not in parts[0]
+    assert [line.split(":")[0] for part in parts for line in part["progress"]["lines"]] == ["level 1 of 2", "level 2 of 2"]
+    assert parts[1]["progress"]["lines"][0].startswith("level 2 of 2: short x 2: ")
+    assert len(parts[-1]["levels"]) == 2 and parts[-1]["recommendation"]["max_num_seqs"] in (1, 2)
+    assert len(parts[-1]["table"]) == 3

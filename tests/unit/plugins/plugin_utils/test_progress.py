@@ -1,0 +1,110 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""plugin_utils/_progress.py: a module run in runs that report, each run's lines printed, the last run's result returned."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+
+from ansible_collections.factory_floor.llm.plugins.plugin_utils import _progress
+from ansible_collections.factory_floor.llm.plugins.action.vllm_health import ActionModule
+
+
+def _action(args, no_log=False, async_val=0):
+    task = mock.MagicMock()
+    task.args = dict(args)
+    task.async_val = async_val
+    task.check_mode = False
+    task.no_log = no_log
+    task.action = "factory_floor.llm.vllm_health"
+    connection = mock.MagicMock()
+    connection.has_native_async = False
+    connection._shell.tmpdir = None
+    return ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock())
+
+
+@pytest.fixture
+def printed(monkeypatch):
+    lines = []
+    monkeypatch.setattr(_progress.display, "display", lambda msg, *a, **k: lines.append(msg))
+    return lines
+
+
+def _runs(action, results):
+    """Make the module's runs answer ``results`` in turn; return the arguments each run got."""
+    calls = []
+
+    def execute(module_args=None, task_vars=None, wrap_async=False, **kwargs):
+        calls.append(dict(module_args, _wrap_async=wrap_async))
+        return results.pop(0)
+
+    action._execute_module = execute
+    action._remove_tmp_path = lambda path: None
+    return calls
+
+
+def test_runs_until_the_module_is_done_printing_each_line(printed):
+    action = _action({"url": "http://127.0.0.1:8000", "unit": "vllm-replica.service"})
+    calls = _runs(action, [
+        {"reason": "waiting", "progress": {"done": False, "lines": ["30s of 30m: loading weights"], "resume": {"n": 1}}},
+        {"reason": "waiting", "progress": {"done": False, "lines": ["1m of 30m: compiling"], "resume": {"n": 2}}},
+        {"reason": "reached", "status": "serving", "changed": False},
+    ])
+    result = action.run(task_vars={"inventory_hostname": "spark-a"})
+    assert result == {"reason": "reached", "status": "serving", "changed": False}
+    assert printed == ["spark-a: 30s of 30m: loading weights", "spark-a: 1m of 30m: compiling"]
+    assert [call.get("resume") for call in calls] == [None, {"n": 1}, {"n": 2}]
+    assert all(call["url"] == "http://127.0.0.1:8000" for call in calls)
+
+
+def test_a_failed_run_ends_the_task_with_its_lines_printed(printed):
+    action = _action({"url": "x"})
+    _runs(action, [{"failed": True, "msg": "crash loop", "progress": {"done": False, "lines": ["last"], "resume": {}}}])
+    result = action.run(task_vars={"inventory_hostname": "spark-b"})
+    assert result["failed"] and result["msg"] == "crash loop"
+    assert printed == ["spark-b: last"]
+
+
+def test_the_last_runs_lines_are_printed_too(printed):
+    action = _action({"url": "x"})
+    _runs(action, [{"score": 71.4, "progress": {"done": True, "lines": ["case 7 of 7: passed"]}}])
+    assert action.run(task_vars={"inventory_hostname": "spark-a"})["score"] == 71.4
+    assert printed == ["spark-a: case 7 of 7: passed"]
+
+
+def test_no_log_prints_nothing(printed):
+    action = _action({"url": "x"}, no_log=True)
+    _runs(action, [{"progress": {"done": False, "lines": ["secret"], "resume": 1}}, {"ok": True}])
+    assert action.run(task_vars={"inventory_hostname": "h"}) == {"ok": True}
+    assert printed == []
+
+
+def test_async_runs_the_module_once_in_the_background_without_progress(printed):
+    action = _action({"url": "x"}, async_val=600)
+    calls = _runs(action, [{"ansible_job_id": "j1", "started": 1}])
+    assert action.run(task_vars={"inventory_hostname": "h"}) == {"ansible_job_id": "j1", "started": 1}
+    assert calls == [{"url": "x", "progress_interval": 0, "_wrap_async": True}]
+
+
+def test_a_module_that_never_finishes_is_stopped(printed, monkeypatch):
+    monkeypatch.setattr(_progress, "MAX_RUNS", 3)
+    action = _action({"url": "x"})
+    _runs(action, [{"progress": {"done": False, "lines": [], "resume": 1}}] * 3)
+    result = action.run(task_vars={})
+    assert result["failed"] and "3 times without finishing" in result["msg"]
+
+
+@pytest.mark.parametrize("result, expected", [
+    ({}, ([], None, False)),
+    ({"progress": {"done": False, "lines": ["a"], "resume": {"x": 1}}}, (["a"], {"x": 1}, True)),
+    ({"progress": {"done": False, "lines": ["a"]}}, (["a"], None, False)),
+    ({"progress": {"done": True, "lines": ["a"], "resume": 1}}, (["a"], 1, False)),
+    ({"failed": True, "progress": {"done": False, "lines": [], "resume": 1}}, ([], 1, False)),
+    ({"progress": "not a dict"}, ([], None, False)),
+])
+def test_progress_of(result, expected):
+    assert _progress.progress_of(result) == expected
