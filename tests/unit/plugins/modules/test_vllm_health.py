@@ -106,6 +106,8 @@ def test_unit_failed_fails_at_once_with_journal(run_module, systemd):
         ["/usr/bin/systemctl", "show", "-p", "LoadState,ActiveState,SubState,Result,ExecMainStatus,NRestarts,"
          "ExecMainStartTimestampMonotonic,InvocationID", "--", "vllm.service"],
         ["/usr/bin/journalctl", "-u", "vllm.service", "-n", "30", "--no-pager"],
+        # what vLLM was doing: a unit that names no run (no InvocationID) is read by its name
+        ["/usr/bin/journalctl", "-q", "-a", "-o", "cat", "-n", "300", "--no-pager", "-u", "vllm.service"],
     ]
 
 
@@ -144,10 +146,12 @@ def test_unit_running_is_watched_until_timeout(run_module, systemd):
     code, result = run_module(vllm_health, {"url": "http://127.0.0.1:%d" % free_port(), "unit": "vllm", "timeout": 0.3, "interval": 0.1})
     assert code == 1 and result["msg"].startswith("vLLM at ")
     assert "unit_state" not in result
-    # The state after every probe; on the timeout, once, the journal and the unit's processes.
-    assert len(systemd["calls"]) == result["attempts"] + 2
-    assert systemd["calls"][-2:] == [["/usr/bin/journalctl", "-u", "vllm", "-n", "30", "--no-pager"],
-                                     ["/usr/bin/systemctl", "show", "-p", "MainPID", "--value", "--", "vllm"]]
+    # The state after every probe; on the timeout, once, the journal, the unit's processes and
+    # what vLLM was doing (the unit names no run here: its journal by name).
+    assert len(systemd["calls"]) == result["attempts"] + 3
+    assert systemd["calls"][-3:] == [["/usr/bin/journalctl", "-u", "vllm", "-n", "30", "--no-pager"],
+                                     ["/usr/bin/systemctl", "show", "-p", "MainPID", "--value", "--", "vllm"],
+                                     ["/usr/bin/journalctl", "-q", "-a", "-o", "cat", "-n", "300", "--no-pager", "-u", "vllm"]]
     assert "journal" in result and "processes" in result
 
 
@@ -156,7 +160,7 @@ def test_container_processes_are_read_on_a_timeout(run_module, systemd):
                                             "container_engine": "/usr/bin/docker", "timeout": 0.3, "interval": 0.1})
     assert code == 1 and "processes" in result
     # After the unit's MainPID, the container's main process (docker runs it under containerd-shim).
-    assert systemd["calls"][-1] == ["/usr/bin/docker", "container", "inspect", "--format", "{{.State.Pid}}", "vllm-replica"]
+    assert systemd["calls"][-2] == ["/usr/bin/docker", "container", "inspect", "--format", "{{.State.Pid}}", "vllm-replica"]
 
 
 def test_unit_state_unreadable(run_module, monkeypatch, systemd):
