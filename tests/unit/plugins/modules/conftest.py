@@ -12,6 +12,7 @@ from typing import NamedTuple
 import pytest
 
 from ansible.module_utils import _internal
+from ansible.module_utils.common import warnings as ansible_warnings
 from ansible.module_utils.testing import patch_module_args
 
 
@@ -37,6 +38,9 @@ def run_module(capsys, monkeypatch):
     # plugin's test), ansible-core believes it is the controller and sends a module's
     # warnings to its display instead of the result: say it is not, for the run.
     monkeypatch.setattr(_internal, "is_controller", False)
+    # A module process starts with no warnings; in one test process they would pile up.
+    monkeypatch.setattr(ansible_warnings, "_global_warnings", {})
+    monkeypatch.setattr(ansible_warnings, "_global_deprecations", {})
 
     def run(module, args):
         with patch_module_args(args):
