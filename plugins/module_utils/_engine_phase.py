@@ -135,7 +135,7 @@ LINE_CHARS = 240
 
 def _text(line):
     """A journal line as vLLM meant it: the last tqdm update of a line, no trailing blanks."""
-    return str(line).split("\r")[-1].rstrip()
+    return str(line).rsplit("\r", maxsplit=1)[-1].rstrip()
 
 
 def message(line):

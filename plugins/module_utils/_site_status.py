@@ -424,7 +424,7 @@ def table(view, now):
              .strftime("%Y-%m-%d %H:%M:%S UTC")]
     last = t.get("last") or {}
     recorded = ("recorded %s: %s by %s, %s" % (last.get("topology"), last.get("playbook"), last.get("by"),
-                                                when(last.get("since"), now)) if last else "no topology record")
+                                               when(last.get("since"), now)) if last else "no topology record")
     lines.append("topology: the hosts run %s (%s); the inventory says %s%s" % (
         t["running"], recorded, t["inventory"], "" if t["agrees"] else " - DIFFERS"))
     if t.get("advice"):
@@ -443,12 +443,12 @@ def table(view, now):
             rows.append([row["host"], row["unit"], row["unit_state"], row["serving"],
                          ", ".join("%s: %s" % kv for kv in row["rotation"].items()) or "-",
                          "%s = %s" % (row["served_model"] or "?", row["model"]) if row["model"] else (row["served_model"] or "-"),
-                         "vLLM %s, %s" % (row["vllm_version"] or "?", ("image " + row["image_id"][7:19]) if row["image_id"]
-                                          else (row["runtime"] or "?")),
+                         "vLLM %s, %s" % (row["vllm_version"] or "?",
+                                          ("image " + row["image_id"][7:19]) if row["image_id"] else (row["runtime"] or "?")),
                          gate_words])
         rows.sort(key=lambda cells: cells[0])
-        lines.extend("  " + line for line in columns([["HOST", "UNIT", "STATE", "SERVING", "ROTATION", "MODEL", "BUILD",
-                                                         "LAST GATE"]] + rows))
+        header = ["HOST", "UNIT", "STATE", "SERVING", "ROTATION", "MODEL", "BUILD", "LAST GATE"]
+        lines.extend("  " + line for line in columns([header] + rows))
     if view["watchdogs"]:
         lines.append("watchdogs:")
         rows = [["HOST", "UNIT", "STATE", "LAST VERDICT", "RESTARTS LEFT"]]
@@ -484,8 +484,9 @@ def table(view, now):
         lines.append("direct clients of the API port (peers):")
         for p in view["peers"]:
             counts = ", ".join("%s %d" % kv for kv in sorted(p["counts"].items())) or "no connections"
-            lines.append("  %s: %s%s" % (p["host"], counts, ("; BYPASSING THE PROXY: " + ", ".join(p["bypassing"]))
-                                        if p["bypassing"] else (" (%s)" % p["error"] if p["error"] else "")))
+            note = ("; BYPASSING THE PROXY: " + ", ".join(p["bypassing"])) if p["bypassing"] else (
+                " (%s)" % p["error"] if p["error"] else "")
+            lines.append("  %s: %s%s" % (p["host"], counts, note))
     if view["proxies"]:
         lines.append("proxies:")
         for p in view["proxies"]:

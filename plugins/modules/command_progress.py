@@ -25,7 +25,7 @@ extends_documentation_fragment:
   - factory_floor.llm.attributes
 attributes:
   check_mode:
-    support: none
+    support: partial
     details: In check mode the command does not run; the module returns RV(ignore:skipped=true).
   diff_mode:
     support: none
@@ -56,7 +56,7 @@ options:
     default: 30
   resume:
     description:
-      - Internal, set by the action plugin - what the previous run returned in RV(progress.resume) (the private
+      - Internal, set by the action plugin - what the previous run returned in the C(resume) of RV(progress) (the private
         directory, the process group, what was printed).
     type: dict
 notes:

@@ -171,7 +171,7 @@ options:
     default: 30
   resume:
     description:
-      - Internal, set by the action plugin - what the previous part of the same sweep returned in RV(progress.resume)
+      - Internal, set by the action plugin - what the previous part of the same sweep returned in the C(resume) of RV(progress)
         (the levels so far, the engine, the long profile's calibrated size). The profiles and levels must be the same.
     type: dict
 notes:

@@ -176,7 +176,9 @@ holder:
       there is no lock.
   returned: with O(state=query)
   type: str
-  sample: "switch-model (run 20261129T110000Z-3f9a1c, by ops@controller), since 2026-11-29 11:00:00 UTC (10 min ago); expires 2026-11-29 15:00:00 UTC (in 3.8 h)"
+  sample: >-
+    switch-model (run 20261129T110000Z-3f9a1c, by ops@controller), since 2026-11-29 11:00:00 UTC (10 min ago);
+    expires 2026-11-29 15:00:00 UTC (in 3.8 h)
 lock:
   description: The lock file's fields after the task (as in RV(previous)), or null when there is none.
   returned: always

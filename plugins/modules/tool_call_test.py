@@ -193,7 +193,7 @@ options:
     default: 30
   resume:
     description:
-      - Internal, set by the action plugin - what the previous part of the same run returned in RV(progress.resume)
+      - Internal, set by the action plugin - what the previous part of the same run returned in the C(resume) of RV(progress)
         (the results so far). The selection must be the same.
     type: dict
   validate_only:
@@ -481,7 +481,7 @@ def _suites(value) -> list:
 
 
 def _resumed(resume, cases, repeat):
-    """``(started, model, runs)`` from an earlier part's RV(progress.resume), or None when it does not fit the selection."""
+    """``(started, model, runs)`` from an earlier part's the C(resume) of RV(progress), or None when it does not fit the selection."""
     try:
         started, model, runs = float(resume["started"]), str(resume["model"]), resume["runs"]
         ids = [case["id"] for case in cases]

@@ -147,7 +147,7 @@ options:
     default: 30
   resume:
     description:
-      - Internal, set by the action plugin - what the previous run of the same wait returned in RV(progress.resume).
+      - Internal, set by the action plugin - what the previous run of the same wait returned in the C(resume) of RV(progress).
         It holds readings of the host's monotonic clock, so only a run on the same host continues the wait.
     type: dict
   wait_for:

@@ -376,7 +376,7 @@ CASES5 = [{"id": "c%d" % n} for n in range(5)]
     (0.5, 1, 3, [1, 1, 1, 1, 1]),  # each batch repeat times, then the part ends
 ])
 def test_run_part(report_after, concurrency, repeat, parts):
-    calls, done, sizes = [], [[] for _ in range(repeat)], []
+    calls, done, sizes = [], [[] for _run in range(repeat)], []
     while len(done[0]) < len(CASES5):
         before = len(done[0])
         done = tc.run_part("http://x", CASES5, {}, "m", done, repeat=repeat, concurrency=concurrency,
@@ -384,7 +384,7 @@ def test_run_part(report_after, concurrency, repeat, parts):
         sizes.append(len(done[0]) - before)
     assert sizes == parts
     assert all([r["id"] for r in run] == ["c0", "c1", "c2", "c3", "c4"] for run in done)
-    assert len(calls) == repeat * len([None for _ in range(0, 5, concurrency)])
+    assert len(calls) == repeat * len(range(0, 5, concurrency))
 
 
 @pytest.mark.parametrize("done, repeat, concurrency", [([[]], 2, 1), ([[], [{"id": "c0"}]], 2, 1), ([[]], 1, 0)])
