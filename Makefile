@@ -120,9 +120,11 @@ MOLECULE_ALL := $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard extension
 MOLECULE_SCENARIOS ?= default metrics proxy replica
 MOLECULE_EXCLUDE = $(if $(filter all,$(MOLECULE_SCENARIOS)),,$(filter-out $(MOLECULE_SCENARIOS),$(MOLECULE_ALL)))
 # A run starts from new lab hosts: ones left running by an interrupted run (or another
-# checkout) may be mid-deploy, or trust another lab key, and molecule would reuse them.
+# checkout) may be mid-deploy, and molecule would reuse them. Its destroy also removes
+# the lab network, so that is made again after it.
 molecule: lab-image lab-network
 	molecule destroy -s default >/dev/null
+	bash lab/network.sh
 	molecule test --all $(foreach s,$(MOLECULE_EXCLUDE),--exclude $(s))
 
 test-quick: units lint sanity
