@@ -139,8 +139,11 @@ class CrashCounter:
     ``NRestarts`` did not go up (someone ran ``systemctl restart``, which also resets
     ``NRestarts``), or as soon as the unit waits to be restarted (SubState
     ``auto-restart``: the run has ended, systemd starts the next after ``RestartSec=``);
-    that run is not counted again when ``NRestarts`` then goes up. ``last_at`` is the
-    clock reading of the read that counted the last crash.
+    that run is not counted again when ``NRestarts`` then goes up. systemd counts a restart
+    before it starts the new main process (``ExecStartPre=`` runs in between: seconds for a
+    container unit), so a main process start seen after the ``NRestarts`` that announced it
+    is that restart's, not another run. ``last_at`` is the clock reading of the read that
+    counted the last crash.
     """
 
     def __init__(self):
@@ -151,11 +154,13 @@ class CrashCounter:
         self._main_started = None
         # A run that ended was counted while waiting for its restart.
         self._pending = False
+        # A restart was counted whose new main process had not started at that read.
+        self._start_owed = False
 
     def state(self) -> dict:
         """What the counter knows, as JSON-able data (:meth:`from_state` continues from it)."""
         return {"crashes": self.crashes, "last_at": self.last_at, "seen": self._seen, "n_restarts": self._n_restarts,
-                "main_started": self._main_started, "pending": self._pending}
+                "main_started": self._main_started, "pending": self._pending, "start_owed": self._start_owed}
 
     @classmethod
     def from_state(cls, state: dict) -> "CrashCounter":
@@ -167,6 +172,7 @@ class CrashCounter:
         counter._n_restarts = state.get("n_restarts")
         counter._main_started = state.get("main_started")
         counter._pending = bool(state.get("pending"))
+        counter._start_owed = bool(state.get("start_owed"))
         return counter
 
     def update(self, unit: "UnitState", now: float) -> int:
@@ -179,10 +185,15 @@ class CrashCounter:
             self._pending = waiting_restart
             return 0
         new = 0
+        main_started_again = bool(unit.main_started and self._main_started and unit.main_started != self._main_started)
         if unit.n_restarts is not None and self._n_restarts is not None and unit.n_restarts > self._n_restarts:
             new = unit.n_restarts - self._n_restarts
-        elif unit.main_started and self._main_started and unit.main_started != self._main_started:
-            new = 1
+            self._start_owed = not main_started_again
+        elif main_started_again:
+            if self._start_owed:
+                self._start_owed = False
+            else:
+                new = 1
         if new and self._pending:
             new -= 1
             self._pending = False

@@ -578,6 +578,12 @@ def run_of(n_restarts, started, sub_state="start", active_state="activating"):
     ([run_of(0, 100), run_of(2, 300)], [0, 2]),
     # Each crash seen while systemd waits RestartSec (auto-restart), then its restart: counted once.
     ([run_of(0, 100), run_of(0, 100, "auto-restart"), run_of(1, 200), run_of(1, 200, "auto-restart")], [0, 1, 1, 2]),
+    # systemd counts the restart before the new main process starts (ExecStartPre= runs between:
+    # seconds for a container unit); that start, seen at the next read, is the same restart.
+    ([run_of(0, 100, "running", "active"), run_of(1, 100), run_of(1, 200), run_of(1, 200, "running", "active")],
+     [0, 1, 1, 1]),
+    ([run_of(0, 100), run_of(0, 100, "auto-restart"), run_of(1, 100), run_of(1, 200), run_of(2, 200), run_of(2, 300)],
+     [0, 1, 1, 1, 2, 2]),
     # Started again by hand (systemctl restart resets NRestarts): the run ended all the same.
     ([run_of(3, 100), run_of(0, 200), run_of(0, 300)], [0, 1, 2]),
     # A run that ended before the wait began is not the wait's, nor its restart.
