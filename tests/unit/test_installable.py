@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The built collection installs, and every playbook runs from it by its collection name.
+
+``ansible-playbook factory_floor.llm.NAME`` finds ``playbooks/NAME.yml`` of the installed
+collection, and NAME must be an identifier (ansible-core's AnsibleCollectionRef: no hyphens),
+while the checkout's commands (README, Makefile, docs, the lab scenarios) name the hyphenated
+files. So each ``playbooks/a-b.yml`` has a twin ``playbooks/a_b.yml`` that imports it.
+
+The collection is built with ``ansible-galaxy collection build`` as ``make build`` does,
+installed into a temporary directory, and every playbook is checked by its collection name
+(``--syntax-check`` and ``--list-tasks``) with only that directory in
+ANSIBLE_COLLECTIONS_PATH and outside the checkout, so the checkout's own link
+(build/collections) cannot stand in for the installed copy.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+
+import pytest
+import yaml
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLAYBOOKS = sorted(os.path.basename(path)[:-len(".yml")] for path in glob.glob(os.path.join(ROOT, "playbooks", "*.yml")))
+# The collection name of each playbook file: the hyphenated ones are run by their twin's name.
+FQCNS = sorted({"factory_floor.llm." + name.replace("-", "_") for name in PLAYBOOKS})
+# Where the checkout's commands name playbook files.
+REFERENCES = ["README.md", "Makefile", "docs", "roles", "extensions", "benchmarks", "plugins"]
+# Lab and CI files the built collection must not carry.
+NOT_SHIPPED = re.compile(r"^(tests|extensions|lab|benchmarks|\.ci|build|inventory/lab[^/]*)(/|$)")
+
+
+def _tool(name):
+    """The Ansible command next to the Python running the tests (the virtualenv's), else the PATH's."""
+    path = os.path.join(os.path.dirname(sys.executable), name)
+    return path if os.access(path, os.X_OK) else shutil.which(name)
+
+
+def _run(argv, cwd, collections, timeout=120):
+    env = dict(os.environ)
+    # The checkout's ansible.cfg and collections must play no part.
+    env.pop("ANSIBLE_CONFIG", None)
+    env.update({
+        "ANSIBLE_COLLECTIONS_PATH": str(collections),
+        "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false",
+        "ANSIBLE_HOME": os.path.join(str(cwd), "ansible-home"),
+        "ANSIBLE_NOCOLOR": "1",
+    })
+    done = subprocess.run(argv, cwd=str(cwd), env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, "{0} failed ({1}):\n{2}\n{3}".format(" ".join(argv), done.returncode, done.stdout, done.stderr)
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(tarball, collections path, work directory): built and installed as a user would."""
+    work = tmp_path_factory.mktemp("installable")
+    _run([_tool("ansible-galaxy"), "collection", "build", "--output-path", str(work / "dist"), ROOT], work, work / "none")
+    tarballs = glob.glob(str(work / "dist" / "factory_floor-llm-*.tar.gz"))
+    assert len(tarballs) == 1, tarballs
+    collections = work / "collections"
+    _run([_tool("ansible-galaxy"), "collection", "install", "--offline", "--force", "-p", str(collections), tarballs[0]],
+         work, collections)
+    return tarballs[0], collections, work
+
+
+def test_each_hyphenated_playbook_has_an_importing_twin():
+    for name in PLAYBOOKS:
+        if "-" not in name:
+            continue
+        twin = name.replace("-", "_")
+        assert twin in PLAYBOOKS, "playbooks/{0}.yml has no playbooks/{1}.yml: factory_floor.llm.{1} cannot run it".format(name, twin)
+        with open(os.path.join(ROOT, "playbooks", twin + ".yml"), encoding="utf-8") as handle:
+            plays = yaml.safe_load(handle)
+        assert [play.get("ansible.builtin.import_playbook") for play in plays] == [name + ".yml"], twin
+
+
+def test_playbooks_the_checkout_names_exist():
+    named = set()
+    for top in REFERENCES:
+        path = os.path.join(ROOT, top)
+        files = [path] if os.path.isfile(path) else glob.glob(os.path.join(path, "**", "*"), recursive=True)
+        for file_name in files:
+            if os.path.isfile(file_name):
+                with open(file_name, encoding="utf-8", errors="replace") as handle:
+                    text = handle.read()
+                named.update(re.findall(r"playbooks/([A-Za-z0-9_-]+)\.ya?ml", text))
+                # extensions/molecule/single/vars/layouts.yml: "playbook: NAME.yml" under playbooks/.
+                named.update(re.findall(r"^\s*playbook:\s*([A-Za-z0-9_-]+)\.yml\s*$", text, re.MULTILINE))
+    assert {"deploy", "switch-to-replicas", "switch-to-split", "switch-model", "tune-concurrency"} <= named
+    assert named - set(PLAYBOOKS) == set()
+
+
+def test_the_artifact_ships_the_playbooks_and_not_the_lab(installed):
+    with tarfile.open(installed[0]) as tarball:
+        names = set(tarball.getnames())
+    assert {"playbooks/{0}.yml".format(name) for name in PLAYBOOKS} <= names
+    assert {"playbooks/templates/prometheus-vllm.yml.j2", "meta/runtime.yml", "inventory/example/hosts.yml"} <= names
+    assert sorted(name for name in names if NOT_SHIPPED.match(name)) == []
+
+
+@pytest.mark.parametrize("mode", ["--syntax-check", "--list-tasks"])
+def test_every_playbook_runs_by_its_collection_name(installed, mode):
+    collections, work = installed[1], installed[2]
+    out = _run([_tool("ansible-playbook"), "-i", os.path.join(ROOT, "inventory", "lab"), mode] + FQCNS, work, collections)
+    playbooks_dir = os.path.join(str(collections), "ansible_collections", "factory_floor", "llm", "playbooks")
+    found = re.findall(r"^playbook: (.+)$", out, re.MULTILINE)
+    assert found == [os.path.join(playbooks_dir, fqcn.rsplit(".", 1)[1] + ".yml") for fqcn in FQCNS]
+
+
+def test_every_playbook_file_runs_from_the_checkout(tmp_path):
+    # conftest.py links the checkout under build/collections, as `make collection` does.
+    paths = [os.path.join(ROOT, "playbooks", name + ".yml") for name in PLAYBOOKS]
+    out = _run([_tool("ansible-playbook"), "-i", os.path.join(ROOT, "inventory", "lab"), "--syntax-check"] + paths,
+               tmp_path, os.path.join(ROOT, "build", "collections"))
+    assert re.findall(r"^playbook: (.+)$", out, re.MULTILINE) == paths
+
+
+def test_requires_ansible_is_the_tested_ansible_core():
+    with open(os.path.join(ROOT, "meta", "runtime.yml"), encoding="utf-8") as handle:
+        requires = SpecifierSet(yaml.safe_load(handle)["requires_ansible"])
+    with open(os.path.join(ROOT, "requirements.txt"), encoding="utf-8") as handle:
+        pinned = re.search(r"^ansible-core==(\S+)$", handle.read(), re.MULTILINE).group(1)
+    assert Version(pinned) in requires
+    # Only the minor series the tests run: the next ansible-core is not claimed untested.
+    assert Version(pinned).release[:2] == Version(sorted(spec.version for spec in requires if spec.operator == ">=")[0]).release[:2]
+    assert Version("{0}.{1}.0".format(Version(pinned).major, Version(pinned).minor + 1)) not in requires
+
+
+def test_galaxy_links_are_real_or_absent():
+    with open(os.path.join(ROOT, "galaxy.yml"), encoding="utf-8") as handle:
+        galaxy = yaml.safe_load(handle)
+    for key in ("repository", "documentation", "homepage", "issues"):
+        assert not re.search(r"example\.(com|org|net|invalid)|localhost", galaxy.get(key) or ""), (key, galaxy[key])
+
+
+def test_the_readme_names_every_collection_playbook():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
+        readme = handle.read()
+    assert [fqcn for fqcn in FQCNS if "`{0}`".format(fqcn) not in readme] == []
