@@ -252,14 +252,7 @@ def journal(unit: str, run_command, lines: int = 30, journalctl: str = "journalc
 
     Never raises: when journalctl fails, the one line returned says why.
     """
-    argv = [journalctl, "-u", unit, "-n", str(lines), "--no-pager"]
-    try:
-        rc, out, err = run_command(argv)
-    except Exception as exc:  # pylint: disable=broad-except
-        return ["(%s could not run: %s)" % (" ".join(argv), exc)]
-    if rc != 0:
-        return ["(%s failed, rc %s: %s)" % (" ".join(argv), rc, (err or out or "").strip())]
-    return (out or "").rstrip("\n").splitlines()
+    return _cat_journal([journalctl, "-u", unit, "-n", str(lines), "--no-pager"], run_command)
 
 
 def invocation_journal(invocation_id: str, run_command, lines: int = 300, journalctl: str = "journalctl") -> list:
@@ -287,6 +280,7 @@ def unit_log(unit: str, run_command, lines: int = 300, journalctl: str = "journa
 
 
 def _cat_journal(argv, run_command) -> list:
+    """What ``argv`` (a journalctl command) printed, as lines; the one line returned says why it could not."""
     try:
         rc, out, err = run_command(argv)
     except Exception as exc:  # pylint: disable=broad-except
