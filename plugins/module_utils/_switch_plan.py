@@ -142,7 +142,8 @@ def conclude(plan, engines, head, failed=()):
     joined = plan["gated"] and not plan["heal"] and not failed and not plan["on_target"]
     serving = other(plan["topology"]) if rollback else plan["topology"]
     return {
-        "failed": failed,
+        # Not "failed": Ansible reads that key of a module's result as the task's failure.
+        "failed_hosts": failed,
         "rollback": rollback,
         "serving_topology": serving,
         "joined": joined,

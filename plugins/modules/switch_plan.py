@@ -214,13 +214,13 @@ gate_hosts:
   returned: with O(procedure=switch)
   type: list
   elements: str
-failed:
-  description: O(failed), in inventory order, engine hosts only.
+failed_hosts:
+  description: O(failed), in inventory order, engine hosts only (not named C(failed), which Ansible reads as the task failing).
   returned: with O(procedure=switch)
   type: list
   elements: str
 rollback:
-  description: A new engine failed (O(failed)) and the run is a switch, not the finishing of an interrupted one; the old topology is put back.
+  description: A new engine failed (RV(failed_hosts)) and the run is a switch, not the finishing of an interrupted one; the old topology is put back.
   returned: with O(procedure=switch)
   type: bool
 serving_topology:

@@ -116,7 +116,7 @@ def test_gate_and_conclude(row, plan, failed, gate_hosts, expected):
 
 
 def test_conclude_keeps_inventory_order_and_engines_only():
-    assert sp.conclude(SWITCH, ENGINES, HEAD, ["gateway", "spark-b", "spark-a"])["failed"] == ENGINES
+    assert sp.conclude(SWITCH, ENGINES, HEAD, ["gateway", "spark-b", "spark-a"])["failed_hosts"] == ENGINES
 
 
 GATE_STORED = {"build_id": "0123456789abcdef0123", "score": 75.0}

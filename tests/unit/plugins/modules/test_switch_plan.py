@@ -73,3 +73,13 @@ def test_a_switch_needs_its_topology_and_head(run_module):
 def test_bad_input_fails_naming_it(run_module, args, words):
     code, result = run_module(module, dict(ARGS, **args))
     assert code == 1 and words in result["msg"]
+
+
+def test_a_failed_host_does_not_fail_the_task(run_module):
+    # Ansible reads a result's "failed" key as the task's failure: the plan of a switch whose
+    # new engine failed (a rollback) must still come back as a plan.
+    code, result = run_module(module, dict(ARGS, drains=[], failed=["spark-b"],
+                                           units={"spark-a": ["inactive", "active"], "spark-b": ["inactive", "active"]}))
+    assert code == 0, result
+    assert "failed" not in result
+    assert (result["rollback"], result["failed_hosts"], result["serving_topology"]) == (True, ["spark-b"], "split")
