@@ -226,6 +226,17 @@ def _read_text(path):
         return None
 
 
+def nginx_workers(pid_file, proc="/proc"):
+    """The PIDs of the nginx master's children (its workers), or None when they cannot be read."""
+    text = _read_text(pid_file)
+    try:
+        master = int((text or "").strip())
+        with open("%s/%d/task/%d/children" % (proc, master, master), encoding="ascii") as handle:
+            return {int(pid) for pid in handle.read().split()}
+    except (OSError, ValueError):
+        return None
+
+
 def _log_stdout(message):
     """One line to stdout (the journal, under systemd), at priority info."""
     daemon.emit(daemon.journal_line(daemon.INFO, message))
@@ -233,8 +244,9 @@ def _log_stdout(message):
 
 # The configuration the nginx_proxy role writes (upstream.json.j2), key by key.
 # members_file: with conversation affinity, the member list nginx's Lua balancer reads.
-_STRINGS = ("model", "api_key", "servers_file", "state_file", "drain_dir", "members_file")
-_POSITIVE = ("interval", "probe_timeout")
+# pid_file: nginx's master, whose new workers show that a reload is live.
+_STRINGS = ("model", "api_key", "servers_file", "state_file", "drain_dir", "members_file", "pid_file")
+_POSITIVE = ("interval", "probe_timeout", "reload_timeout")
 _COUNTS = ("fails", "passes")
 _COMMANDS = ("test_command", "reload_command")
 
@@ -277,8 +289,13 @@ def load_config(raw):
 class Syncer:
     """One membership loop; every side effect goes through injectable callables."""
 
-    def __init__(self, config, probe=None, run=None, log=None, clock=time.time, resolve=resolve_address):
+    def __init__(self, config, probe=None, run=None, log=None, clock=time.time, resolve=resolve_address,
+                 workers=None, sleep=time.sleep):
         self.config = config
+        # nginx's workers, read around a reload (``systemctl reload nginx`` returns once the
+        # master got the signal, before it has started workers with the new upstream).
+        self.workers = workers or (lambda: nginx_workers(config.get("pid_file", "/run/nginx.pid")))
+        self.sleep = sleep
         self.candidates = config["candidates"]
         self.probe = probe or self._probe
         self.resolve = resolve
@@ -370,12 +387,32 @@ class Syncer:
                     write_atomic(path, old)
             self.log("nginx -t rejected the new upstream, kept the old one: %s" % output)
             return False
+        before = self.workers()
         rc, output = self._call(self.config.get("reload_command", ["systemctl", "reload", "nginx"]))
         self.reload_pending = rc != 0
         if rc != 0:
             self.log("nginx reload failed (rc=%s), retrying next pass: %s" % (rc, output))
             return False
+        self._wait_reloaded(before)
         return True
+
+    def _wait_reloaded(self, before):
+        """Wait until nginx runs a worker that was not there before the reload: from then on new
+        connections get the new upstream, and the state file may say so (a drain waits for it
+        before an engine stops). Bounded by ``reload_timeout`` (10 s); workers that cannot be
+        read (no pid file) are not waited for."""
+        if before is None:
+            return
+        deadline = self.clock() + float(self.config.get("reload_timeout", 10))
+        while True:
+            now = self.workers()
+            if now is None or now - before:
+                return
+            if self.clock() >= deadline:
+                self.log("nginx reloaded but no new worker within %ss: the state may run ahead of nginx"
+                         % self.config.get("reload_timeout", 10))
+                return
+            self.sleep(0.1)
 
     def _resolved(self, candidate):
         """``candidate`` with ``host``, the address its ``address`` resolves to (kept from an earlier

@@ -174,6 +174,8 @@ class World:
             "drain_dir": str(self.drain_dir),
             "test_command": TEST,
             "reload_command": RELOAD,
+            # no nginx here: its workers cannot be read, a reload is not waited for
+            "pid_file": str(tmp_path / "nginx.pid"),
         }
         self.config.update(extra)
         self.syncer = up.Syncer(self.config, probe=self.probe, run=self.run, log=self.logs.append, clock=self.clock)
@@ -975,3 +977,48 @@ def test_main_once_writes_the_member_list(tmp_path, engines, keep_sigterm):
     assert [(m["name"], m["port"], m["max_num_seqs"]) for m in members["members"]] == [
         ("spark-a", engines["serving"].port, 4)]
     assert members["members"][0]["host"] == "127.0.0.1"   # IPv4 first: localhost is also ::1
+
+
+def test_nginx_workers_are_the_masters_children(tmp_path):
+    (tmp_path / "nginx.pid").write_text("41\n")
+    children = tmp_path / "proc" / "41" / "task" / "41"
+    children.mkdir(parents=True)
+    (children / "children").write_text("42 43 ")
+    assert up.nginx_workers(str(tmp_path / "nginx.pid"), proc=str(tmp_path / "proc")) == {42, 43}
+    assert up.nginx_workers(str(tmp_path / "missing.pid"), proc=str(tmp_path / "proc")) is None
+    (tmp_path / "nginx.pid").write_text("not a pid")
+    assert up.nginx_workers(str(tmp_path / "nginx.pid"), proc=str(tmp_path / "proc")) is None
+
+
+@pytest.mark.parametrize("generations, waits, logged", [
+    # the old workers twice more, then a new one: the state is written once nginx runs it
+    ([{1, 2}, {1, 2}, {1, 2}, {1, 2, 3}], 2, False),
+    # no new worker within reload_timeout: said, and the pass goes on
+    ([{1, 2}] * 200, 100, True),
+    # workers unreadable after the reload (nginx restarting): not waited for
+    ([{1, 2}, None], 0, False),
+])
+def test_a_reload_is_waited_for_until_nginx_runs_a_new_worker(tmp_path, generations, waits, logged):
+    world = World(tmp_path)
+    seen, slept = list(generations), []
+
+    def workers():
+        return seen.pop(0) if len(seen) > 1 else seen[0]
+
+    def sleep(seconds):
+        slept.append(seconds)
+        world.now += seconds
+
+    world.syncer = up.Syncer(world.config, probe=world.probe, run=world.run, log=world.logs.append, clock=world.clock,
+                             workers=workers, sleep=sleep)
+    world.statuses["spark-a"] = vh.SERVING
+    world.statuses["spark-b"] = vh.SERVING
+    for _ in range(up.DEFAULT_PASSES + 1):
+        slept.clear()
+        world.once()
+        if "nginx-reload" in world.ran():
+            break
+    assert "nginx-reload" in world.ran()
+    assert len(slept) in (waits, waits + 1)  # 0.1 s steps add up to a little under 10 s
+    assert any("no new worker within 10s" in line for line in world.logs) is logged
+    assert world.state()["members"] == ["spark-a", "spark-b"]
