@@ -67,7 +67,12 @@ lab-image: lab-doctor deps
 lab-network: lab-doctor
 	bash lab/network.sh
 
+# molecule remembers it created the lab hosts even when they are gone (removed by another
+# checkout's run, or by hand): then it is told to forget them first.
+LAB_HOSTS := spark-a spark-b gateway
 lab-up: lab-image lab-network
+	@if [ "$$(podman ps --format '{{.Names}}' | grep -cxE '$(subst $(eval) ,|,$(LAB_HOSTS))')" != 3 ]; then \
+	  molecule destroy -s default >/dev/null && bash lab/network.sh; fi
 	molecule create -s default
 
 lab-down: deps
