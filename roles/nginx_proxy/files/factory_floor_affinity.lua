@@ -31,6 +31,11 @@ local _M = { _VERSION = "1" }
 local INFLIGHT = "inflight:"
 -- Shared counter that rotates ties among equally loaded members.
 local ROTATE = "rotate"
+-- The member list of the last (re)load and its generation, in the shared dict: workers
+-- of the configuration before a reload still answer requests on their kept-alive client
+-- connections, and must not send them to an engine the reload drained.
+local MEMBERS = "members"
+local GENERATION = "generation"
 
 local settings = {
     header = "X-Session-Id",
@@ -44,6 +49,7 @@ local header_var = "http_x_session_id"
 -- {name=, host=, port=, max_num_seqs=}, sorted by name. Empty: nginx's own choice.
 local members = {}
 local mode = "none"
+local generation = nil
 
 local function fail(message)
     error("factory_floor_affinity: " .. message, 0)
@@ -99,6 +105,25 @@ function _M.init(settings_json)
     end
     header_var = "http_" .. settings.header:lower():gsub("-", "_")
     members, mode = read_members(settings.members_file)
+    local dict = ngx.shared[settings.dict]
+    if dict then
+        dict:set(MEMBERS, cjson.encode({ mode = mode, members = members }))
+        generation = dict:incr(GENERATION, 1, 0)
+    end
+end
+
+-- The members of the newest (re)load, which may be newer than this worker's configuration.
+local function refresh(dict)
+    local current = dict:get(GENERATION)
+    if current == nil or current == generation then
+        return
+    end
+    local doc = cjson.decode(dict:get(MEMBERS) or "")
+    if type(doc) == "table" and type(doc.members) == "table" then
+        members = doc.members
+        mode = type(doc.mode) == "string" and doc.mode or "unknown"
+    end
+    generation = current
 end
 
 -- ---------------------------------------------------------------- the key
@@ -235,12 +260,13 @@ local function within_bound(i, loads, total)
 end
 
 function _M.balance()
+    local dict = ngx.shared[settings.dict]
+    refresh(dict)
     local n = #members
     if n == 0 then
         return   -- nothing exported: nginx's own round robin over its server lines
     end
     local ctx = ngx.ctx
-    local dict = ngx.shared[settings.dict]
     local loads, total = {}, 0
     for i, m in ipairs(members) do
         local load = dict:get(INFLIGHT .. m.name) or 0
@@ -298,6 +324,7 @@ end
 
 function _M.status()
     local dict = ngx.shared[settings.dict]
+    refresh(dict)
     local out = { mode = mode, members = {}, inflight = {} }
     for _, m in ipairs(members) do
         out.members[#out.members + 1] = { name = m.name, address = m.host .. ":" .. m.port,
