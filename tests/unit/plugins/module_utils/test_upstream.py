@@ -1013,7 +1013,7 @@ def test_a_reload_is_waited_for_until_nginx_runs_a_new_worker(tmp_path, generati
                              workers=workers, sleep=sleep)
     world.statuses["spark-a"] = vh.SERVING
     world.statuses["spark-b"] = vh.SERVING
-    for _ in range(up.DEFAULT_PASSES + 1):
+    for _pass in range(up.DEFAULT_PASSES + 1):
         slept.clear()
         world.once()
         if "nginx-reload" in world.ran():
