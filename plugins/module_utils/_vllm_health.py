@@ -156,11 +156,14 @@ class CrashCounter:
         self._pending = False
         # A restart was counted whose new main process had not started at that read.
         self._start_owed = False
+        # The unit waits to be restarted (auto-restart) and that ended run is counted already:
+        # systemd raises NRestarts while the unit still waits, when it queues the restart.
+        self._episode = False
 
     def state(self) -> dict:
         """What the counter knows, as JSON-able data (:meth:`from_state` continues from it)."""
         return {"crashes": self.crashes, "last_at": self.last_at, "seen": self._seen, "n_restarts": self._n_restarts,
-                "main_started": self._main_started, "pending": self._pending, "start_owed": self._start_owed}
+                "main_started": self._main_started, "pending": self._pending, "start_owed": self._start_owed, "episode": self._episode}
 
     @classmethod
     def from_state(cls, state: dict) -> "CrashCounter":
@@ -173,6 +176,7 @@ class CrashCounter:
         counter._main_started = state.get("main_started")
         counter._pending = bool(state.get("pending"))
         counter._start_owed = bool(state.get("start_owed"))
+        counter._episode = bool(state.get("episode"))
         return counter
 
     def update(self, unit: "UnitState", now: float) -> int:
@@ -182,24 +186,28 @@ class CrashCounter:
             self._seen = True
             self._n_restarts, self._main_started = unit.n_restarts, unit.main_started
             # A run that ended before the wait began is not the wait's: nor is its restart.
-            self._pending = waiting_restart
+            self._pending = self._episode = waiting_restart
             return 0
         new = 0
         main_started_again = bool(unit.main_started and self._main_started and unit.main_started != self._main_started)
         if unit.n_restarts is not None and self._n_restarts is not None and unit.n_restarts > self._n_restarts:
             new = unit.n_restarts - self._n_restarts
             self._start_owed = not main_started_again
+            if self._pending:
+                new -= 1
+                self._pending = False
+            if waiting_restart:
+                self._episode = True
         elif main_started_again:
             if self._start_owed:
                 self._start_owed = False
             else:
                 new = 1
-        if new and self._pending:
-            new -= 1
-            self._pending = False
-        if waiting_restart and not self._pending:
+        if not waiting_restart:
+            self._episode = False
+        elif not self._episode:
             new += 1
-            self._pending = True
+            self._pending = self._episode = True
         if unit.n_restarts is not None:
             self._n_restarts = unit.n_restarts
         if unit.main_started:

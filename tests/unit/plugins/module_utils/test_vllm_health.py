@@ -584,6 +584,13 @@ def run_of(n_restarts, started, sub_state="start", active_state="activating"):
      [0, 1, 1, 1]),
     ([run_of(0, 100), run_of(0, 100, "auto-restart"), run_of(1, 100), run_of(1, 200), run_of(2, 200), run_of(2, 300)],
      [0, 1, 1, 1, 2, 2]),
+    # systemd raises NRestarts when it queues the restart, while the unit still waits (auto-restart):
+    # seen waiting, then with the raised count, then started: one crash (the watchdog scenario's SIGKILL).
+    ([run_of(0, 100, "running", "active"), run_of(0, 100, "auto-restart"), run_of(1, 100, "auto-restart"),
+      run_of(1, 100), run_of(1, 200, "running", "active")], [0, 1, 1, 1, 1]),
+    # The raised count seen first, the unit still waiting at the next read: one crash.
+    ([run_of(0, 100, "running", "active"), run_of(1, 100, "auto-restart"), run_of(1, 100, "auto-restart"),
+      run_of(1, 200)], [0, 1, 1, 1]),
     # Started again by hand (systemctl restart resets NRestarts): the run ended all the same.
     ([run_of(3, 100), run_of(0, 200), run_of(0, 300)], [0, 1, 2]),
     # A run that ended before the wait began is not the wait's, nor its restart.
