@@ -6,37 +6,8 @@
 
 Private to the collection; used by ``factory_floor.llm.tool_call_test``. This is the
 HTTP layer (needs ``requests``) and the score; ``_tool_suite`` reads the suites and
-builds the requests, ``_tool_check`` holds the rules a reply must pass:
-
-The rules a case must pass (the gate's contract, MISSION.md / issue 9):
-
-* HTTP 200 with one choice;
-* a case that expects calls: ``finish_reason`` is ``tool_calls``; the calls are in
-  ``message.tool_calls`` (a call written as text in ``content`` fails, and so does
-  tool-call markup left in ``content`` beside them); each call names a tool the
-  request offered; its ``arguments`` is a JSON object that matches the tool's
-  ``parameters`` JSON Schema (checked with the ``jsonschema`` library) and the
-  case's expected values; the calls match the expected ones one to one, in any
-  order;
-* a case that expects text: no tool call, ``finish_reason`` ``stop`` (or
-  ``length``), non-empty ``content`` that contains what the case asks for;
-* streamed (``stream: true``): the same rules on the reply reassembled from the
-  server-sent events (content and argument fragments concatenated per tool-call
-  ``index``), and the streamed calls must equal the non-streamed ones.
-
-Expected values (``expect.calls[].arguments``) are plain values, compared
-recursively: objects key by key (a key the model sent that the case does not
-list fails), arrays element by element, numbers by value (5 == 5.0, but
-booleans are never numbers), strings after BFCL's normalisation (lower case,
-without spaces and the characters ``,./-_*^``). Matchers are single-key
-mappings whose key starts with ``$``:
-
-``{$any: true}``        present, any value
-``{$absent: true}``     must not be sent
-``{$one_of: [a, b]}``   any of the alternatives (which may be matchers)
-``{$optional: a}``      a, or not sent
-``{$contains: text}``   a string that contains text (normalised)
-``{$unordered: [a, b]}``  an array with these elements in any order
+builds the requests, ``_tool_check`` holds the rules a reply must pass (its docstring
+states them: the gate's contract).
 """
 
 from __future__ import annotations
