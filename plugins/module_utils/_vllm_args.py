@@ -27,6 +27,7 @@ VALUE_FLAGS = (
     "node_rank",
     "master_addr",
     "master_port",
+    "dtype",
     "max_model_len",
     "max_num_seqs",
     "kv_cache_dtype",

@@ -52,6 +52,13 @@ def test_split_head_and_worker():
     assert worker[worker.index("--node-rank") + 1] == "1"
 
 
+def test_split_dtype_only_when_set():
+    # vllm_split_dtype: null leaves vLLM's auto (no flag); a dtype is passed as --dtype.
+    assert build_args({"model": "m", "dtype": None}) == ["m"]
+    assert build_args({"model": "m", "tensor_parallel_size": 2, "dtype": "float32"}) == [
+        "m", "--tensor-parallel-size", "2", "--dtype", "float32"]
+
+
 def test_api_key_never_on_the_command_line():
     args = build_args({"model": "m", "api_key": "s3cret"})
     assert "s3cret" not in " ".join(args)
