@@ -122,7 +122,7 @@ sanity: venv $(SANITY_VENV)/.done
 # every other scenario directory is excluded. `make molecule MOLECULE_SCENARIOS=all`
 # runs them all.
 MOLECULE_ALL := $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard extensions/molecule/*/molecule.yml))))
-MOLECULE_SCENARIOS ?= default metrics proxy replica
+MOLECULE_SCENARIOS ?= default metrics proxy replica switch
 MOLECULE_EXCLUDE = $(if $(filter all,$(MOLECULE_SCENARIOS)),,$(filter-out $(MOLECULE_SCENARIOS),$(MOLECULE_ALL)))
 # A run starts from new lab hosts: ones left running by an interrupted run (or another
 # checkout) may be mid-deploy, and molecule would reuse them. Its destroy also removes
