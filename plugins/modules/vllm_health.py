@@ -98,7 +98,8 @@ options:
       - After each probe that did not see V(serving), the module reads
         C(systemctl show -p LoadState,ActiveState,SubState,Result,ExecMainStatus,NRestarts,ExecMainStartTimestampMonotonic,InvocationID
         UNIT). If the unit is C(failed), C(inactive), C(active) with SubState C(exited), or does not exist, the module fails
-        at once with that state and the unit's last 30 journal lines (C(journalctl -u UNIT -n 30 --no-pager)),
+        at once with that state and the unit's last 30 journal lines (C(journalctl -u UNIT --no-pager), without the report of
+        leaked objects an exiting vLLM prints),
         RV(reason) V(unit_down). C(activating) (including SubState C(auto-restart)) and C(deactivating) keep the wait going.
       - "Crash loop: the first read is the baseline; after it, each run of the unit that ended counts as a crash - systemd's
         C(NRestarts) going up (C(Restart=) started it again), the main process started again
@@ -323,7 +324,8 @@ unit_state:
     main_started: 1284077332
 journal:
   description:
-    - The unit's last 30 journal lines (C(journalctl -u UNIT -n 30 --no-pager)), when the module failed because O(unit)
+    - The unit's last 30 journal lines (C(journalctl -u UNIT --no-pager), without nanobind's report of the objects an
+      exiting vLLM leaked, which can fill hundreds of lines after the error), when the module failed because O(unit)
       stopped, crash-looped or the wait timed out. Also at the end of C(msg).
   returned: on failure, when O(unit) is set and it stopped, crashed twice or the wait timed out
   type: list

@@ -811,9 +811,27 @@ def test_systemd_journal():
         return 0, "line one\nline two\n", ""
 
     assert vh.systemd_journal("vllm.service", run_command) == ["line one", "line two"]
-    assert calls == [["journalctl", "-u", "vllm.service", "-n", "30", "--no-pager"]]
+    assert calls == [["journalctl", "-u", "vllm.service", "-n", "600", "--no-pager"]]
     assert vh.systemd_journal("vllm.service", lambda argv: (1, "", "No journal files were found.")) == [
-        "(journalctl -u vllm.service -n 30 --no-pager failed, rc 1: No journal files were found.)"]
+        "(journalctl -u vllm.service -n 600 --no-pager failed, rc 1: No journal files were found.)"]
+
+
+def test_systemd_journal_leaves_out_the_exit_leak_report():
+    """The lab's split that died at its first request (2026-12-02): the journal's last 30 lines were all
+    nanobind's report of what Triton's bindings leaked at exit, not the worker that died."""
+    prefix = "Dec 02 03:41:49 spark-a docker[1068]: "
+    cause = [prefix + "(EngineCore pid=23) ERROR 12-02 03:41:17 [multiproc_executor.py:315] Worker proc VllmWorker-0 "
+             "died unexpectedly (exit code: None), shutting down executor.",
+             prefix + "RuntimeError: Worker failed with error 'Illegal instruction'"]
+    noise = [prefix + "nanobind: leaked 64 types!", prefix + " - leaked type \"triton._C.libtriton.ir.block\"",
+             prefix + " - leaked instance 0x7f6d75d20848 of type \"triton._C.libtriton.ir.attribute\"",
+             prefix + "nanobind: leaked 514 functions!", prefix + " - leaked function \"create_xor\"",
+             prefix + " - ... skipped remainder"] * 20
+    stopped = ["Dec 02 03:41:50 spark-a systemd[1]: vllm-split.service: Deactivated successfully."]
+    lines = vh.systemd_journal("vllm-split.service", lambda argv: (0, "\n".join(cause + noise + stopped) + "\n", ""))
+    assert lines == cause + stopped
+    many = ["%s line %d" % (prefix, n) for n in range(100)]
+    assert vh.systemd_journal("vllm.service", lambda argv: (0, "\n".join(many + noise), "")) == many[-30:]
 
 
 def test_importable_as_plain_module_without_ansible():

@@ -105,7 +105,7 @@ def test_unit_failed_fails_at_once_with_journal(run_module, systemd):
     assert systemd["calls"] == [
         ["/usr/bin/systemctl", "show", "-p", "LoadState,ActiveState,SubState,Result,ExecMainStatus,NRestarts,"
          "ExecMainStartTimestampMonotonic,InvocationID", "--", "vllm.service"],
-        ["/usr/bin/journalctl", "-u", "vllm.service", "-n", "30", "--no-pager"],
+        ["/usr/bin/journalctl", "-u", "vllm.service", "-n", "600", "--no-pager"],
         # what vLLM was doing: a unit that names no run (no InvocationID) is read by its name
         ["/usr/bin/journalctl", "-q", "-a", "-o", "cat", "-n", "300", "--no-pager", "-u", "vllm.service"],
     ]
@@ -149,7 +149,7 @@ def test_unit_running_is_watched_until_timeout(run_module, systemd):
     # The state after every probe; on the timeout, once, the journal, the unit's processes and
     # what vLLM was doing (the unit names no run here: its journal by name).
     assert len(systemd["calls"]) == result["attempts"] + 3
-    assert systemd["calls"][-3:] == [["/usr/bin/journalctl", "-u", "vllm", "-n", "30", "--no-pager"],
+    assert systemd["calls"][-3:] == [["/usr/bin/journalctl", "-u", "vllm", "-n", "600", "--no-pager"],
                                      ["/usr/bin/systemctl", "show", "-p", "MainPID", "--value", "--", "vllm"],
                                      ["/usr/bin/journalctl", "-q", "-a", "-o", "cat", "-n", "300", "--no-pager", "-u", "vllm"]]
     assert "journal" in result and "processes" in result
