@@ -283,7 +283,9 @@ def _watchdog(host, e, now):
         rows.append({"host": host, "unit": unit, "unit_state": unit_words(state),
                      "verdict": (status or {}).get("verdict"), "reason": (status or {}).get("reason"),
                      "updated": (status or {}).get("updated"),
-                     "stale": bool(status) and status.get("updated") is not None
+                     # Only a running watchdog writes verdicts: the other topology's, stopped
+                     # after a switch, keeps its last one.
+                     "stale": _up(state) and bool(status) and status.get("updated") is not None
                      and now - float(status["updated"]) > STALE_VERDICT,
                      "restarts_left": left, "max_restarts": budget.get("max_restarts"),
                      "restart_window": budget.get("restart_window"),

@@ -202,6 +202,18 @@ def test_a_watchdog_status_that_stopped_moving_is_stale():
     assert any("has not written its verdict since" in item for item in result["attention"])
 
 
+def test_the_other_topologys_stopped_watchdog_is_not_stale():
+    # After a switch to replicas the split's watchdog is disabled and stopped; its last verdict stays old.
+    switched = {"units": show(("vllm-replica-watchdog.service", "active", "running"),
+                              ("vllm-split-watchdog.service", "inactive", "dead")),
+                "status": {"vllm-replica-watchdog.service": watchdog_status(),
+                           "vllm-split-watchdog.service": watchdog_status(updated=NOW - 900)}}
+    result = view(engines={"spark-a": engine("spark-a", watchdog=switched), "spark-b": engine("spark-b")})
+    assert [wd["stale"] for wd in result["watchdogs"]
+            if (wd["host"], wd["unit"]) == ("spark-a", "vllm-split-watchdog.service")] == [False]
+    assert not any("has not written its verdict since" in item for item in result["attention"])
+
+
 def test_memory_from_the_guards_watch_and_below_the_floor():
     memory = {"enabled": True, "unit": show(("factory-floor-memory-guard.service", "active", "running")),
               "watch": json.dumps({"mem_available_gib": 1.5, "floor_gib": 2.0, "below_floor": True,
