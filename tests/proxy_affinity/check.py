@@ -326,6 +326,27 @@ def bound_spills():
             "order": ["%s%s" % (e, " (spill)" if r.endswith("+spill") else "") for e, r in order]}
 
 
+def first_turn_by_load():
+    """A prefix-keyed request with no history goes home only when home is among the least
+    loaded; a later turn of the same conversation stays home within the 1.5 x mean bound."""
+    key = MARK + "-first"
+    home = keyed("prefix", key)["engine"]
+    other = [n for n in PORTS if n != home][0]
+    busy = [None]
+    thread = threading.Thread(target=lambda: busy.__setitem__(0, keyed("prefix", key, 1, True, max_tokens=200)))
+    thread.start()
+    time.sleep(0.4)
+    first, later = keyed("prefix", key), keyed("prefix", key, 2)
+    thread.join()
+    check(busy[0]["status"] == 200 and busy[0]["engine"] == home, "the busy turn: %s", busy[0])
+    check(busy[0]["last"] and busy[0]["last"] > 0.8, "the busy turn ended too soon to overlap: %s", busy[0])
+    check((first["engine"], first["route"]) == (other, "prefix+spill"),
+          "a first turn with its engine busy: %s %s", first["engine"], first["route"])
+    check((later["engine"], later["route"]) == (home, "prefix"),
+          "a later turn with its engine busy: %s %s", later["engine"], later["route"])
+    return {"home": home, "first_turn": [first["engine"], first["route"]], "later_turn": [later["engine"], later["route"]]}
+
+
 def moves(records, since, until=None):
     """Of the requests started in [since, until): key -> engines."""
     out = {}
@@ -484,7 +505,8 @@ def affinity():
     check([(m["name"], m["host"], m["port"], m.get("max_num_seqs")) for m in members["members"]]
           == [("up-a", "127.0.0.1", 18001, CAP), ("up-b", "127.0.0.1", 18002, CAP)], "member list: %s", members)
     RESULTS["members"] = members
-    for step in (keys_stick, streams_unbuffered, keyless_balance, bound_spills, drain_moves_only_its_keys,
+    for step in (keys_stick, streams_unbuffered, keyless_balance, bound_spills, first_turn_by_load,
+                 drain_moves_only_its_keys,
                  gone_retries_elsewhere, counts_survive_reload, large_bodies, none_serving_is_503, only_v1,
                  settled_counts, key_never_logged):
         RESULTS[step.__name__] = step()

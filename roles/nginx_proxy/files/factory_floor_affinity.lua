@@ -147,13 +147,14 @@ end
 -- The conversation's leading messages: every message up to and including the first
 -- user message (system or developer prompt, first question), role and text only.
 -- Later turns append to the history, so every turn of one conversation gives the
--- same text. nil when there is no user message.
+-- same text. nil when there is no user message. Second value: true when nothing
+-- follows that first user message (a first turn, or a one-off request).
 local function conversation_prefix(messages)
     if type(messages) ~= "table" then
         return nil
     end
     local out = {}
-    for _, m in ipairs(messages) do
+    for i, m in ipairs(messages) do
         if type(m) ~= "table" then
             return nil
         end
@@ -163,7 +164,7 @@ local function conversation_prefix(messages)
         out[#out + 1] = text_of(m.content)
         out[#out + 1] = "\0"
         if role == "user" then
-            return concat(out)
+            return concat(out), messages[i + 1] == nil
         end
     end
     return nil
@@ -197,9 +198,11 @@ function _M.access()
                     end
                 end
                 if not key and settings.prefix then
-                    key = conversation_prefix(doc.messages)
+                    local first
+                    key, first = conversation_prefix(doc.messages)
                     if key then
                         route = "prefix"
+                        ngx.ctx.ff_first = first
                     end
                 end
             end
@@ -287,7 +290,18 @@ function _M.balance()
     else
         if ctx.ff_key then
             chosen = rendezvous(ctx.ff_key)
-            if not within_bound(chosen, loads, total) then
+            -- A request with no history yet has nothing cached anywhere: it goes to its
+            -- key's engine only when that engine is among the least loaded, so one-off
+            -- requests balance as least_conn does and a conversation still usually
+            -- starts where its next turns will go.
+            local bound_ok
+            if ctx.ff_first then
+                local least = least_loaded(loads, nil, dict)
+                bound_ok = loads[chosen] <= loads[least]
+            else
+                bound_ok = within_bound(chosen, loads, total)
+            end
+            if not bound_ok then
                 local other = least_loaded(loads, nil, dict)
                 if loads[other] < loads[chosen] then
                     chosen = other
