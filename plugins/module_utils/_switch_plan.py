@@ -207,13 +207,51 @@ def announcement(plan, startup=None, incumbent_score=None):
     return text + ". If it fails, the %s is started again." % (incumbent["topology"] or "old topology")
 
 
-def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=None, incumbent_score=None, failed=None):
-    """Everything the switch asks, from what it has seen so far (``failed`` None: nothing started yet)."""
+def noted_failed(engines, notes=None):
+    """The engine hosts whose notes (the maintenance window's, per host) say ``failed``."""
+    notes = notes or {}
+    return [host for host in engines if (notes.get(host) or {}).get("failed")]
+
+
+def startup_records(plan, engines, notes=None):
+    """After the gate: per engine host, the start-up this switch measured, for the next announcement.
+
+    Seconds by name, from the host's own notes: ``<topology>`` from its old engine's stop
+    (``old_stopped``) to its new one serving (``serving``), and ``<topology>_gate`` from
+    serving to the gate's verdict (``gate_done``) when the gate ran. Only after a switch
+    that went through (not on the target, no rollback) and for a host whose engine
+    served (the split's rank 1 serves no API: it records nothing).
+    """
+    if plan["on_target"] or plan["rollback"]:
+        return {}
+    topology, records = plan["topology"], {}
+    for host in engines:
+        events = (((notes or {}).get(host) or {}).get("events")) or {}
+        if events.get("serving") is None or events.get("old_stopped") is None:
+            continue
+        serving = float(events["serving"])
+        record = {topology: round(serving - float(events["old_stopped"]), 1)}
+        if "gate_done" in events:
+            record[topology + "_gate"] = round(float(events["gate_done"]) - serving, 1)
+        records[host] = record
+    return records
+
+
+def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=None, incumbent_score=None, failed=None,
+                notes=None):
+    """Everything the switch asks, from what it has seen so far (``failed`` None: nothing started yet).
+
+    ``notes``: what each engine host noted so far (the maintenance window's); a host
+    whose notes say ``failed`` counts as failed too.
+    """
     plan = decide(topology, engines, head, units, drains, gated)
+    if notes:
+        failed = list(failed or []) + [host for host in noted_failed(engines, notes) if host not in (failed or [])]
     plan["incumbent_score"] = dict(incumbent_score or {})
     plan["announcement"] = announcement(plan, startup, incumbent_score)
     plan["gate_hosts"] = gate_hosts(plan, engines, head, failed)
     plan.update(conclude(plan, engines, head, failed))
+    plan["startup_records"] = startup_records(plan, engines, notes)
     return plan
 
 

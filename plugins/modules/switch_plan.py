@@ -95,6 +95,8 @@ options:
     description:
       - (upgrade) Per engine host, what it noted so far (the C(maintenance_window) role's C(maintenance_window_host) -
         C(failed), C(upgraded), C(restore_failed)).
+      - (switch) The same, per engine host - a host whose notes say C(failed) counts as in O(failed); its C(events)
+        (epoch seconds C(old_stopped), C(serving), C(gate_done)) give RV(startup_records).
     type: dict
     default: {}
 author:
@@ -251,6 +253,14 @@ expected_in_rotation:
   returned: with O(procedure=switch)
   type: list
   elements: str
+startup_records:
+  description:
+    - After a switch that went through (not RV(on_target), not RV(rollback)), per engine host whose engine served, the
+      start-up this run measured, seconds by name, for the next announcement - C(<topology>) from its old engine's stop to
+      its new one serving, C(<topology>_gate) from serving to the gate's verdict when the gate ran. Empty otherwise.
+  returned: with O(procedure=switch)
+  type: dict
+  sample: {"spark-a": {"replicas": 312.4, "replicas_gate": 41.0}}
 todo:
   description: (upgrade) The replicas that do not serve the candidate yet, in inventory order.
   returned: with O(procedure=upgrade)
@@ -303,8 +313,11 @@ def main():
         startup = {name: float(seconds) for name, seconds in params["startup"].items()}
     except (TypeError, ValueError) as exc:
         module.fail_json(msg="startup must map names to seconds: %s" % exc)
-    plan = switch_plan(params["topology"], params["engines"], params["head"], params["units"], params["drains"],
-                       params["gated"], startup, params["incumbent_score"], params["failed"])
+    try:
+        plan = switch_plan(params["topology"], params["engines"], params["head"], params["units"], params["drains"],
+                           params["gated"], startup, params["incumbent_score"], params["failed"], params["notes"])
+    except (TypeError, ValueError) as exc:
+        module.fail_json(msg="notes' events must be epoch seconds: %s" % exc)
     module.exit_json(changed=False, **plan)
 
 

@@ -179,6 +179,35 @@ def test_switch_plan_has_every_answer():
     assert plan["gate_hosts"] == ENGINES and plan["rollback"] is False and plan["expected_in_rotation"] == ENGINES
 
 
+# What the hosts noted during the switch (the maintenance window's notes): the start-ups to record.
+SERVED = {"events": {"drained": 1000.0, "old_stopped": 1010.04, "serving": 1322.46, "gate_done": 1363.5}}
+
+
+@pytest.mark.parametrize("row, topology, hosts, notes, failed, records", [
+    ("a gated switch that went through: both record start-up and gate", "replicas", units(SPLIT, SPLIT),
+     {"spark-a": SERVED, "spark-b": {"events": {"old_stopped": 1000, "serving": 1100.0}}}, [],
+     {"spark-a": {"replicas": 312.4, "replicas_gate": 41.0}, "spark-b": {"replicas": 100.0}}),
+    ("to split: rank 1 serves no API and records nothing", "split", units(REPLICAS, REPLICAS),
+     {"spark-a": SERVED, "spark-b": {"events": {"old_stopped": 1000}}}, [],
+     {"spark-a": {"split": 312.4, "split_gate": 41.0}}),
+    ("spark-b noted a failure: rollback, nothing recorded", "replicas", units(SPLIT, SPLIT),
+     {"spark-a": SERVED, "spark-b": {"failed": True, "reason": "spark-b: start failed"}}, ["spark-b"], {}),
+    ("already on the target: nothing recorded", "replicas", units(REPLICAS, REPLICAS), {"spark-a": SERVED}, [], {}),
+    ("nothing noted yet (the preflight)", "replicas", units(SPLIT, SPLIT), {}, [], {}),
+])
+def test_notes_give_failures_and_startup_records(row, topology, hosts, notes, failed, records):
+    plan = sp.switch_plan(topology, ENGINES, HEAD, hosts, [{}], True, {}, {}, [], notes)
+    assert plan["failed_hosts"] == failed, row
+    assert plan["rollback"] is bool(failed), row
+    assert plan["startup_records"] == records, row
+
+
+def test_failed_and_notes_add_up():
+    plan = sp.switch_plan("replicas", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], True, {}, {}, ["spark-b"],
+                          {"spark-a": {"failed": True}, "spark-b": {"failed": True}})
+    assert plan["failed_hosts"] == ENGINES and plan["gate_hosts"] == []
+
+
 # --- the rolling upgrade ------------------------------------------------------------------------
 
 
