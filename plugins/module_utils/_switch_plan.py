@@ -221,7 +221,9 @@ def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=
 #
 # ``replicas``: per engine host, what it serves now and what it is to serve: ``running`` (the
 # model directory vLLM lists as root), ``running_image`` (its container's image ID, "" with
-# the venv runtime), ``model``, ``image`` and ``image_id`` (the candidate's).
+# the venv runtime), ``model``, ``image`` and ``image_id`` (the candidate's) - or these three
+# under ``candidate``, next to ``old`` (the build a failed replica gets back), as the
+# vllm_replica role's upgrade_check entry point notes them.
 
 
 def _keep16(text):
@@ -237,6 +239,19 @@ def upgrade_done(replica: dict) -> bool:
     return not replica.get("image") or bool(replica.get("image_id")) and replica.get("running_image") == replica["image_id"]
 
 
+def upgrade_target(model="", image=""):
+    """What the replicas are upgraded to, in words: the new model directory, on the new image."""
+    return " on ".join(([model] if model else []) + (["image " + image] if image else []))
+
+
+def _candidate(replica: dict) -> dict:
+    """A replica's observation with the candidate's model, image and image_id at the top level."""
+    candidate = replica.get("candidate")
+    if not isinstance(candidate, dict):
+        return replica
+    return dict(replica, **{key: candidate.get(key, "") for key in ("model", "image", "image_id")})
+
+
 def upgrade_plan(engines, replicas, target, startup=None, incumbents=None, notes=None):
     """What the rolling upgrade does, from what the replicas serve and what happened so far.
 
@@ -244,10 +259,11 @@ def upgrade_plan(engines, replicas, target, startup=None, incumbents=None, notes
     a replica failed, so the ones after it keep the old build. ``roll_back``: the replicas
     upgraded in this run that go back to the old build because one failed - not when the
     failed one could not get its old build back (the upgraded one is then the only one
-    serving). ``announcement``: what the preflight prints.
+    serving). ``announcement``: what the preflight prints. ``target`` and ``old`` (the first
+    replica's old build) for the report.
     """
     notes = notes or {}
-    todo = [host for host in engines if not upgrade_done(replicas.get(host) or {})]
+    todo = [host for host in engines if not upgrade_done(_candidate(replicas.get(host) or {}))]
     failed = [host for host in engines if (notes.get(host) or {}).get("failed")]
     restore_failed = [host for host in engines if (notes.get(host) or {}).get("restore_failed")]
     upgraded = [host for host in engines if (notes.get(host) or {}).get("upgraded")]
@@ -256,6 +272,9 @@ def upgrade_plan(engines, replicas, target, startup=None, incumbents=None, notes
         "stop": bool(failed),
         "roll_back": upgraded if failed and not restore_failed else [],
         "announcement": upgrade_announcement(engines, todo, target, startup, incumbents),
+        "target": target,
+        # The old build of the first replica, for the report.
+        "old": dict((replicas.get(engines[0]) or {}).get("old") or {}) if engines else {},
     }
 
 
