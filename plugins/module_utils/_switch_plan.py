@@ -252,17 +252,19 @@ def _candidate(replica: dict) -> dict:
     return dict(replica, **{key: candidate.get(key, "") for key in ("model", "image", "image_id")})
 
 
-def upgrade_plan(engines, replicas, target, startup=None, incumbents=None, notes=None):
+def upgrade_plan(engines, replicas, target="", startup=None, incumbents=None, notes=None, model="", image=""):
     """What the rolling upgrade does, from what the replicas serve and what happened so far.
 
     ``todo``: the replicas that do not serve the candidate yet, in inventory order. ``stop``:
     a replica failed, so the ones after it keep the old build. ``roll_back``: the replicas
     upgraded in this run that go back to the old build because one failed - not when the
     failed one could not get its old build back (the upgraded one is then the only one
-    serving). ``announcement``: what the preflight prints. ``target`` and ``old`` (the first
-    replica's old build) for the report.
+    serving). ``announcement``: what the preflight prints. ``target``: ``target``, else worded
+    from ``model`` and ``image`` (what the operator asked for). ``report``: what the report
+    needs of the plan (switch_report's ``plan``), with the first replica's old build.
     """
     notes = notes or {}
+    target = target or upgrade_target(model, image)
     todo = [host for host in engines if not upgrade_done(_candidate(replicas.get(host) or {}))]
     failed = [host for host in engines if (notes.get(host) or {}).get("failed")]
     restore_failed = [host for host in engines if (notes.get(host) or {}).get("restore_failed")]
@@ -273,8 +275,9 @@ def upgrade_plan(engines, replicas, target, startup=None, incumbents=None, notes
         "roll_back": upgraded if failed and not restore_failed else [],
         "announcement": upgrade_announcement(engines, todo, target, startup, incumbents),
         "target": target,
-        # The old build of the first replica, for the report.
-        "old": dict((replicas.get(engines[0]) or {}).get("old") or {}) if engines else {},
+        "report": {"target": target, "todo": todo,
+                   "old": dict((replicas.get(engines[0]) or {}).get("old") or {}) if engines else {},
+                   "switch_model": model, "switch_image": image},
     }
 
 

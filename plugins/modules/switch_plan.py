@@ -280,17 +280,18 @@ target:
   returned: with O(procedure=upgrade)
   type: str
   sample: /models/New-Build on image vllm/vllm-openai:v0.33.0
-old:
+report:
   description:
-    - (upgrade) The first engine host's old build from O(replicas) (C(old) - C(model), C(tool_call_parser), C(chat_template),
-      C(image), C(image_id)), for the report; empty when not given.
+    - (upgrade) What the report needs of the plan (C(factory_floor.llm.switch_report)'s C(plan)) - C(target), C(todo),
+      C(old) (the first engine host's old build from O(replicas) - C(model), C(tool_call_parser), C(chat_template),
+      C(image), C(image_id); empty when not given), C(switch_model) (O(model)) and C(switch_image) (O(image)).
   returned: with O(procedure=upgrade)
   type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._switch_plan import switch_plan, upgrade_plan, upgrade_target
+from ansible_collections.factory_floor.llm.plugins.module_utils._switch_plan import switch_plan, upgrade_plan
 
 
 def main():
@@ -318,9 +319,9 @@ def main():
     )
     params = module.params
     if params["procedure"] == "upgrade":
-        target = params["target"] or upgrade_target(params["model"], params["image"])
-        module.exit_json(changed=False, **upgrade_plan(params["engines"], params["replicas"], target,
-                                                       params["startup"], params["incumbents"], params["notes"]))
+        module.exit_json(changed=False, **upgrade_plan(params["engines"], params["replicas"], params["target"],
+                                                       params["startup"], params["incumbents"], params["notes"],
+                                                       params["model"], params["image"]))
     if params["head"] not in params["engines"]:
         module.fail_json(msg="head %s is not one of the engine hosts %s" % (params["head"], ", ".join(params["engines"])))
     try:

@@ -264,8 +264,12 @@ def test_upgrade_plan_reads_the_noted_candidate_as_the_flat_one(row, rep, flat):
     assert nested["todo"] == sp.upgrade_plan(["spark-a"], {"spark-a": flat}, "/models/New")["todo"], row
 
 
-def test_upgrade_plan_gives_the_target_and_the_first_replicas_old_build():
-    plan = sp.upgrade_plan(ENGINES, {host: noted("/models/Old") for host in ENGINES}, "/models/New")
-    assert plan["target"] == "/models/New"
-    assert plan["old"] == {"model": "/models/Old", "tool_call_parser": "", "chat_template": "", "image": "v1", "image_id": "sha256:a"}
-    assert sp.upgrade_plan(ENGINES, {}, "/models/New")["old"] == {}
+def test_upgrade_plan_gives_the_report_the_target_and_the_first_replicas_old_build():
+    plan = sp.upgrade_plan(ENGINES, {host: noted("/models/Old") for host in ENGINES}, model="/models/New", image="v2")
+    assert plan["target"] == "/models/New on image v2"
+    assert plan["report"] == {
+        "target": "/models/New on image v2", "todo": ENGINES,
+        "old": {"model": "/models/Old", "tool_call_parser": "", "chat_template": "", "image": "v1", "image_id": "sha256:a"},
+        "switch_model": "/models/New", "switch_image": "v2"}
+    assert list(plan["report"]) == ["target", "todo", "old", "switch_model", "switch_image"]
+    assert sp.upgrade_plan(ENGINES, {}, "/models/New")["report"]["old"] == {}
