@@ -77,6 +77,7 @@ try:  # inside the collection
         read_cgroup_memory,
     )
     from ansible_collections.factory_floor.llm.plugins.module_utils import _textfile as textfile
+    from ansible_collections.factory_floor.llm.plugins.module_utils._proc import stat_table
 except ImportError:  # installed next to _memory.py on a host
     import _daemon as daemon  # type: ignore[no-redef]
     import _systemd as systemd  # type: ignore[no-redef]
@@ -92,6 +93,7 @@ except ImportError:  # installed next to _memory.py on a host
         read_cgroup_memory,
     )
     import _textfile as textfile  # type: ignore[no-redef]
+    from _proc import stat_table  # type: ignore[no-redef]
 
 
 # -------------------------------------------------------------------- measurement
@@ -191,12 +193,7 @@ class Host:
     def pids_of_tree(self, root_pid):
         """``root_pid`` and its descendants (from ``/proc/PID/stat``)."""
         children = {}
-        for pid in self._proc_pids():
-            try:
-                text = self.read_text("%s/%d/stat" % (self.proc_root, pid))
-            except OSError:
-                continue
-            fields = text[text.rfind(")") + 2:].split()
+        for pid, (dummy, fields) in (stat_table(self.proc_root) or {}).items():
             try:
                 children.setdefault(int(fields[1]), []).append(pid)
             except (IndexError, ValueError):
