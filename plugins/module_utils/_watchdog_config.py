@@ -94,7 +94,8 @@ class Config:
     restart_window: float = 3600.0
     backoff: float = 60.0
     backoff_max: float = 600.0
-    lock_file: str = "/run/factory-floor-maintenance"
+    # Required: the vllm_watchdog role renders its vllm_watchdog_lock_file, the one default.
+    lock_file: str | None = None
     lock_stale_after: float = 7200.0
     status_file: str | None = None
     kill_commands: list = dataclasses.field(default_factory=list)
@@ -143,7 +144,7 @@ def load_config(raw: dict) -> Config:
     unknown = sorted(set(values) - fields)
     if unknown:
         raise ConfigError("unknown key(s) %s; known: %s" % (", ".join(unknown), ", ".join(sorted(fields))))
-    for key in ("unit", "state_file"):
+    for key in ("unit", "state_file", "lock_file"):
         if not isinstance(values.get(key), str) or not values.get(key):
             raise ConfigError("%s is required (a string)" % key)
     for key in _SECONDS + _SECONDS_OR_ZERO:

@@ -89,6 +89,8 @@ def test_defaults_give_a_detection_bound_of_140_seconds(tmp_path):
     ({"container": {"engine": "/usr/bin/docker"}}, "container must be null or {engine, name}"),
     ({"container": "vllm-replica"}, "container must be null or {engine, name}"),
     ({"url": "spark-a:8000"}, "url:"),
+    # No default path in the daemon: the role renders vllm_watchdog_lock_file.
+    ({"lock_file": None}, "lock_file is required"),
 ])
 def test_bad_configuration_names_the_key(tmp_path, overrides, words):
     with pytest.raises(wd.ConfigError) as err:
