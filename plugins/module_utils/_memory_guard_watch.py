@@ -80,11 +80,11 @@ except ImportError:  # installed next to _memory.py on a host
 # WARNING are also read through this module by its tests).
 ERR, INFO, NOTICE, WARNING = daemon.ERR, daemon.INFO, daemon.NOTICE, daemon.WARNING
 ConfigError, HISTORY, PAUSE, RESUME = judge.ConfigError, judge.HISTORY, judge.PAUSE, judge.RESUME
-RUNNING_STATES, STOP, decide, load_config, new_state = (judge.RUNNING_STATES, judge.STOP, judge.decide,
-                                                         judge.load_config, judge.new_state)
+RUNNING_STATES, STOP = judge.RUNNING_STATES, judge.STOP
+decide, load_config, new_state = judge.decide, judge.load_config, judge.new_state
 _gib, _round_gib = judge._gib, judge._round_gib  # pylint: disable=protected-access
-MemoryPlanError, memory_facts, parse_meminfo, read_cgroup_memory = (memory.MemoryPlanError, memory.memory_facts,
-                                                                    memory.parse_meminfo, memory.read_cgroup_memory)
+MemoryPlanError, memory_facts = memory.MemoryPlanError, memory.memory_facts
+parse_meminfo, read_cgroup_memory = memory.parse_meminfo, memory.read_cgroup_memory
 
 
 # -------------------------------------------------------------------- measurement

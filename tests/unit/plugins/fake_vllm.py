@@ -20,7 +20,6 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-
 class FakeVLLM:
     """A loopback HTTP server that answers like vLLM; change its attributes to change its state."""
 

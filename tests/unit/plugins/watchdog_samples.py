@@ -10,7 +10,8 @@ from __future__ import annotations
 from ansible_collections.factory_floor.llm.plugins.module_utils import _watchdog_config, _watchdog_judge
 
 # The judgement's names (the daemon, _watchdog, has the same objects).
-Counters, Probe, Sample, UnitInfo = _watchdog_judge.Counters, _watchdog_judge.Probe, _watchdog_judge.Sample, _watchdog_config.UnitInfo
+Counters, Probe, Sample = _watchdog_judge.Counters, _watchdog_judge.Probe, _watchdog_judge.Sample
+UnitInfo = _watchdog_config.UnitInfo
 load_config = _watchdog_config.load_config
 
 UNIT = "vllm-replica.service"
@@ -38,14 +39,14 @@ def unit(**overrides):
 
 def counters(gen=100, running=2, waiting=0, prompt=50, success=10, kv=0.1, start=1000.0, steps=40):
     return Counters(num_requests_running=running, num_requests_waiting=waiting, generation_tokens_total=gen,
-                       prompt_tokens_total=prompt, iteration_tokens_total_count=steps, request_success_total=success,
-                       num_preemptions_total=0, kv_cache_usage_perc=kv, process_start_time_seconds=start)
+                    prompt_tokens_total=prompt, iteration_tokens_total_count=steps, request_success_total=success,
+                    num_preemptions_total=0, kv_cache_usage_perc=kv, process_start_time_seconds=start)
 
 
 def look(t, health="serving", cnt=None, u=None, peer=None, peer_error=None, http_status=None, error=None):
     return Sample(time=t, wall=WALL0 + t, unit=u or unit(),
-                     health=Probe(health, http_status=http_status, error=error), counters=cnt,
-                     peer=peer, peer_error=peer_error)
+                  health=Probe(health, http_status=http_status, error=error), counters=cnt,
+                  peer=peer, peer_error=peer_error)
 
 
 TIMEOUT = Probe("dead", error="1-token generation did not finish within 15s", latency=15.0)

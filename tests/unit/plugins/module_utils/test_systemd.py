@@ -152,7 +152,6 @@ def test_unit_process_lines_adds_the_containers_processes(tmp_path):
     assert seen[1][-1] == "other"
 
 
-
 def test_systemd_journal():
     calls = []
 

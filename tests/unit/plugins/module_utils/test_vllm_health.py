@@ -31,7 +31,6 @@ def server():
     fake.stop()
 
 
-
 def test_refused_is_loading():
     result = vh.probe("http://127.0.0.1:%d" % free_port())
     assert result.status == vh.LOADING
@@ -255,7 +254,6 @@ def test_normalize_url_rejects(bad):
 
 def test_probe_at_openai_base_url(server):
     assert vh.probe(server.url + "/v1").status == vh.SERVING
-
 
 
 def test_importable_as_plain_module_without_ansible():

@@ -29,8 +29,6 @@ def server():
     fake.stop()
 
 
-
-
 def test_loading_then_serving():
     """The port refuses while vLLM loads, then the server comes up on it."""
     port = free_port()
