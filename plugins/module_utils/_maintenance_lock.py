@@ -47,13 +47,15 @@ class LockHeld(Exception):
         self.lock = lock
 
 
-def _number(value):
+def json_number(value):
+    """A JSON number as a float; None for anything else (a boolean, a string, null)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
 
 
-def _text(value):
+def json_text(value):
+    """A JSON value as text of at most 200 characters; None for null."""
     return None if value is None else str(value)[:200]
 
 
@@ -74,8 +76,8 @@ def parse(text: str) -> dict:
     if not isinstance(data, dict):
         lock["holder"] = stripped[:100]
         return lock
-    lock.update(holder=_text(data.get("holder")), run=_text(data.get("run")), by=_text(data.get("by")),
-                since=_number(data.get("since")), expires=_number(data.get("expires")))
+    lock.update(holder=json_text(data.get("holder")), run=json_text(data.get("run")), by=json_text(data.get("by")),
+                since=json_number(data.get("since")), expires=json_number(data.get("expires")))
     return lock
 
 

@@ -63,35 +63,28 @@ import time
 
 try:  # inside the collection
     from ansible_collections.factory_floor.llm.plugins.module_utils import _daemon as daemon
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _memory as memory
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _memory_guard_judge as judge
     from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd as systemd
-    # ConfigError and WARNING are read through this module by its tests.
-    from ansible_collections.factory_floor.llm.plugins.module_utils._daemon import ERR, INFO, NOTICE, WARNING  # pylint: disable=unused-import
-    from ansible_collections.factory_floor.llm.plugins.module_utils._memory_guard_judge import (  # pylint: disable=unused-import
-        ConfigError, HISTORY, PAUSE, RESUME, RUNNING_STATES, STOP, _gib, _round_gib, decide, load_config,
-        new_state,
-    )
-    from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
-        MemoryPlanError,
-        memory_facts,
-        parse_meminfo,
-        read_cgroup_memory,
-    )
     from ansible_collections.factory_floor.llm.plugins.module_utils import _textfile as textfile
+    from ansible_collections.factory_floor.llm.plugins.module_utils._proc import stat_table
 except ImportError:  # installed next to _memory.py on a host
     import _daemon as daemon  # type: ignore[no-redef]
+    import _memory as memory  # type: ignore[no-redef]
+    import _memory_guard_judge as judge  # type: ignore[no-redef]
     import _systemd as systemd  # type: ignore[no-redef]
-    from _daemon import ERR, INFO, NOTICE, WARNING  # type: ignore[no-redef]  # pylint: disable=unused-import
-    from _memory_guard_judge import (  # type: ignore[no-redef]  # pylint: disable=unused-import
-        ConfigError, HISTORY, PAUSE, RESUME, RUNNING_STATES, STOP, _gib, _round_gib, decide, load_config,
-        new_state,
-    )
-    from _memory import (  # type: ignore[no-redef]
-        MemoryPlanError,
-        memory_facts,
-        parse_meminfo,
-        read_cgroup_memory,
-    )
     import _textfile as textfile  # type: ignore[no-redef]
+    from _proc import stat_table  # type: ignore[no-redef]
+
+# The names this module uses, bound once for both ways of importing it (ConfigError and
+# WARNING are also read through this module by its tests).
+ERR, INFO, NOTICE, WARNING = daemon.ERR, daemon.INFO, daemon.NOTICE, daemon.WARNING
+ConfigError, HISTORY, PAUSE, RESUME = judge.ConfigError, judge.HISTORY, judge.PAUSE, judge.RESUME
+RUNNING_STATES, STOP = judge.RUNNING_STATES, judge.STOP
+decide, load_config, new_state = judge.decide, judge.load_config, judge.new_state
+_gib, _round_gib = judge._gib, judge._round_gib  # pylint: disable=protected-access
+MemoryPlanError, memory_facts = memory.MemoryPlanError, memory.memory_facts
+parse_meminfo, read_cgroup_memory = memory.parse_meminfo, memory.read_cgroup_memory
 
 
 # -------------------------------------------------------------------- measurement
@@ -191,12 +184,7 @@ class Host:
     def pids_of_tree(self, root_pid):
         """``root_pid`` and its descendants (from ``/proc/PID/stat``)."""
         children = {}
-        for pid in self._proc_pids():
-            try:
-                text = self.read_text("%s/%d/stat" % (self.proc_root, pid))
-            except OSError:
-                continue
-            fields = text[text.rfind(")") + 2:].split()
+        for pid, (dummy, fields) in (stat_table(self.proc_root) or {}).items():
             try:
                 children.setdefault(int(fields[1]), []).append(pid)
             except (IndexError, ValueError):

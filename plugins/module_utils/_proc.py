@@ -3,14 +3,41 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What ``/proc`` says of a process tree: CPU seconds and stopped processes. Standard library only.
 
-Private to the collection; the ``vllm_watchdog`` role installs it next to ``_watchdog.py``,
-which counts an engine's CPU as work done (``cpu_progress``).
+Private to the collection; the daemons' roles install it next to ``_watchdog.py`` (which
+counts an engine's CPU as work done, ``cpu_progress``) and next to ``_systemd.py`` (a unit's
+processes, :func:`stat_table` the one reader of ``/proc/PID/stat``).
 """
 
 from __future__ import annotations
 
 import math
 import os
+
+
+def stat_table(proc: str = "/proc") -> dict | None:
+    """``{pid: (comm, fields)}`` of every process under ``proc``, from ``/proc/PID/stat``.
+
+    ``comm`` is the command name (field 2); ``fields`` are the fields after it, so
+    ``fields[0]`` is field 3 (the state), ``fields[1]`` the parent PID, ``fields[11]`` and
+    ``fields[12]`` utime and stime (clock ticks), ``fields[36]`` the core it last ran on.
+    Processes that vanish while being read are left out; None when ``proc`` cannot be listed.
+    """
+    try:
+        names = os.listdir(proc)
+    except OSError:
+        return None
+    table = {}
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc, name, "stat"), encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        # The command name is in parentheses and may hold spaces: split after it.
+        table[int(name)] = (text[text.find("(") + 1:text.rfind(")")], text[text.rfind(")") + 2:].split())
+    return table
 
 
 def engine_cpu(root_pid: int, proc: str = "/proc") -> tuple:
@@ -34,25 +61,12 @@ def engine_cpu(root_pid: int, proc: str = "/proc") -> tuple:
         return None, []
     ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
     parents, used, names_of, states = {}, {}, {}, {}
-    try:
-        names = os.listdir(proc)
-    except OSError:
-        return None, []
-    for name in names:
-        if not name.isdigit():
-            continue
+    for pid, (comm, fields) in (stat_table(proc) or {}).items():
         try:
-            with open(os.path.join(proc, name, "stat"), encoding="ascii", errors="replace") as handle:
-                text = handle.read()
-        except OSError:
-            continue
-        # The command name (field 2) is in parentheses and may hold spaces: split after it.
-        fields = text[text.rfind(")") + 2:].split()
-        try:
-            names_of[int(name)] = text[text.find("(") + 1:text.rfind(")")]
-            states[int(name)] = fields[0]
-            parents[int(name)] = int(fields[1])
-            used[int(name)] = (int(fields[11]) + int(fields[12])) / float(ticks)
+            names_of[pid] = comm
+            states[pid] = fields[0]
+            parents[pid] = int(fields[1])
+            used[pid] = (int(fields[11]) + int(fields[12])) / float(ticks)
         except (IndexError, ValueError):
             continue
     if root_pid not in used:

@@ -207,13 +207,51 @@ def announcement(plan, startup=None, incumbent_score=None):
     return text + ". If it fails, the %s is started again." % (incumbent["topology"] or "old topology")
 
 
-def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=None, incumbent_score=None, failed=None):
-    """Everything the switch asks, from what it has seen so far (``failed`` None: nothing started yet)."""
+def noted_failed(engines, notes=None):
+    """The engine hosts whose notes (the maintenance window's, per host) say ``failed``."""
+    notes = notes or {}
+    return [host for host in engines if (notes.get(host) or {}).get("failed")]
+
+
+def startup_records(plan, engines, notes=None):
+    """After the gate: per engine host, the start-up this switch measured, for the next announcement.
+
+    Seconds by name, from the host's own notes: ``<topology>`` from its old engine's stop
+    (``old_stopped``) to its new one serving (``serving``), and ``<topology>_gate`` from
+    serving to the gate's verdict (``gate_done``) when the gate ran. Only after a switch
+    that went through (not on the target, no rollback) and for a host whose engine
+    served (the split's rank 1 serves no API: it records nothing).
+    """
+    if plan["on_target"] or plan["rollback"]:
+        return {}
+    topology, records = plan["topology"], {}
+    for host in engines:
+        events = (((notes or {}).get(host) or {}).get("events")) or {}
+        if events.get("serving") is None or events.get("old_stopped") is None:
+            continue
+        serving = float(events["serving"])
+        record = {topology: round(serving - float(events["old_stopped"]), 1)}
+        if "gate_done" in events:
+            record[topology + "_gate"] = round(float(events["gate_done"]) - serving, 1)
+        records[host] = record
+    return records
+
+
+def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=None, incumbent_score=None, failed=None,
+                notes=None):
+    """Everything the switch asks, from what it has seen so far (``failed`` None: nothing started yet).
+
+    ``notes``: what each engine host noted so far (the maintenance window's); a host
+    whose notes say ``failed`` counts as failed too.
+    """
     plan = decide(topology, engines, head, units, drains, gated)
+    if notes:
+        failed = list(failed or []) + [host for host in noted_failed(engines, notes) if host not in (failed or [])]
     plan["incumbent_score"] = dict(incumbent_score or {})
     plan["announcement"] = announcement(plan, startup, incumbent_score)
     plan["gate_hosts"] = gate_hosts(plan, engines, head, failed)
     plan.update(conclude(plan, engines, head, failed))
+    plan["startup_records"] = startup_records(plan, engines, notes)
     return plan
 
 
@@ -221,7 +259,9 @@ def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=
 #
 # ``replicas``: per engine host, what it serves now and what it is to serve: ``running`` (the
 # model directory vLLM lists as root), ``running_image`` (its container's image ID, "" with
-# the venv runtime), ``model``, ``image`` and ``image_id`` (the candidate's).
+# the venv runtime), ``model``, ``image`` and ``image_id`` (the candidate's) - or these three
+# under ``candidate``, next to ``old`` (the build a failed replica gets back), as the
+# vllm_replica role's upgrade_check entry point notes them.
 
 
 def _keep16(text):
@@ -237,17 +277,33 @@ def upgrade_done(replica: dict) -> bool:
     return not replica.get("image") or bool(replica.get("image_id")) and replica.get("running_image") == replica["image_id"]
 
 
-def upgrade_plan(engines, replicas, target, startup=None, incumbents=None, notes=None):
+def upgrade_target(model="", image=""):
+    """What the replicas are upgraded to, in words: the new model directory, on the new image."""
+    return " on ".join(([model] if model else []) + (["image " + image] if image else []))
+
+
+def _candidate(replica: dict) -> dict:
+    """A replica's observation with the candidate's model, image and image_id at the top level."""
+    candidate = replica.get("candidate")
+    if not isinstance(candidate, dict):
+        return replica
+    return dict(replica, **{key: candidate.get(key, "") for key in ("model", "image", "image_id")})
+
+
+def upgrade_plan(engines, replicas, target="", startup=None, incumbents=None, notes=None, model="", image=""):
     """What the rolling upgrade does, from what the replicas serve and what happened so far.
 
     ``todo``: the replicas that do not serve the candidate yet, in inventory order. ``stop``:
     a replica failed, so the ones after it keep the old build. ``roll_back``: the replicas
     upgraded in this run that go back to the old build because one failed - not when the
     failed one could not get its old build back (the upgraded one is then the only one
-    serving). ``announcement``: what the preflight prints.
+    serving). ``announcement``: what the preflight prints. ``target``: ``target``, else worded
+    from ``model`` and ``image`` (what the operator asked for). ``report``: what the report
+    needs of the plan (switch_report's ``plan``), with the first replica's old build.
     """
     notes = notes or {}
-    todo = [host for host in engines if not upgrade_done(replicas.get(host) or {})]
+    target = target or upgrade_target(model, image)
+    todo = [host for host in engines if not upgrade_done(_candidate(replicas.get(host) or {}))]
     failed = [host for host in engines if (notes.get(host) or {}).get("failed")]
     restore_failed = [host for host in engines if (notes.get(host) or {}).get("restore_failed")]
     upgraded = [host for host in engines if (notes.get(host) or {}).get("upgraded")]
@@ -256,6 +312,10 @@ def upgrade_plan(engines, replicas, target, startup=None, incumbents=None, notes
         "stop": bool(failed),
         "roll_back": upgraded if failed and not restore_failed else [],
         "announcement": upgrade_announcement(engines, todo, target, startup, incumbents),
+        "target": target,
+        "report": {"target": target, "todo": todo,
+                   "old": dict((replicas.get(engines[0]) or {}).get("old") or {}) if engines else {},
+                   "switch_model": model, "switch_image": image},
     }
 
 

@@ -16,6 +16,11 @@ import os
 import re
 import subprocess
 
+try:  # inside the collection
+    from ansible_collections.factory_floor.llm.plugins.module_utils._proc import stat_table
+except ImportError:  # installed next to a daemon on a host
+    from _proc import stat_table  # type: ignore[no-redef]
+
 # Every property a caller reads (one place to add one).
 PROPERTIES = ("LoadState", "ActiveState", "SubState", "Result", "ExecMainStatus", "MainPID", "InvocationID",
               "UnitFileState", "NRestarts", "ExecMainStartTimestampMonotonic")
@@ -165,22 +170,8 @@ def process_lines(root_pid: int, proc_dir: str = "/proc") -> list:
     A process runnable (R) for minutes with no CPU seconds gained is held somewhere.
     Processes that vanish while being read are left out. Never raises.
     """
-    parents = {}
-    try:
-        names = os.listdir(proc_dir)
-    except OSError:
-        return []
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(os.path.join(proc_dir, name, "stat"), encoding="utf-8", errors="replace") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 36:
-            parents[int(name)] = (int(fields[1]), fields)
+    parents = {pid: (int(fields[1]), fields) for pid, (dummy, fields) in (stat_table(proc_dir) or {}).items()
+               if len(fields) > 36}
     tree = [root_pid] if root_pid in parents else []
     for pid in tree:  # grows while it is walked: breadth first
         tree.extend(sorted(child for child, entry in parents.items() if entry[0] == pid and child not in tree))

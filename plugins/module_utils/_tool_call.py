@@ -16,7 +16,6 @@ import json
 import re
 import threading
 import time
-import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._tool_check import (
@@ -27,16 +26,12 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._tool_check impo
     stream_mismatch,
 )
 from ansible_collections.factory_floor.llm.plugins.module_utils._tool_suite import build_request, case_tools
-
-try:
-    import requests
-except ImportError:  # pragma: no cover - reported by the module with missing_required_lib()
-    requests = None
-    HAS_REQUESTS = False
-    REQUESTS_IMPORT_ERROR = traceback.format_exc()
-else:
-    HAS_REQUESTS = True
-    REQUESTS_IMPORT_ERROR = None
+# requests is optional: the module reports it missing with missing_required_lib().
+from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_client import (
+    HAS_REQUESTS,
+    REQUESTS_IMPORT_ERROR,
+    requests,
+)
 
 
 # Bodies kept per failing case (characters); a runaway answer is cut here.

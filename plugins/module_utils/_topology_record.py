@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import posixpath
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._maintenance_lock import read_record, when
+from ansible_collections.factory_floor.llm.plugins.module_utils._maintenance_lock import json_number, json_text, read_record, when
 
 PATH = "/var/lib/factory-floor/topology.json"
 TOPOLOGIES = ("replicas", "split")
@@ -50,16 +50,6 @@ def other(topology: str) -> str:
     return "split" if topology == "replicas" else "replicas"
 
 
-def _number(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def _text(value):
-    return None if value is None else str(value)[:200]
-
-
 def parse(text: str) -> dict:
     """The record's fields from a file's content, plus ``error``.
 
@@ -77,8 +67,8 @@ def parse(text: str) -> dict:
     if not isinstance(data, dict):
         record["error"] = "not a JSON object: %r" % text.strip()[:60]
         return record
-    record.update(since=_number(data.get("since")), by=_text(data.get("by")), playbook=_text(data.get("playbook")),
-                  run=_text(data.get("run")), note=_text(data.get("note")))
+    record.update(since=json_number(data.get("since")), by=json_text(data.get("by")), playbook=json_text(data.get("playbook")),
+                  run=json_text(data.get("run")), note=json_text(data.get("note")))
     if data.get("topology") in TOPOLOGIES:
         record["topology"] = data["topology"]
     else:

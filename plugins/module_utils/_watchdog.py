@@ -265,7 +265,7 @@ class Watchdog:
             return None, "%s failed (rc %s): %s" % (" ".join(argv), rc, out[:300])
         try:
             return parse_unit_show(cfg.unit, out), None
-        except health.UnitStateError as exc:
+        except systemd.UnitStateError as exc:
             return None, str(exc)
 
     def _peer(self):
@@ -294,7 +294,7 @@ class Watchdog:
             rc, out = self.run(argv, max(cfg.request_timeout * 2, 30.0))
             return rc, out, ""
 
-        pid = health.container_pid(cfg.container["engine"], cfg.container["name"], run3)
+        pid = systemd.container_pid(cfg.container["engine"], cfg.container["name"], run3)
         self._container_root = (key, pid) if pid > 0 else None
         return pid if pid > 0 else None
 

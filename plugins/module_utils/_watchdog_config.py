@@ -94,7 +94,8 @@ class Config:
     restart_window: float = 3600.0
     backoff: float = 60.0
     backoff_max: float = 600.0
-    lock_file: str = "/run/factory-floor-maintenance"
+    # Required: the vllm_watchdog role renders its vllm_watchdog_lock_file, the one default.
+    lock_file: str | None = None
     lock_stale_after: float = 7200.0
     status_file: str | None = None
     kill_commands: list = dataclasses.field(default_factory=list)
@@ -143,7 +144,7 @@ def load_config(raw: dict) -> Config:
     unknown = sorted(set(values) - fields)
     if unknown:
         raise ConfigError("unknown key(s) %s; known: %s" % (", ".join(unknown), ", ".join(sorted(fields))))
-    for key in ("unit", "state_file"):
+    for key in ("unit", "state_file", "lock_file"):
         if not isinstance(values.get(key), str) or not values.get(key):
             raise ConfigError("%s is required (a string)" % key)
     for key in _SECONDS + _SECONDS_OR_ZERO:
@@ -200,63 +201,40 @@ def load_config(raw: dict) -> Config:
 # --------------------------------------------------------------------------- the unit
 
 @dataclasses.dataclass
-class UnitInfo:
-    """A systemd unit as ``systemctl show`` reports it (what the watchdog needs of it)."""
+class UnitInfo(systemd.UnitState):
+    """A systemd unit as ``systemctl show`` reports it (``_systemd.UnitState``), with the start as the watchdog reads it.
 
-    name: str
-    load_state: str | None = None
-    active_state: str | None = None
-    sub_state: str | None = None
-    result: str | None = None
-    exec_main_status: int | None = None
-    main_pid: int | None = None
-    invocation_id: str | None = None
-    unit_file_state: str | None = None
-    n_restarts: int | None = None
+    ``started_mono`` is CLOCK_MONOTONIC seconds when the main process started (same clock as
+    ``time.monotonic()``). What the watchdog publishes (:meth:`as_dict`: its state file, the
+    pair's status) carries it in place of ``main_started``.
+    """
+
     # CLOCK_MONOTONIC seconds when the main process started (same clock as time.monotonic()).
     started_mono: float | None = None
 
-    def _state(self):
-        return systemd.UnitState(name=self.name, load_state=self.load_state, active_state=self.active_state,
-                                 sub_state=self.sub_state, result=self.result, exec_main_status=self.exec_main_status,
-                                 unit_file_state=self.unit_file_state)
-
-    # What systemd's state means is _systemd's to say.
-    down = property(lambda self: self._state().down, doc="Not running, and systemd will not start it again by itself.")
-    wanted = property(lambda self: self._state().wanted, doc="The unit exists and is enabled: it should run.")
-    running = property(lambda self: self._state().running, doc="ActiveState active, SubState running.")
-
     def describe(self) -> str:
         return "%s, UnitFileState=%s, MainPID=%s, NRestarts=%s" % (
-            self._state().describe(), self.unit_file_state, self.main_pid, self.n_restarts)
+            super().describe(), self.unit_file_state, self.main_pid, self.n_restarts)
 
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
+    def as_dict(self, fields=None) -> dict:
+        values = super().as_dict(fields)
+        values.pop("main_started", None)
+        return values
 
     @classmethod
     def from_dict(cls, data) -> "UnitInfo | None":
         if not isinstance(data, dict) or not data.get("name"):
             return None
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = {f.name for f in dataclasses.fields(cls)} - {"main_started"}
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
 def parse_unit_show(name: str, text: str) -> UnitInfo:
     """Parse ``systemctl show -p ...`` output (``Key=value`` lines) with ``_systemd.parse_show``."""
     state = systemd.parse_show(name, text)
-    return UnitInfo(
-        name=name,
-        load_state=state.load_state,
-        active_state=state.active_state,
-        sub_state=state.sub_state,
-        result=state.result,
-        exec_main_status=state.exec_main_status,
-        main_pid=state.main_pid,
-        invocation_id=state.invocation_id,
-        unit_file_state=state.unit_file_state,
-        n_restarts=state.n_restarts,
-        started_mono=state.main_started / 1e6 if state.main_started else None,
-    )
+    values = dataclasses.asdict(state)
+    values.pop("main_started")
+    return UnitInfo(started_mono=state.main_started / 1e6 if state.main_started else None, **values)
 
 
 # --------------------------------------------------------------------------- budget

@@ -91,7 +91,7 @@ options:
 EXAMPLES = r"""
 - name: Check, before anything changes, that no other run holds the lock
   factory_floor.llm.maintenance_lock:
-    path: "{{ vllm_watchdog_lock_file | default('/run/factory-floor-maintenance') }}"
+    path: "{{ maintenance_window_lock_file }}"
     run: "{{ run_id }}"
     holder: switch-model
   check_mode: true

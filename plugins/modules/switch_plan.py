@@ -81,10 +81,20 @@ options:
     description:
       - (upgrade) Per engine host, C(running) (the model directory its vLLM lists as root), C(running_image) (its
         container's image ID, empty with the venv runtime), and the candidate's C(model), C(image) and C(image_id).
+      - Or the candidate's under C(candidate), next to C(old) (the build a failed replica gets back), as the
+        C(vllm_replica) role's C(upgrade_check) entry point notes them in C(vllm_replica_upgrade).
     type: dict
     default: {}
   target:
-    description: (upgrade) What the replicas are upgraded to, in words.
+    description: (upgrade) What the replicas are upgraded to, in words. Empty, worded from O(model) and O(image).
+    type: str
+    default: ""
+  model:
+    description: (upgrade) The new model directory the operator asked for (C(switch_model)); empty for none.
+    type: str
+    default: ""
+  image:
+    description: (upgrade) The new vLLM image the operator asked for (C(switch_image)); empty for none.
     type: str
     default: ""
   incumbents:
@@ -95,6 +105,8 @@ options:
     description:
       - (upgrade) Per engine host, what it noted so far (the C(maintenance_window) role's C(maintenance_window_host) -
         C(failed), C(upgraded), C(restore_failed)).
+      - (switch) The same, per engine host - a host whose notes say C(failed) counts as in O(failed); its C(events)
+        (epoch seconds C(old_stopped), C(serving), C(gate_done)) give RV(startup_records).
     type: dict
     default: {}
 author:
@@ -251,6 +263,14 @@ expected_in_rotation:
   returned: with O(procedure=switch)
   type: list
   elements: str
+startup_records:
+  description:
+    - After a switch that went through (not RV(on_target), not RV(rollback)), per engine host whose engine served, the
+      start-up this run measured, seconds by name, for the next announcement - C(<topology>) from its old engine's stop to
+      its new one serving, C(<topology>_gate) from serving to the gate's verdict when the gate ran. Empty otherwise.
+  returned: with O(procedure=switch)
+  type: dict
+  sample: {"spark-a": {"replicas": 312.4, "replicas_gate": 41.0}}
 todo:
   description: (upgrade) The replicas that do not serve the candidate yet, in inventory order.
   returned: with O(procedure=upgrade)
@@ -265,6 +285,18 @@ roll_back:
   returned: with O(procedure=upgrade)
   type: list
   elements: str
+target:
+  description: (upgrade) What the replicas are upgraded to, in words (O(target), else worded from O(model) and O(image)).
+  returned: with O(procedure=upgrade)
+  type: str
+  sample: /models/New-Build on image vllm/vllm-openai:v0.33.0
+report:
+  description:
+    - (upgrade) What the report needs of the plan (C(factory_floor.llm.switch_report)'s C(plan)) - C(target), C(todo),
+      C(old) (the first engine host's old build from O(replicas) - C(model), C(tool_call_parser), C(chat_template),
+      C(image), C(image_id); empty when not given), C(switch_model) (O(model)) and C(switch_image) (O(image)).
+  returned: with O(procedure=upgrade)
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -287,6 +319,8 @@ def main():
             failed=dict(type="list", elements="str", default=[]),
             replicas=dict(type="dict", default={}),
             target=dict(type="str", default=""),
+            model=dict(type="str", default=""),
+            image=dict(type="str", default=""),
             incumbents=dict(type="dict", default={}),
             notes=dict(type="dict", default={}),
         ),
@@ -296,15 +330,19 @@ def main():
     params = module.params
     if params["procedure"] == "upgrade":
         module.exit_json(changed=False, **upgrade_plan(params["engines"], params["replicas"], params["target"],
-                                                       params["startup"], params["incumbents"], params["notes"]))
+                                                       params["startup"], params["incumbents"], params["notes"],
+                                                       params["model"], params["image"]))
     if params["head"] not in params["engines"]:
         module.fail_json(msg="head %s is not one of the engine hosts %s" % (params["head"], ", ".join(params["engines"])))
     try:
         startup = {name: float(seconds) for name, seconds in params["startup"].items()}
     except (TypeError, ValueError) as exc:
         module.fail_json(msg="startup must map names to seconds: %s" % exc)
-    plan = switch_plan(params["topology"], params["engines"], params["head"], params["units"], params["drains"],
-                       params["gated"], startup, params["incumbent_score"], params["failed"])
+    try:
+        plan = switch_plan(params["topology"], params["engines"], params["head"], params["units"], params["drains"],
+                           params["gated"], startup, params["incumbent_score"], params["failed"], params["notes"])
+    except (TypeError, ValueError) as exc:
+        module.fail_json(msg="notes' events must be epoch seconds: %s" % exc)
     module.exit_json(changed=False, **plan)
 
 

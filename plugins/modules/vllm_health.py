@@ -404,18 +404,19 @@ import time
 from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_phase as engine_phase
-from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import invocation_journal, unit_log
+from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import (
+    UnitStateError,
+    invocation_journal,
+    unit_log,
+    unit_process_lines,
+)
+from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import journal as systemd_journal
 from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_health import (
     HAS_REQUESTS,
     REQUESTS_IMPORT_ERROR,
-    WAIT_FIELDS,
-    UnitStateError,
     normalize_url,
-    systemd_journal,
-    systemd_unit_state,
-    unit_process_lines,
-    wait,
 )
+from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_wait import WAIT_FIELDS, systemd_unit_state, wait
 
 
 def _result(outcome) -> dict:

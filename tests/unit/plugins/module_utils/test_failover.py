@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _failover as fo
-from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_vllm_health import free_port
+from ansible_collections.factory_floor.llm.tests.unit.plugins.fake_vllm import free_port
 
 T = 1796162784.0  # the event
 

@@ -23,7 +23,7 @@ import pytest
 import requests
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _probe_client as pc
-from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_vllm_health import free_port
+from ansible_collections.factory_floor.llm.tests.unit.plugins.fake_vllm import free_port
 
 PATH = "/v1/chat/completions"
 

@@ -179,6 +179,35 @@ def test_switch_plan_has_every_answer():
     assert plan["gate_hosts"] == ENGINES and plan["rollback"] is False and plan["expected_in_rotation"] == ENGINES
 
 
+# What the hosts noted during the switch (the maintenance window's notes): the start-ups to record.
+SERVED = {"events": {"drained": 1000.0, "old_stopped": 1010.04, "serving": 1322.46, "gate_done": 1363.5}}
+
+
+@pytest.mark.parametrize("row, topology, hosts, notes, failed, records", [
+    ("a gated switch that went through: both record start-up and gate", "replicas", units(SPLIT, SPLIT),
+     {"spark-a": SERVED, "spark-b": {"events": {"old_stopped": 1000, "serving": 1100.0}}}, [],
+     {"spark-a": {"replicas": 312.4, "replicas_gate": 41.0}, "spark-b": {"replicas": 100.0}}),
+    ("to split: rank 1 serves no API and records nothing", "split", units(REPLICAS, REPLICAS),
+     {"spark-a": SERVED, "spark-b": {"events": {"old_stopped": 1000}}}, [],
+     {"spark-a": {"split": 312.4, "split_gate": 41.0}}),
+    ("spark-b noted a failure: rollback, nothing recorded", "replicas", units(SPLIT, SPLIT),
+     {"spark-a": SERVED, "spark-b": {"failed": True, "reason": "spark-b: start failed"}}, ["spark-b"], {}),
+    ("already on the target: nothing recorded", "replicas", units(REPLICAS, REPLICAS), {"spark-a": SERVED}, [], {}),
+    ("nothing noted yet (the preflight)", "replicas", units(SPLIT, SPLIT), {}, [], {}),
+])
+def test_notes_give_failures_and_startup_records(row, topology, hosts, notes, failed, records):
+    plan = sp.switch_plan(topology, ENGINES, HEAD, hosts, [{}], True, {}, {}, [], notes)
+    assert plan["failed_hosts"] == failed, row
+    assert plan["rollback"] is bool(failed), row
+    assert plan["startup_records"] == records, row
+
+
+def test_failed_and_notes_add_up():
+    plan = sp.switch_plan("replicas", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], True, {}, {}, ["spark-b"],
+                          {"spark-a": {"failed": True}, "spark-b": {"failed": True}})
+    assert plan["failed_hosts"] == ENGINES and plan["gate_hosts"] == []
+
+
 # --- the rolling upgrade ------------------------------------------------------------------------
 
 
@@ -230,3 +259,46 @@ def test_upgrade_plan(row, notes, todo, stop, roll_back):
 ])
 def test_upgrade_announcement(engines, todo, startup, text):
     assert sp.upgrade_announcement(engines, todo, "/models/New on image v2", startup, INCUMBENTS) == text
+
+
+@pytest.mark.parametrize("model, image, target", [
+    ("/models/New", "", "/models/New"),
+    ("", "vllm/vllm-openai:v2", "image vllm/vllm-openai:v2"),
+    ("/models/New", "vllm/vllm-openai:v2", "/models/New on image vllm/vllm-openai:v2"),
+    ("", "", ""),
+])
+def test_upgrade_target(model, image, target):
+    assert sp.upgrade_target(model, image) == target
+
+
+def noted(running, running_image="", model="/models/New", image="", image_id=""):
+    """A replica as the vllm_replica role's upgrade_check notes it: the candidate under ``candidate``."""
+    return {"running": running, "running_image": running_image,
+            "candidate": {"model": model, "tool_call_parser": "", "chat_template": "", "image": image, "image_id": image_id},
+            "old": {"model": "/models/Old", "tool_call_parser": "", "chat_template": "", "image": "v1", "image_id": "sha256:a"}}
+
+
+@pytest.mark.parametrize("row, rep, flat", [
+    ("serves the candidate model (venv)", noted("/models/New"), replica("/models/New")),
+    ("serves the old model", noted("/models/Old"), replica("/models/Old")),
+    ("the candidate model in the candidate image", noted("/models/New", "sha256:b", image="v2", image_id="sha256:b"),
+     replica("/models/New", "sha256:b", image="v2", image_id="sha256:b")),
+    ("the candidate model in the old image", noted("/models/New", "sha256:a", image="v2", image_id="sha256:b"),
+     replica("/models/New", "sha256:a", image="v2", image_id="sha256:b")),
+    ("the candidate image is not on the host yet", noted("/models/New", "sha256:a", image="v2"),
+     replica("/models/New", "sha256:a", image="v2")),
+])
+def test_upgrade_plan_reads_the_noted_candidate_as_the_flat_one(row, rep, flat):
+    nested = sp.upgrade_plan(["spark-a"], {"spark-a": rep}, "/models/New")
+    assert nested["todo"] == sp.upgrade_plan(["spark-a"], {"spark-a": flat}, "/models/New")["todo"], row
+
+
+def test_upgrade_plan_gives_the_report_the_target_and_the_first_replicas_old_build():
+    plan = sp.upgrade_plan(ENGINES, {host: noted("/models/Old") for host in ENGINES}, model="/models/New", image="v2")
+    assert plan["target"] == "/models/New on image v2"
+    assert plan["report"] == {
+        "target": "/models/New on image v2", "todo": ENGINES,
+        "old": {"model": "/models/Old", "tool_call_parser": "", "chat_template": "", "image": "v1", "image_id": "sha256:a"},
+        "switch_model": "/models/New", "switch_image": "v2"}
+    assert list(plan["report"]) == ["target", "todo", "old", "switch_model", "switch_image"]
+    assert sp.upgrade_plan(ENGINES, {}, "/models/New")["report"]["old"] == {}

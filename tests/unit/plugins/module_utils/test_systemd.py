@@ -68,3 +68,116 @@ def test_run_for_daemons():
     assert sd.run([sys.executable, "-c", "print('out')"]) == (0, "out\n", "")
     rc, out, err = sd.run(["/nonexistent/systemctl", "show"])
     assert rc == 127 and out == "" and err.startswith("/nonexistent/systemctl show could not run: ")
+
+
+# --- what a unit's processes and journal say (a start-up wait's message) -----------------------
+
+
+def _fake_proc(tmp_path, pid, ppid, name, state, utime, stime, core, allowed):
+    folder = tmp_path / str(pid)
+    folder.mkdir()
+    # Fields after "(comm) ": state ppid ... utime is field 14, stime 15, processor 39 (1-based over the whole line).
+    rest = [state, str(ppid)] + ["0"] * 9 + [str(utime), str(stime)] + ["0"] * 23 + [str(core)] + ["0"] * 5
+    (folder / "stat").write_text("%d (%s) %s\n" % (pid, name, " ".join(rest)), encoding="utf-8")
+    (folder / "status").write_text("Name:\t%s\nState:\t%s (x)\nCpus_allowed_list:\t%s\n" % (name, state, allowed),
+                                   encoding="utf-8")
+
+
+def test_process_lines_walks_the_tree_under_the_main_pid(tmp_path):
+    _fake_proc(tmp_path, 1, 0, "systemd", "S", 5, 5, 0, "0-1")
+    _fake_proc(tmp_path, 812, 1, "python3", "S", 4000, 120, 1, "0-1")
+    _fake_proc(tmp_path, 901, 812, "VLLM::EngineCor", "R", 30, 0, 0, "0")
+    _fake_proc(tmp_path, 950, 901, "VLLM::Worker", "R", 100, 50, 1, "1")
+    _fake_proc(tmp_path, 77, 1, "nginx", "S", 1, 1, 0, "0-1")
+    (tmp_path / "self").mkdir()
+    assert sd.process_lines(812, str(tmp_path)) == [
+        "812 python3 S 41.2 1 0-1", "901 VLLM::EngineCor R 0.3 0 0", "950 VLLM::Worker R 1.5 1 1"]
+    assert sd.process_lines(4242, str(tmp_path)) == []
+    assert sd.process_lines(812, str(tmp_path / "missing")) == []
+
+
+def test_unit_process_lines_reads_the_main_pid(tmp_path):
+    _fake_proc(tmp_path, 812, 1, "python3", "S", 100, 0, 1, "0-1")
+    seen = []
+
+    def run(argv):
+        seen.append(argv)
+        return 0, "812\n", ""
+
+    assert sd.unit_process_lines("vllm-replica.service", run, proc_dir=str(tmp_path)) == ["812 python3 S 1.0 1 0-1"]
+    assert seen == [["systemctl", "show", "-p", "MainPID", "--value", "--", "vllm-replica.service"]]
+    assert sd.unit_process_lines("x.service", lambda argv: (0, "0\n", ""), proc_dir=str(tmp_path)) == []
+    assert sd.unit_process_lines("x.service", lambda argv: (1, "", "no"), proc_dir=str(tmp_path)) == []
+
+
+def test_container_pid_reads_the_containers_main_process():
+    seen = []
+
+    def run(argv):
+        seen.append(argv)
+        return 0, "WARN[0000] a podman warning\n4242\n", ""
+
+    assert sd.container_pid("/usr/bin/podman", "vllm-replica", run) == 4242
+    assert seen == [["/usr/bin/podman", "container", "inspect", "--format", "{{.State.Pid}}", "vllm-replica"]]
+    # Not running (docker prints 0), not there, not a number, the engine missing: 0, never an exception.
+    assert sd.container_pid("docker", "x", lambda argv: (0, "0\n", "")) == 0
+    assert sd.container_pid("docker", "x", lambda argv: (1, "", "Error: No such container: x")) == 0
+    assert sd.container_pid("docker", "x", lambda argv: (0, "<no value>\n", "")) == 0
+
+    def missing(argv):
+        raise OSError("No such file or directory: /usr/bin/docker")
+
+    assert sd.container_pid("/usr/bin/docker", "x", missing) == 0
+
+
+def test_unit_process_lines_adds_the_containers_processes(tmp_path):
+    # docker: the unit's main process is the `docker run` client; vLLM runs under containerd-shim.
+    _fake_proc(tmp_path, 700, 1, "docker", "S", 10, 0, 0, "0-1")
+    _fake_proc(tmp_path, 800, 1, "containerd-shim", "S", 5, 0, 1, "0-1")
+    _fake_proc(tmp_path, 812, 800, "vllm", "S", 4000, 120, 1, "0-1")
+    _fake_proc(tmp_path, 901, 812, "VLLM::EngineCor", "R", 30, 0, 0, "0")
+    seen = []
+
+    def run(argv):
+        seen.append(argv)
+        return (0, "700\n", "") if argv[0] == "systemctl" else (0, "812\n", "")
+
+    lines = sd.unit_process_lines("vllm-replica.service", run, proc_dir=str(tmp_path), container_engine="/usr/bin/docker")
+    assert lines == ["700 docker S 0.1 0 0-1", "812 vllm S 41.2 1 0-1", "901 VLLM::EngineCor R 0.3 0 0"]
+    assert seen[1] == ["/usr/bin/docker", "container", "inspect", "--format", "{{.State.Pid}}", "vllm-replica"]
+    # The container's name can be given; a container that does not run adds nothing.
+    seen.clear()
+    assert sd.unit_process_lines("a.service", lambda argv: seen.append(argv) or (0, "0\n", ""), proc_dir=str(tmp_path),
+                                 container_engine="docker", container_name="other") == []
+    assert seen[1][-1] == "other"
+
+
+def test_systemd_journal():
+    calls = []
+
+    def run_command(argv):
+        calls.append(argv)
+        return 0, "line one\nline two\n", ""
+
+    assert sd.journal("vllm.service", run_command) == ["line one", "line two"]
+    assert calls == [["journalctl", "-u", "vllm.service", "-n", "600", "--no-pager"]]
+    assert sd.journal("vllm.service", lambda argv: (1, "", "No journal files were found.")) == [
+        "(journalctl -u vllm.service -n 600 --no-pager failed, rc 1: No journal files were found.)"]
+
+
+def test_systemd_journal_leaves_out_the_exit_leak_report():
+    """The lab's split that died at its first request (2026-12-02): the journal's last 30 lines were all
+    nanobind's report of what Triton's bindings leaked at exit, not the worker that died."""
+    prefix = "Dec 02 03:41:49 spark-a docker[1068]: "
+    cause = [prefix + "(EngineCore pid=23) ERROR 12-02 03:41:17 [multiproc_executor.py:315] Worker proc VllmWorker-0 "
+             "died unexpectedly (exit code: None), shutting down executor.",
+             prefix + "RuntimeError: Worker failed with error 'Illegal instruction'"]
+    noise = [prefix + "nanobind: leaked 64 types!", prefix + " - leaked type \"triton._C.libtriton.ir.block\"",
+             prefix + " - leaked instance 0x7f6d75d20848 of type \"triton._C.libtriton.ir.attribute\"",
+             prefix + "nanobind: leaked 514 functions!", prefix + " - leaked function \"create_xor\"",
+             prefix + " - ... skipped remainder"] * 20
+    stopped = ["Dec 02 03:41:50 spark-a systemd[1]: vllm-split.service: Deactivated successfully."]
+    lines = sd.journal("vllm-split.service", lambda argv: (0, "\n".join(cause + noise + stopped) + "\n", ""))
+    assert lines == cause + stopped
+    many = ["%s line %d" % (prefix, n) for n in range(100)]
+    assert sd.journal("vllm.service", lambda argv: (0, "\n".join(many + noise), "")) == many[-30:]

@@ -25,7 +25,7 @@ import yaml
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _upstream as up
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as vh
-from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_vllm_health import FakeVLLM, free_port
+from ansible_collections.factory_floor.llm.tests.unit.plugins.fake_vllm import FakeVLLM, free_port
 
 ROLE_VARS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "roles", "nginx_proxy", "vars",
                          "main.yml")

@@ -28,46 +28,9 @@ import pytest
 import requests
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _watchdog as wd
-
-UNIT = "vllm-replica.service"
-KILL = [["systemctl", "kill", "--signal=SIGKILL", UNIT]]
-WALL0 = 1_767_225_600.0
-# The default stall window (seconds).
-W = 120
-
-
-def config(tmp_path, **overrides):
-    raw = {"unit": UNIT, "state_file": str(tmp_path / "state.json"), "status_file": str(tmp_path / "status.json"),
-           "model": "lab-chat", "lock_file": str(tmp_path / "maintenance"), "kill_commands": KILL,
-           "dropin_dir": str(tmp_path / "run-systemd")}
-    raw.update(overrides)
-    return wd.load_config(raw)
-
-
-def unit(**overrides):
-    values = {"name": UNIT, "load_state": "loaded", "active_state": "active", "sub_state": "running",
-              "result": "success", "exec_main_status": 0, "main_pid": 100, "invocation_id": "inv-1",
-              "unit_file_state": "enabled", "n_restarts": 0, "started_mono": None}
-    values.update(overrides)
-    return wd.UnitInfo(**values)
-
-
-def counters(gen=100, running=2, waiting=0, prompt=50, success=10, kv=0.1, start=1000.0, steps=40):
-    return wd.Counters(num_requests_running=running, num_requests_waiting=waiting, generation_tokens_total=gen,
-                       prompt_tokens_total=prompt, iteration_tokens_total_count=steps, request_success_total=success,
-                       num_preemptions_total=0, kv_cache_usage_perc=kv, process_start_time_seconds=start)
-
-
-def look(t, health="serving", cnt=None, u=None, peer=None, peer_error=None, http_status=None, error=None):
-    return wd.Sample(time=t, wall=WALL0 + t, unit=u or unit(),
-                     health=wd.Probe(health, http_status=http_status, error=error), counters=cnt,
-                     peer=peer, peer_error=peer_error)
-
-
-TIMEOUT = wd.Probe("dead", error="1-token generation did not finish within 15s", latency=15.0)
-OK = wd.Probe("serving", latency=0.2)
-# /health under load: connected, no answer within the request timeout.
-READ_TIMEOUT = {"health": "dead", "error": "GET http://127.0.0.1:8000/health: connected, but no HTTP answer within 5s"}
+from ansible_collections.factory_floor.llm.tests.unit.plugins.watchdog_samples import (
+    OK, READ_TIMEOUT, TIMEOUT, UNIT, WALL0, W, config, counters, look, unit,
+)
 
 
 def _stat(tmp_path, pid, ppid, utime, stime=0, name="python3", state="S"):

@@ -60,6 +60,14 @@ def test_upgrade(run_module):
     assert result["announcement"].startswith("Upgrading spark-b to /models/New, one replica at a time.")
 
 
+def test_upgrade_words_the_target_from_model_and_image(run_module):
+    args = dict(UPGRADE, target="", model="/models/New", image="vllm/vllm-openai:v2")
+    code, result = run_module(module, args)
+    assert code == 0, result
+    assert result["target"] == "/models/New on image vllm/vllm-openai:v2"
+    assert result["announcement"].startswith("Upgrading spark-b to /models/New on image vllm/vllm-openai:v2,")
+
+
 def test_a_switch_needs_its_topology_and_head(run_module):
     code, result = run_module(module, {"engines": ["spark-a"]})
     assert code == 1 and "topology, head" in result["msg"]

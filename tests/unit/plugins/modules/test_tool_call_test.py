@@ -40,7 +40,7 @@ from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_
     DEFAULT_SUITE,
     write_bfcl,
 )
-from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_vllm_health import free_port
+from ansible_collections.factory_floor.llm.tests.unit.plugins.fake_vllm import free_port
 
 
 class FakeOpenAI:

@@ -15,7 +15,7 @@ import pytest
 from ansible.module_utils import basic
 
 from ansible_collections.factory_floor.llm.plugins.modules import vllm_health
-from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_vllm_health import FakeVLLM, free_port
+from ansible_collections.factory_floor.llm.tests.unit.plugins.fake_vllm import FakeVLLM, free_port
 
 RETURN_KEYS = {"changed", "status", "elapsed", "models", "model_roots", "version", "probe_latency", "error", "url", "attempts",
                "reason", "crashes"}
