@@ -294,17 +294,18 @@ function _M.balance()
             -- key's engine only when that engine is among the least loaded, so one-off
             -- requests balance as least_conn does and a conversation still usually
             -- starts where its next turns will go.
-            local bound_ok
+            -- One least_loaded() per request: each call advances the shared tie rotation.
+            local least, bound_ok
             if ctx.ff_first then
-                local least = least_loaded(loads, nil, dict)
+                least = least_loaded(loads, nil, dict)
                 bound_ok = loads[chosen] <= loads[least]
             else
                 bound_ok = within_bound(chosen, loads, total)
             end
             if not bound_ok then
-                local other = least_loaded(loads, nil, dict)
-                if loads[other] < loads[chosen] then
-                    chosen = other
+                least = least or least_loaded(loads, nil, dict)
+                if loads[least] < loads[chosen] then
+                    chosen = least
                     ngx.var.ff_route = ngx.var.ff_route .. "+spill"
                 end
             end
