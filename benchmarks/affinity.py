@@ -11,8 +11,10 @@ weighs on both alike, with the same requests in the same order in every arm.
 
 Workloads (``--parts``):
 
-* ``agent``: ``--clients`` agents at once, each running ``--per-client`` conversations one
-  after another. A conversation is an e-mail thread of about ``--context-tokens`` tokens
+* ``agent``: ``--clients`` agents at once, each working ``--per-client`` conversations in
+  rotation, a turn of each in turn (as an agent does while its tools run for the
+  others): all ``--clients`` x ``--per-client`` conversations stay open, ``--clients``
+  requests in flight. A conversation is an e-mail thread of about ``--context-tokens`` tokens
   (0.5-1.5x, different per conversation) under the agent's system prompt, then
   ``--turns`` turns: each appends the agent's previous answer (a fixed text of about
   ``--answer-tokens``, so every arm sends the same bytes) and a new message of about
@@ -203,22 +205,28 @@ class Agent:
 
 
 def run_agent(url, salt, agent, args, auth):
-    """``--clients`` agents, each running its conversations turn after turn; the records."""
+    """``--clients`` agents, each working its conversations in rotation; the records.
+
+    In rotation, not one after another: a closed-loop client that sends its next turn the
+    moment the last one ends finds the engine that just answered it one request lighter,
+    so least_conn would send it there too and keep the history by accident; an agent's
+    next turn waits for its tools while other conversations go on."""
     records = []
     lock = threading.Lock()
     count = args.clients * args.per_client
 
     def client(w):
         session = _load.make_session()
-        for c in range(w, count, args.clients):
-            for turn in range(args.turns):
+        open_ = list(range(w, count, args.clients))
+        for turn in range(args.turns):
+            for c in list(open_):
                 body, headers = agent.request(salt, c, turn)
                 record = _load.stream_chat(session, url, body, dict(auth, **headers), args.timeout)
                 record.update(conversation=c, turn=turn)
                 with lock:
                     records.append(record)
                 if not record["ok"]:
-                    break
+                    open_.remove(c)
         session.close()
 
     threads = [threading.Thread(target=client, args=(w,)) for w in range(args.clients)]
@@ -351,10 +359,10 @@ def main():  # pylint: disable=too-many-locals,too-many-statements,too-many-bran
     parser.add_argument("--api-key", default=os.environ.get("FF_API_KEY") or None)
     parser.add_argument("--api-key-file", default=None)
     parser.add_argument("--parts", default="agent,keyless,skewed")
-    parser.add_argument("--clients", type=int, default=32, help="agent: conversations at once")
-    parser.add_argument("--per-client", type=int, default=1, help="agent: conversations per client and arm")
+    parser.add_argument("--clients", type=int, default=8, help="agent: agents (requests in flight) at once")
+    parser.add_argument("--per-client", type=int, default=7, help="agent: conversations each agent works in rotation")
     parser.add_argument("--turns", type=int, default=5)
-    parser.add_argument("--context-tokens", type=int, default=2000, help="agent: mean thread size (0.5-1.5x)")
+    parser.add_argument("--context-tokens", type=int, default=1200, help="agent: mean thread size (0.5-1.5x)")
     parser.add_argument("--turn-tokens", type=int, default=120, help="agent: tokens added by the user per turn")
     parser.add_argument("--answer-tokens", type=int, default=48, help="agent: tokens asked per turn")
     parser.add_argument("--key", choices=["prefix", "header", "prompt_cache_key"], default="prefix")
@@ -507,7 +515,7 @@ def report(part, runs, names, caps, args):
         out[arm] = summary
     lc, af = out["least_conn"], out["affinity"]
     print("\n%s: %s" % (part, {
-        "agent": "%d agents x %d conversations x %d turns, thread ~%d tokens, +%d per turn, %d asked per turn, key %s"
+        "agent": "%d agents x %d conversations in rotation x %d turns, thread ~%d tokens, +%d per turn, %d asked per turn, key %s"
                  % (args.clients, args.per_client, args.turns, args.context_tokens, args.turn_tokens,
                     args.answer_tokens, args.key),
         "keyless": "mixed short/long (%d%% long, %d prompt tokens), %d clients, %g s per arm"
