@@ -11,7 +11,7 @@ address:port) and sorts each peer of one local port into:
 ``loopback``  127.0.0.0/8 or ::1 (the host itself: health checks, the watchdog);
 ``allowed``   an address in the allowed list (the proxy hosts, health-check and
               metrics hosts: what the firewall lets in);
-``other``     anyone else: a client that bypasses the proxy (MISSION.md item 2).
+``other``     anyone else: a client that bypasses the proxy, which every client must go through.
 """
 
 from __future__ import annotations

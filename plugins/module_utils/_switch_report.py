@@ -13,7 +13,7 @@ Definitions (all times epoch seconds, durations seconds):
 - ``first_serving``: the timeline's ``first_serving`` event (the first engine of
   the new topology passed its health probe), falling back to ``in_rotation``;
 - ``after_serving``: every non-200 a client saw that *started* after
-  first_serving; the product promises none (MISSION.md item 1).
+  first_serving; the product promises none (a switch never leaves clients without a model).
 - ``ok_with_failures``: the outcome of a switch that went through (``ok``) while
   more requests than ``max_failures_after_serving`` failed after first_serving,
   when the caller sets that bar (switch-model.yml: 0, the model serves throughout).

@@ -8,7 +8,7 @@ Private to the collection; the checking layer of ``factory_floor.llm.tool_call_t
 (``_tool_suite`` reads suites, ``_tool_call`` runs them and scores). Pure: the
 standard library and ``jsonschema`` (checked by the module with ``missing_required_lib``).
 
-The rules a case must pass (the gate's contract, MISSION.md / issue 9):
+The rules a case must pass (the gate's contract):
 
 * HTTP 200 with one choice;
 * a case that expects calls: ``finish_reason`` is ``tool_calls``; the calls are in

@@ -9,7 +9,8 @@ engine directly, writes nginx's ``server`` lines from what it sees, validates
 with ``nginx -t`` and reloads only on change. A reload starts new workers with
 fresh failure accounting and lets the old ones finish their streams.
 
-Rules (MISSION.md item 1: 30 s of "502 no live upstreams" after a replica came back):
+Rules (an engine that serves must be in rotation at once: nginx's own passive checks gave 30 s of
+"502 no live upstreams" after a replica came back):
 - an engine's probe passes when it serves (``/health`` 200 and the expected model
   in ``/v1/models``);
 - hysteresis, in nginx's ``health_check`` words: an engine leaves after ``fails``

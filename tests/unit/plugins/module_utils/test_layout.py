@@ -346,20 +346,25 @@ def _yaml(*parts):
 
 
 def test_defaults_are_the_roles_defaults():
+    # The module works without the roles, so it keeps its own copy of the site role's
+    # defaults (and of vllm's and vllm_split's own): this keeps them equal.
+    site = _yaml("roles", "site", "defaults", "main.yml")
     vllm = _yaml("roles", "vllm", "defaults", "main.yml")
     split = _yaml("roles", "vllm_split", "defaults", "main.yml")
     proxy = _yaml("roles", "nginx_proxy", "defaults", "main.yml")
-    assert DEFAULTS["vllm_port"] == vllm["vllm_port"]
+    assert DEFAULTS["vllm_port"] == site["site_engine_port"]
+    assert vllm["vllm_port"] == "{{ site_engine_port }}"
     assert DEFAULTS["vllm_listen_host"] == vllm["vllm_listen_host"]
-    assert PROXY_GROUP == vllm["vllm_proxy_group"]
+    assert PROXY_GROUP == site["site_proxy_group"]
+    assert vllm["vllm_proxy_group"] == "{{ site_proxy_group }}"
     assert DEFAULTS["vllm_split_tensor_parallel_size"] == split["vllm_split_tensor_parallel_size"]
     assert DEFAULTS["vllm_split_pipeline_parallel_size"] == split["vllm_split_pipeline_parallel_size"]
-    assert SPLIT_GROUP == split["vllm_split_group"]
-    assert ENGINE_GROUP == proxy["nginx_proxy_backend_group"]
-    assert proxy["nginx_proxy_port"].replace(" ", "") == "{{ff_proxy_port|default(%d)}}" % DEFAULTS["ff_proxy_port"]
+    assert ENGINE_GROUP == SPLIT_GROUP == site["site_engine_group"]
+    assert split["vllm_split_group"] == vllm["vllm_engine_group"] == proxy["nginx_proxy_backend_group"] == "{{ site_engine_group }}"
+    assert site["site_proxy_port"].replace(" ", "") == "{{ff_proxy_port|default(%d)}}" % DEFAULTS["ff_proxy_port"]
+    assert proxy["nginx_proxy_port"] == "{{ site_proxy_port }}"
 
 
 def test_the_role_passes_the_variables_the_check_reads():
     role_vars = _yaml("roles", "vllm", "vars", "main.yml")
     assert tuple(role_vars["_vllm_layout_host_vars"]) == HOST_VARS
-    assert role_vars["_vllm_layout_engine_group"] == ENGINE_GROUP
