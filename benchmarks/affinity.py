@@ -45,9 +45,10 @@ often a key spilled to another engine (X-Factory-Floor-Route ``+spill``).
 
 Targets, printed as ratios of one run: follow-up TTFT p50, least_conn / affinity >= 3;
 tokens/s, affinity / least_conn >= 1 (agent) and >= 0.97 (key-less); skewed: no sample
-where an engine of the affinity arm was above its bound (its max_num_seqs, or
-ceil(balance factor x (all in flight + 1) / engines) plus one for requests chosen in the
-same instant) while another engine had room, judged while the clients still send (after the
+where an engine of the affinity arm was above its bound (its max_num_seqs, or, with more
+in flight than half the engines' max_num_seqs together, ceil(balance factor x (all in
+flight + 1) / engines) plus one for requests chosen in the same instant) while another
+engine had room, judged while the clients still send (after the
 last request started, the engine still finishing long answers holds them alone).
 
 Prints the tables, progress (``arm n of N``) as it goes, and one JSON line
@@ -308,9 +309,11 @@ def bound_violations(samples, names, caps, factor):
         total = sum(loads.values())
         # +1: two workers choosing in the same instant can pass a bound by one (README).
         factor_bound = math.ceil(factor * (total + 1) / len(names)) + 1
+        # The factor applies only while the site is busy: more in flight than half its slots.
+        busy = 2 * total > sum(caps[n] for n in names)
         for name in names:
             above_cap = loads[name] > caps[name]
-            above_mean = loads[name] > factor_bound
+            above_mean = busy and loads[name] > factor_bound
             room = any(loads[o] < min(caps[o], loads[name] - 1) for o in names if o != name)
             if (above_cap or above_mean) and room:
                 bad.append({"t": round(sample["t"], 1), "engine": name, "counts": loads})

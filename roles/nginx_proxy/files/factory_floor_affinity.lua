@@ -147,14 +147,13 @@ end
 -- The conversation's leading messages: every message up to and including the first
 -- user message (system or developer prompt, first question), role and text only.
 -- Later turns append to the history, so every turn of one conversation gives the
--- same text. nil when there is no user message. Second value: true when nothing
--- follows that first user message (a first turn, or a one-off request).
+-- same text. nil when there is no user message.
 local function conversation_prefix(messages)
     if type(messages) ~= "table" then
         return nil
     end
     local out = {}
-    for i, m in ipairs(messages) do
+    for _, m in ipairs(messages) do
         if type(m) ~= "table" then
             return nil
         end
@@ -164,7 +163,7 @@ local function conversation_prefix(messages)
         out[#out + 1] = text_of(m.content)
         out[#out + 1] = "\0"
         if role == "user" then
-            return concat(out), messages[i + 1] == nil
+            return concat(out)
         end
     end
     return nil
@@ -198,11 +197,9 @@ function _M.access()
                     end
                 end
                 if not key and settings.prefix then
-                    local first
-                    key, first = conversation_prefix(doc.messages)
+                    key = conversation_prefix(doc.messages)
                     if key then
                         route = "prefix"
-                        ngx.ctx.ff_first = first
                     end
                 end
             end
@@ -251,13 +248,28 @@ local function least_loaded(loads, skip, dict)
 end
 
 -- The key's member keeps the request unless it is at its bound: in flight >= its
--- max_num_seqs (the next request would queue in vLLM), or in flight >=
--- ceil(balance_factor * (all in flight + 1) / members), HAProxy's hash-balance-factor.
+-- max_num_seqs (the next request would queue in vLLM), or, while the site is busy,
+-- in flight >= ceil(balance_factor * (all in flight + 1) / members), HAProxy's
+-- hash-balance-factor. Busy: more in flight, this request included, than half the
+-- members' max_num_seqs together. Below that every engine still batches another
+-- sequence at almost no cost to the others, while a move costs the history's whole
+-- prefill elsewhere. With an unknown max_num_seqs (0) the factor always applies.
 local function within_bound(i, loads, total)
     local load = loads[i]
     local cap = members[i].max_num_seqs
     if cap > 0 and load >= cap then
         return false
+    end
+    local slots = 0
+    for _, m in ipairs(members) do
+        if m.max_num_seqs <= 0 then
+            slots = nil
+            break
+        end
+        slots = slots + m.max_num_seqs
+    end
+    if slots and 2 * (total + 1) <= slots then
+        return true
     end
     return load < ceil(settings.balance_factor * (total + 1) / #members)
 end
@@ -290,20 +302,11 @@ function _M.balance()
     else
         if ctx.ff_key then
             chosen = rendezvous(ctx.ff_key)
-            -- A request with no history yet has nothing cached anywhere: it goes to its
-            -- key's engine only when that engine is among the least loaded, so one-off
-            -- requests balance as least_conn does and a conversation still usually
-            -- starts where its next turns will go.
-            -- One least_loaded() per request: each call advances the shared tie rotation.
-            local least, bound_ok
-            if ctx.ff_first then
-                least = least_loaded(loads, nil, dict)
-                bound_ok = loads[chosen] <= loads[least]
-            else
-                bound_ok = within_bound(chosen, loads, total)
-            end
-            if not bound_ok then
-                least = least or least_loaded(loads, nil, dict)
+            -- A conversation's first turn goes home under the same bound as its later
+            -- turns: sent elsewhere, its second turn would read the whole thread again
+            -- at home.
+            if not within_bound(chosen, loads, total) then
+                local least = least_loaded(loads, nil, dict)
                 if loads[least] < loads[chosen] then
                     chosen = least
                     ngx.var.ff_route = ngx.var.ff_route .. "+spill"
