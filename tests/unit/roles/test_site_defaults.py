@@ -6,7 +6,8 @@
 
 - The roles that read a shared setting default to the site role's variable and
   depend on the role; no role file writes the value again (a literal engine group,
-  engine port, max_num_seqs or lock path in a role's defaults, vars, tasks or templates).
+  engine port, max_num_seqs, lock path or topology unit in a role's defaults, vars,
+  tasks or templates).
 - Modules and daemons run without the roles and keep a default of their own for an
   option the roles always pass: each equals the site role's.
 """
@@ -25,7 +26,8 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._watchdog_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SITE = yaml.safe_load(open(os.path.join(ROOT, "roles", "site", "defaults", "main.yml"), encoding="utf-8"))
-DEPENDENTS = ("vllm", "vllm_split", "vllm_replica", "vllm_watchdog", "maintenance_window", "nginx_proxy", "keepalived")
+DEPENDENTS = ("vllm", "vllm_split", "vllm_replica", "vllm_watchdog", "maintenance_window", "nginx_proxy", "keepalived",
+              "memory_guard")
 
 # What would be a second copy of a site default in a role file.
 COPIES = [
@@ -33,6 +35,8 @@ COPIES = [
     re.compile(r"default\(\s*['\"]?(gb10|proxy)['\"]?\s*\)"),
     re.compile(r"default\(\s*(8000|8080|12)\s*\)"),
     re.compile(r"^\s*\w+:\s*(gb10|proxy|8000|/run/factory-floor-maintenance)\s*$"),
+    # The topologies' units: the site role's table (vars/main.yml).
+    re.compile(r"vllm-(replica|split)(-watchdog)?\.service"),
 ]
 
 

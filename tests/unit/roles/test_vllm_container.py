@@ -57,6 +57,8 @@ def test_run_args_hold_nothing_the_role_sets():
 def test_container_names_follow_the_units():
     # The watchdog, the health wait and the unit's ExecStop=/ExecStopPost= all derive the
     # container's name from the unit's; the image check reads these.
-    units = VARS["_vllm_units"]["replicas"] + VARS["_vllm_units"]["split"]
-    assert units == ["vllm-replica.service", "vllm-split.service"]
+    site = _load("roles", "site", "vars", "main.yml")["_site_topologies"]
+    assert [t["unit"] for t in site.values()] == ["vllm-replica.service", "vllm-split.service"]
+    assert VARS["_vllm_units"]["replicas"] == ["{{ _site_topologies.replicas.unit }}"]
+    assert VARS["_vllm_units"]["split"] == ["{{ _site_topologies.split.unit }}"]
     assert "regex_replace" in VARS["_vllm_container_names"]
