@@ -22,6 +22,8 @@ def serve_args(words, keep_empty: bool = False) -> list:
     command line counts.
     """
     text = " ".join(word for word in words if word or keep_empty)
+    if not text:
+        return []   # nothing rendered (a read without argv): nothing wanted
     after = text.split(" serve ", 1)[-1]
     parts = after.split(" --")
     return parts[:1] + ["--" + part for part in parts[1:]]

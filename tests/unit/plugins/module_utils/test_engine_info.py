@@ -40,3 +40,11 @@ def test_compare_nothing_running(fingerprint):
     result = ei.compare(None, None, RENDERED, fingerprint)
     assert result["running"] is False and result["config_differs"] is False
     assert (result["args_removed"], result["args_added"]) == ([], [])
+
+
+def test_a_read_without_argv_wants_nothing():
+    # vllm_engine_info with no argv (what runs, as tune.yml reads it): nothing to add.
+    result = ei.compare(ei.split_nul(RUNNING), [], [], None)
+    assert result["args_new"] == [] and result["args_added"] == []
+    assert result["args_now"] == ["/models/A", "--port 8000", "--max-num-seqs 8"]
+    assert ei.serve_args([]) == []
