@@ -4,9 +4,10 @@
 
 """Load one vLLM engine with streamed chat completions and measure it.
 
-Pure logic, standard library and ``requests`` only, never ``ansible``: used by the
-``factory_floor.llm.concurrency_sweep`` module on the replica host and copied as it is
-next to ``benchmarks/balance.py`` on the proxy host (imported there as plain ``_load``).
+Pure logic, standard library and ``requests`` (through ``_vllm_client``) only, never
+``ansible``: used by the ``factory_floor.llm.concurrency_sweep`` module on the replica host
+and copied as it is, with ``_vllm_client.py``, next to ``benchmarks/balance.py`` on the
+proxy host (imported there as plain ``_load``).
 
 What is measured, per request (one streamed ``POST /v1/chat/completions`` with
 ``stream_options: {include_usage: true}``):
@@ -50,20 +51,15 @@ The recommendation and the table are in ``_concurrency_plan``.
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import threading
 import time
-import traceback
 
-try:
-    import requests
-except ImportError:
-    requests = None
-    REQUESTS_IMPORT_ERROR = traceback.format_exc()
-else:
-    REQUESTS_IMPORT_ERROR = None
+try:  # inside the collection
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_client as client
+except ImportError:  # copied next to a benchmark on a host
+    import _vllm_client as client  # type: ignore[no-redef]
 
 
 PROFILES = ("short", "long")
@@ -283,16 +279,15 @@ class Workload:
 
 
 def make_session():
-    if requests is None:
+    """A session straight to the engine, environment proxies ignored; LoadError without requests."""
+    if client.requests is None:
         raise LoadError("the Python library requests is not installed")
-    session = requests.Session()
-    # Straight to the engine: ignore HTTP_PROXY/ALL_PROXY from the environment.
-    session.trust_env = False
-    return session
+    return client.session()
 
 
 def auth_headers(api_key):
-    return {"Authorization": "Bearer %s" % api_key} if api_key else {}
+    """Only the API key's header (none without a key)."""
+    return client.headers(api_key, accept=None)
 
 
 def _has_output(choice):
@@ -328,14 +323,10 @@ def stream_chat(session, url, payload, headers=None, timeout=DEFAULT_TIMEOUT, cl
             if response.status_code != 200:
                 record["error"] = "HTTP %d: %s" % (response.status_code, " ".join(response.text.split())[:200])
             else:
-                for raw in response.iter_lines(chunk_size=None):
-                    if not raw.startswith(b"data:"):
-                        continue
-                    data = raw[5:].strip()
-                    if data == b"[DONE]":
+                for chunk in client.iter_sse(response.iter_lines(chunk_size=None)):
+                    if chunk is client.SSE_DONE:
                         done = True
                         break
-                    chunk = json.loads(data)
                     if chunk.get("error"):
                         error = chunk["error"]
                         record["error"] = "error event: %s" % (error.get("message", error) if isinstance(error, dict) else error)

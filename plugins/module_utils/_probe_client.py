@@ -11,7 +11,8 @@ model was away, and every 502/503 with its time. One JSON line per request:
 host that answered, from nginx's ``X-Factory-Floor-Proxy``: with a floating address in front
 of several proxies it says which one held the address).
 
-Stdlib + requests; no Ansible imports (installed on hosts as a plain file).
+Stdlib + requests (through ``_vllm_client``); no Ansible imports: installed on hosts as
+a plain file, with ``_vllm_client.py`` next to it.
 """
 
 from __future__ import annotations
@@ -24,15 +25,12 @@ import sys
 import threading
 import time
 
-try:
-    import requests
-except ImportError:  # pragma: no cover - reported by the module that installs it
-    requests = None
+try:  # inside the collection
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_client as vllm_client
+except ImportError:  # installed next to it on a host
+    import _vllm_client as vllm_client  # type: ignore[no-redef]
 
-
-# Per-request ``proxies`` that switch off HTTP_PROXY, HTTPS_PROXY and ALL_PROXY:
-# the client measures our proxy, not whatever an environment proxy answers.
-NO_PROXIES = {"http": None, "https": None, "all": None}
+requests = vllm_client.requests
 
 
 def _closed_before_answer(exc):
@@ -68,15 +66,16 @@ def one_request(session, url, payload, headers, timeout, retry_connection_errors
     """
     started = time.time()
     record = {"t": started, "status": 0, "upstream": None, "proxy": None, "error": None}
+    # No environment proxies: the client measures our proxy, not whatever another one answers.
     try:
         try:
-            response = session.post(url, json=payload, headers=headers, timeout=timeout, proxies=dict(NO_PROXIES))
+            response = session.post(url, json=payload, headers=headers, timeout=timeout, proxies=vllm_client.no_proxies())
         except requests.exceptions.ConnectionError as exc:
             if not (retry_connection_errors or _closed_before_answer(exc)):
                 raise
             record["retried"] = "%s: %s" % (type(exc).__name__, exc)
             session.close()
-            response = session.post(url, json=payload, headers=headers, timeout=timeout, proxies=dict(NO_PROXIES))
+            response = session.post(url, json=payload, headers=headers, timeout=timeout, proxies=vllm_client.no_proxies())
         record["status"] = response.status_code
         record["upstream"] = response.headers.get("X-Factory-Floor-Upstream")
         record["proxy"] = response.headers.get("X-Factory-Floor-Proxy")
@@ -94,7 +93,7 @@ def run(url, model, out, interval=0.5, concurrency=1, timeout=60.0, api_key=None
     """Loop until ``stop`` is set (or ``duration`` seconds passed), appending records to ``out``."""
     stop = stop or threading.Event()
     lock = threading.Lock()
-    headers = {"Authorization": "Bearer %s" % api_key} if api_key else {}
+    headers = vllm_client.headers(api_key, accept=None)
     deadline = time.time() + duration if duration is not None else None
     sent = [0]
 

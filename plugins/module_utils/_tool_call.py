@@ -13,11 +13,11 @@ states them: the gate's contract).
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_client as client
 from ansible_collections.factory_floor.llm.plugins.module_utils._tool_check import (
     Reply,
     parse_completion,
@@ -48,21 +48,8 @@ class AbortRun(RuntimeError):
 # Running a suite against a server
 # ---------------------------------------------------------------------------
 
-def normalize_url(url: str) -> str:
-    """Base URL without a trailing / or /v1."""
-    if not re.match(r"^https?://[^/]+", url or ""):
-        raise ValueError("url must be an http:// or https:// URL, got %r" % url)
-    url = url.rstrip("/")
-    if url.endswith("/v1"):
-        url = url[:-3]
-    return url
-
-
-def _headers(api_key):
-    headers = {"Content-Type": "application/json"}
-    if api_key:
-        headers["Authorization"] = "Bearer %s" % api_key
-    return headers
+def _headers(api_key) -> dict:
+    return client.headers(api_key, accept=None, **{"Content-Type": "application/json"})
 
 
 def _cut(text: str) -> str:
@@ -86,10 +73,9 @@ def post(session, url: str, body: dict, api_key, timeout: float) -> Exchange:
     """POST a chat completion (streamed when body['stream']) and read the whole answer."""
     exchange = Exchange()
     started = time.monotonic()
-    no_proxies = {"http": None, "https": None, "all": None}
     try:
         response = session.post(url, json=body, headers=_headers(api_key), timeout=(min(timeout, 10.0), timeout),
-                                proxies=no_proxies, allow_redirects=False, stream=body["stream"])
+                                proxies=client.no_proxies(), allow_redirects=False, stream=body["stream"])
         exchange.status = response.status_code
         if body["stream"] and response.status_code == 200:
             lines = []
@@ -206,7 +192,7 @@ def run_suite(url: str, cases: list, tools: dict, model: str, api_key=None, time
         raise RuntimeError("the Python library requests is required: %s" % REQUESTS_IMPORT_ERROR)
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError("concurrency must be 1 (one case at a time) or more, got %r" % (concurrency,))
-    endpoint = normalize_url(url) + "/v1/chat/completions"
+    endpoint = client.base_url(url) + "/v1/chat/completions"
     new_session = session_factory or requests.Session
     sessions = []
     sessions_lock = threading.Lock()
@@ -330,11 +316,10 @@ def case_line(index: int, total: int, results: list) -> str:
 
 def first_model(url: str, api_key=None, timeout: float = 10.0, session=None) -> str:
     """The first model id ``GET /v1/models`` lists."""
-    target = normalize_url(url) + "/v1/models"
+    target = client.base_url(url) + "/v1/models"
     getter = session or requests
     try:
-        response = getter.get(target, headers=_headers(api_key), timeout=timeout,
-                              proxies={"http": None, "https": None, "all": None})
+        response = getter.get(target, headers=_headers(api_key), timeout=timeout, proxies=client.no_proxies())
     except requests.exceptions.RequestException as exc:
         raise AbortRun("GET %s: %s" % (target, _reason(exc))) from exc
     if response.status_code != 200:

@@ -1,16 +1,20 @@
 # -*- coding: utf-8 -*-
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The HTTP basics every reader of a vLLM engine shares: the ``requests`` guard, no
-environment proxies, the API key header, one JSON GET.
+"""The HTTP basics every client of a vLLM engine shares: the ``requests`` guard, the
+server's base URL, no environment proxies, the API key header, one JSON GET and the
+events of a streamed answer.
 
-Standard library and ``requests`` only; the daemons load it from next to themselves.
+Standard library and ``requests`` only; the daemons and the standalone clients (the
+probe client, the benchmarks' load generator) load it from next to themselves.
 It owns its import guard, so nothing here imports back from a caller.
 """
 
 from __future__ import annotations
 
+import json
 import traceback
+from urllib.parse import urlsplit, urlunsplit
 
 try:
     import requests
@@ -23,6 +27,36 @@ else:
     REQUESTS_IMPORT_ERROR = None
 
 
+# What iter_sse yields for ``data: [DONE]``, the end of a stream that was not cut.
+SSE_DONE = object()
+
+
+class EventNotJSON(ValueError):
+    """A ``data:`` line that is not JSON; ``data`` holds the line's text, the message is the parser's."""
+
+    def __init__(self, message: str, data: str):
+        super().__init__(message)
+        self.data = data
+
+
+def base_url(url: str) -> str:
+    """Return the server's base URL: scheme, host, port, without a trailing ``/`` or ``/v1``.
+
+    OpenAI clients are configured with ``http://host:8000/v1``; vLLM's ``/health``
+    and ``/version`` live at the root, so both forms are accepted.
+    Raises ``ValueError`` when the URL is not http(s) with a host.
+    """
+    if not isinstance(url, str) or not url.strip():
+        raise ValueError("url must be an http:// or https:// URL, got %r" % (url,))
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("url must be an http:// or https:// URL with a host, got %r" % (url,))
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1"):
+        path = path[: -len("/v1")]
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
 def no_proxies() -> dict:
     """Per-request ``proxies`` that switch off HTTP_PROXY, HTTPS_PROXY and ALL_PROXY.
 
@@ -33,9 +67,12 @@ def no_proxies() -> dict:
     return {"http": None, "https": None, "all": None}
 
 
-def headers(api_key: str | None, accept: str = "application/json", **extra) -> dict:
-    """Request headers: ``Accept``, the API key as a bearer token when there is one, and ``extra``."""
-    values = {"Accept": accept}
+def headers(api_key: str | None, accept: str | None = "application/json", **extra) -> dict:
+    """Request headers: ``Accept``, the API key as a bearer token when there is one, and ``extra``.
+
+    ``accept`` None leaves ``Accept`` out: ``headers(key, accept=None)`` is the API key alone.
+    """
+    values = {"Accept": accept} if accept is not None else {}
     values.update(extra)
     if api_key:
         values["Authorization"] = "Bearer %s" % api_key
@@ -48,6 +85,19 @@ def require() -> None:
         raise RuntimeError("the Python library requests is required: %s" % REQUESTS_IMPORT_ERROR)
 
 
+def session():
+    """A ``requests.Session`` that takes nothing from the environment (``trust_env`` off).
+
+    So no HTTP_PROXY/ALL_PROXY (the client must reach the engine itself), no ``.netrc``
+    and no REQUESTS_CA_BUNDLE. For a client that sends many requests; one session a
+    thread, a session is not shared between threads.
+    """
+    require()
+    new = requests.Session()
+    new.trust_env = False
+    return new
+
+
 def get_json(url: str, timeout: float) -> dict:
     """GET ``url`` and return its JSON object; raises on a transport error, a status other than 2xx or other JSON."""
     require()
@@ -57,3 +107,36 @@ def get_json(url: str, timeout: float) -> dict:
     if not isinstance(data, dict):
         raise ValueError("GET %s did not answer a JSON object" % url)
     return data
+
+
+def iter_sse(lines):
+    """Yield the JSON value of each ``data:`` line of a server-sent event stream, then :data:`SSE_DONE`.
+
+    ``lines`` are the answer's lines (str or bytes, without newlines: ``iter_lines()``).
+    Other lines (blank separators, ``:`` comments, ``event:``/``id:`` fields) are skipped.
+    ``data: [DONE]`` yields :data:`SSE_DONE` and ends the iteration; when the lines end
+    without it, nothing more is yielded, so a caller that did not see :data:`SSE_DONE`
+    knows the stream was cut. Error events are yielded like any other: what makes one
+    is the caller's rule. A ``data:`` line that is not JSON raises :class:`EventNotJSON`.
+    """
+    for line in lines:
+        if isinstance(line, bytes):
+            if not line.startswith(b"data:"):
+                continue
+            raw = line[5:].strip()
+            try:
+                data = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise EventNotJSON(str(exc), raw.decode("utf-8", "replace")) from exc
+        else:
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+        if data == "[DONE]":
+            yield SSE_DONE
+            return
+        try:
+            event = json.loads(data)
+        except ValueError as exc:
+            raise EventNotJSON(str(exc), data) from exc
+        yield event

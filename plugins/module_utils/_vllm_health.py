@@ -42,8 +42,6 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from urllib.parse import urlsplit, urlunsplit
-
 try:  # installed next to a daemon on a host (tried first: nothing of Ansible is imported there)
     import _vllm_client as client  # type: ignore[no-redef]
 except ImportError:  # inside the collection
@@ -105,24 +103,6 @@ class ProbeResult:
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
-
-
-def normalize_url(base_url: str) -> str:
-    """Return the server's base URL: scheme, host, port, without a trailing ``/`` or ``/v1``.
-
-    OpenAI clients are configured with ``http://host:8000/v1``; vLLM's ``/health``
-    and ``/version`` live at the root, so both forms are accepted.
-    Raises ``ValueError`` when the URL is not http(s) with a host.
-    """
-    if not isinstance(base_url, str) or not base_url.strip():
-        raise ValueError("url must be an http:// or https:// URL, got %r" % (base_url,))
-    parts = urlsplit(base_url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError("url must be an http:// or https:// URL with a host, got %r" % (base_url,))
-    path = parts.path.rstrip("/")
-    if path.endswith("/v1"):
-        path = path[: -len("/v1")]
-    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
 def _causes(exc: BaseException):
@@ -286,7 +266,7 @@ def probe(
         raise RuntimeError("the Python library requests is required: %s" % REQUESTS_IMPORT_ERROR)
     if kind not in PROBE_KINDS:
         raise ValueError("kind must be one of %s, got %r" % (", ".join(PROBE_KINDS), kind))
-    base = normalize_url(base_url)
+    base = client.base_url(base_url)
     headers = _headers(api_key)
     own_session = session is None
     if own_session:

@@ -16,6 +16,7 @@ import dataclasses
 import time
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd as systemd
+from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_client as client
 from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_health import (
     GENERATE_TIMEOUT,
     PROBE_KINDS,
@@ -24,7 +25,6 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_health imp
     SERVING,
     ProbeResult,
     _fmt,
-    normalize_url,
     probe,
 )
 
@@ -232,7 +232,7 @@ def wait(
         raise ValueError("generate_timeout must be more than 0 seconds, got %s" % generate_timeout)
     if report_after is not None and report_after <= 0:
         raise ValueError("report_after must be more than 0 seconds, got %s" % report_after)
-    base = normalize_url(base_url)
+    base = client.base_url(base_url)
 
     call_started = started = clock()
     attempts = 0

@@ -25,10 +25,10 @@ import math
 
 try:  # inside the collection
     from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd as systemd
-    from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as health
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_client as client
 except ImportError:  # installed next to the daemon on an engine host
     import _systemd as systemd  # type: ignore[no-redef]
-    import _vllm_health as health  # type: ignore[no-redef]
+    import _vllm_client as client  # type: ignore[no-redef]
 
 ROLE_REPLICA = "replica"
 ROLE_HEAD = "head"
@@ -167,7 +167,7 @@ def load_config(raw: dict) -> Config:
     if config.role not in ROLES:
         raise ConfigError("role must be one of %s, got %r" % (", ".join(ROLES), config.role))
     try:
-        config.url = health.normalize_url(config.url)
+        config.url = client.base_url(config.url)
     except ValueError as exc:
         raise ConfigError("url: %s" % exc) from None
     if config.stall_window < config.interval:

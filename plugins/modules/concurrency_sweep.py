@@ -449,12 +449,12 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._load import (
     DEFAULT_SHORT_MAX_TOKENS,
     DEFAULT_TIMEOUT,
     PROFILES,
-    REQUESTS_IMPORT_ERROR,
     LoadError,
     level_line,
     preflight,
     sweep,
 )
+from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_client import REQUESTS_IMPORT_ERROR
 
 
 def check_params(params):

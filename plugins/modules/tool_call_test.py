@@ -446,7 +446,6 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._tool_call impor
     case_line,
     combine_runs,
     first_model,
-    normalize_url,
     run_part,
     score,
 )
@@ -462,6 +461,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._tool_suite impo
     select_cases,
     suite_digest,
 )
+from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_client import base_url
 
 
 def _suites(value) -> list:
@@ -530,7 +530,7 @@ def main():
     params = module.params
     started = time.monotonic()
     try:
-        url = normalize_url(params["url"])
+        url = base_url(params["url"])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     for name in ("timeout", "max_tokens"):

@@ -411,10 +411,10 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import 
     unit_process_lines,
 )
 from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import journal as systemd_journal
+from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_client import base_url
 from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_health import (
     HAS_REQUESTS,
     REQUESTS_IMPORT_ERROR,
-    normalize_url,
 )
 from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_wait import WAIT_FIELDS, systemd_unit_state, wait
 
@@ -487,7 +487,7 @@ def main():
 
     params = module.params
     try:
-        url = normalize_url(params["url"])
+        url = base_url(params["url"])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
 

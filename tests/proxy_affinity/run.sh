@@ -81,7 +81,7 @@ if [[ ${AFF_BENCH:-0} == 1 ]]; then
   # Stand-ins whose prefill takes 0.5 ms per prompt token their prefix cache lacks.
   echo "== benchmarks/affinity.py, small, on stand-ins with a modelled prefix cache"
   podman exec "$AFF_CONTAINER" mkdir -p /opt/affinity-check/bench
-  for file in benchmarks/affinity.py benchmarks/balance.py plugins/module_utils/_load.py; do
+  for file in benchmarks/affinity.py benchmarks/balance.py plugins/module_utils/_load.py plugins/module_utils/_vllm_client.py; do
     podman cp "$root/$file" "$AFF_CONTAINER":/opt/affinity-check/bench/
   done
   for engine in up-a:18001 up-b:18002; do

@@ -8,10 +8,15 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
+import yaml
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._load import (
     LoadError,
@@ -25,6 +30,8 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._load import (
     summarize,
     sweep,
 )
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
 # ------------------------------------------------------------------ percentiles
 
@@ -341,3 +348,24 @@ def test_level_line():
                                         "TPOT 0.031 s, e2e p95 4.2 s, 0 failed")
     assert level_line(0, 1, {"profile": "long", "concurrency": 1, "requests_failed": 3}) == (
         "level 1 of 1: long x 1: - tokens/s, - requests/min, TTFT p95 - s, TPOT - s, e2e p95 - s, 3 failed")
+
+
+# ------------------------------------------------------ copied next to a benchmark
+
+
+@pytest.mark.parametrize("benchmark", ["balance", "affinity"])
+def test_the_benchmark_runs_from_what_its_playbook_copies(tmp_path, benchmark):
+    """benchmarks/<name>.yml copies the benchmark and the module_utils it imports side by side; python3
+    runs it there without the collection or PYTHONPATH."""
+    with open(os.path.join(ROOT, "benchmarks", benchmark + ".yml"), encoding="utf-8") as handle:
+        plays = yaml.safe_load(handle)
+    loops = [task["loop"] for play in plays for task in play.get("tasks", ())
+             if "ansible.builtin.copy" in task and "../plugins/module_utils/_load.py" in task.get("loop", ())]
+    assert len(loops) == 1
+    for name in loops[0]:
+        shutil.copy(os.path.join(ROOT, "benchmarks", name), str(tmp_path))
+    done = subprocess.run([sys.executable, "-E", "-s", str(tmp_path / (benchmark + ".py")), "--help"],
+                          capture_output=True, text=True, cwd="/", env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: %s.py" % benchmark)

@@ -12,20 +12,26 @@ Runs are bounded by ``duration`` or a stop event, with short real-time waits.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
+import yaml
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _probe_client as pc
 from ansible_collections.factory_floor.llm.tests.unit.plugins.fake_vllm import free_port
 
 PATH = "/v1/chat/completions"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
 
 class FakeProxy:
@@ -368,3 +374,49 @@ def test_main_retry_connection_errors_flag(tmp_path, keep_signals):
                     "--interval", "0.05", "--duration", "0.1", "--retry-connection-errors"])
     assert code == 0
     assert all("retried" in record for record in read_records(out))
+
+
+# --- as installed on the proxy host -----------------------------------------------------------
+
+
+def installed_files():
+    """What maintenance_window's probe entry point copies to /usr/local/lib/factory-floor/."""
+    with open(os.path.join(ROOT, "roles", "maintenance_window", "tasks", "probe.yml"), encoding="utf-8") as handle:
+        tasks = yaml.safe_load(handle)
+    blocks = [task for task in tasks if "block" in task]
+    copies = [task for block in blocks for task in block["block"] if "ansible.builtin.copy" in task]
+    assert len(copies) == 1
+    assert copies[0]["ansible.builtin.copy"]["dest"] == "/usr/local/lib/factory-floor/{{ item }}"
+    return copies[0]["loop"]
+
+
+def test_runs_as_installed_on_the_proxy_host(proxy, tmp_path):
+    """The role's files side by side, run by python3 without the collection or PYTHONPATH."""
+    files = installed_files()
+    assert "_probe_client.py" in files
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    for name in files:
+        shutil.copy(os.path.join(ROOT, "plugins", "module_utils", name), str(lib))
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+    def python(*args):
+        return subprocess.run([sys.executable, "-E", "-s"] + list(args), capture_output=True, text=True,
+                              cwd=str(tmp_path), env=env, timeout=60, check=False)
+
+    done = python(str(lib / "_probe_client.py"), "--help")
+    assert done.returncode == 0, done.stderr
+    assert "--retry-connection-errors" in done.stdout
+    out = tmp_path / "probe.jsonl"
+    key_file = tmp_path / "api_key"
+    key_file.write_text("sk-file\n")
+    done = python(str(lib / "_probe_client.py"), "--url", proxy.url, "--model", "tiny-llama", "--out", str(out),
+                  "--interval", "0.05", "--duration", "0.3", "--api-key-file", str(key_file))
+    assert done.returncode == 0, done.stderr
+    assert read_records(out)[0]["status"] == 200
+    assert proxy.requests[0][1]["Authorization"] == "Bearer sk-file"
+    # The HTTP basics came from the file next to it, not from a collection.
+    done = python("-c", "import sys; sys.path.insert(0, %r); import _probe_client, _vllm_client; "
+                  "print(_probe_client.vllm_client is _vllm_client, _vllm_client.__file__)" % str(lib))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", str(lib / "_vllm_client.py")]

@@ -26,15 +26,6 @@ from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_
 )
 
 
-@pytest.mark.parametrize("url, base", [
-    ("http://127.0.0.1:8000", "http://127.0.0.1:8000"),
-    ("http://127.0.0.1:8000/v1/", "http://127.0.0.1:8000"),
-    ("https://spark-a:8000/", "https://spark-a:8000"),
-])
-def test_normalize_url(url, base):
-    assert tc.normalize_url(url) == base
-
-
 def test_score():
     results = [{"id": "a", "category": "x", "passed": True, "latency": 1.0},
                {"id": "b", "category": "x", "passed": False, "latency": 3.0},

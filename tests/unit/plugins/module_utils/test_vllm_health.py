@@ -236,22 +236,6 @@ def test_environment_proxy_is_not_used(server, monkeypatch):
     assert vh.probe(server.url).status == vh.SERVING
 
 
-@pytest.mark.parametrize("given, base", [
-    ("http://127.0.0.1:8000", "http://127.0.0.1:8000"),
-    ("http://127.0.0.1:8000/", "http://127.0.0.1:8000"),
-    ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000"),
-    ("https://gw.example:443/vllm/v1/", "https://gw.example:443/vllm"),
-])
-def test_normalize_url(given, base):
-    assert vh.normalize_url(given) == base
-
-
-@pytest.mark.parametrize("bad", ["", "127.0.0.1:8000", "ftp://host", "http://"])
-def test_normalize_url_rejects(bad):
-    with pytest.raises(ValueError):
-        vh.normalize_url(bad)
-
-
 def test_probe_at_openai_base_url(server):
     assert vh.probe(server.url + "/v1").status == vh.SERVING
 
