@@ -33,22 +33,44 @@ NOTICE = 5
 INFO = 6
 
 
-def write_atomic(path: str, text: str, mode: int = 0o644) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory and rename.
+def write_temp(path: str, text: str, mode: int = 0o644, sync: bool = False) -> str:
+    """Write ``text`` to a new temporary file next to ``path`` and return its name.
 
-    A reader (the playbooks, a peer) sees the old file or the new one, never half of one.
+    The name is ``.<name of path>.<random>``: hidden, and it does not end as ``path`` does,
+    so whatever reads ``*.prom`` or ``*.json`` in that directory passes it over. With
+    ``sync``, the bytes are on disk before it returns (fsync).
     """
     directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % os.path.basename(path))
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.chmod(tmp, mode)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+def write_atomic(path: str, text: str, mode: int = 0o644, makedirs: bool = True, sync: bool = False) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory and rename.
+
+    A reader (the playbooks, a peer, node_exporter) sees the old file or the new one, never
+    half of one. The one writer of the daemons' status files, their textfile metrics and
+    the maintenance lock. ``makedirs``: create the directory when it is missing (a
+    daemon's own status directory) rather than fail (a directory someone else owns).
+    ``sync`` as :func:`write_temp`.
+    """
+    if makedirs:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = write_temp(path, text, mode, sync)
+    try:
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        os.unlink(tmp)
         raise
 
 

@@ -28,7 +28,11 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import tempfile
+
+try:  # inside the collection
+    from ansible_collections.factory_floor.llm.plugins.module_utils import _daemon as daemon
+except ImportError:  # installed next to the watchdog on a host
+    import _daemon as daemon  # type: ignore[no-redef]
 
 # What a lock is, compared with the run that asks.
 FREE = "free"          # no file
@@ -172,24 +176,14 @@ def held_message(lock: dict, now: float) -> str:
             % (lock.get("path"), describe(lock, now), lock.get("path")))
 
 
-def _write_temp(path: str, content: str, mode: int) -> str:
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return tmp
-
-
 def create(path: str, content: str, mode: int = 0o644) -> bool:
-    """Create ``path`` with ``content`` only if it does not exist (atomic); False when it already exists."""
-    tmp = _write_temp(path, content, mode)
+    """Create ``path`` with ``content`` only if it does not exist (atomic); False when it already exists.
+
+    The lock's one difference from the daemons' writer (``_daemon.write_atomic``): the
+    whole file appears under its name only when no file has that name, so of two runs
+    taking a free lock at once one wins; the content is on disk first (``sync``).
+    """
+    tmp = daemon.write_temp(path, content, mode, sync=True)
     try:
         os.link(tmp, path)  # fails with FileExistsError when another writer got there first
     except FileExistsError:
@@ -201,12 +195,7 @@ def create(path: str, content: str, mode: int = 0o644) -> bool:
 
 def replace(path: str, content: str, mode: int = 0o644) -> None:
     """Write ``content`` to ``path`` in one step (a reader sees the old or the new content, never half)."""
-    tmp = _write_temp(path, content, mode)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    daemon.write_atomic(path, content, mode, makedirs=False, sync=True)
 
 
 def take(path: str, holder: str, since: float, run: str, by: str, expires: float, now: float,

@@ -121,9 +121,11 @@ class Host:
             return None
 
     def show(self, unit, properties):
-        """``systemctl show --property=P1 --property=P2 UNIT`` as a dict (``_systemd``); empty when systemctl fails."""
-        rc, out, dummy = systemd.run([self.systemctl, "show"] + ["--property=%s" % p for p in properties] + ["--", unit])
-        return systemd.parse_properties(out) if rc == 0 else {}
+        """The unit's ``properties`` as a dict (``_systemd.show_properties``); empty when systemctl fails."""
+        try:
+            return systemd.show_properties(unit, properties, systemd.run, self.systemctl)
+        except systemd.UnitStateError:
+            return {}
 
     def cgroup_dir(self, cgroup):
         """The directory of a unit's cgroup (``ControlGroup``) in this host's cgroup tree, or None.
@@ -453,7 +455,13 @@ class Guard:
                 self.log(INFO, "memory guard: %s was paused by the previous run (%s); still treated as paused"
                          % (item["name"], record.get("reason")))
 
-    def run(self, sleep=time.sleep, ticks=None):
+    def run(self, stop, once=False):
+        """Look every ``interval`` seconds until ``stop`` is set, or once.
+
+        The loop is the daemons' shell (``_daemon.loop``): ``READY=1`` before the first look,
+        ``WATCHDOG=1`` after each (the unit has ``WatchdogSec=``), and a stop ends it after
+        the current look, so no action is cut in half.
+        """
         config = self.config
         watched = ", ".join("%s (%s, peak %s GiB, priority %d, %s)"
                             % (w["name"], w["target"], _gib(w["peak"]), w["priority"], w["action"])
@@ -463,16 +471,10 @@ class Guard:
                  % (watched or "no workloads", config["interval"], _gib(config["floor"]),
                     _gib(config["floor"] + config["resume"]), ", ".join(config["engine_units"] + [config["own_unit"]])))
         self.restore()
-        count = 0
-        self.notify("READY=1")
-        while ticks is None or count < ticks:
-            started = self.clock()
+        if once:
             self.tick()
-            self.notify("WATCHDOG=1")
-            count += 1
-            if ticks is not None and count >= ticks:
-                break
-            sleep(max(config["interval"] - (self.clock() - started), 0.0))
+            return
+        daemon.loop(self.tick, config["interval"], stop, notify=self.notify)
 
 
 def _journal(priority, line):
@@ -491,13 +493,9 @@ def main(argv=None):
     host = Host(systemctl=config["systemctl"], proc_root=config["proc_root"], cgroup_root=config["cgroup_root"],
                 meminfo=config["meminfo"])
     guard = Guard(config, host, _journal, dry_run=args.dry_run)
-
-    def on_term(signum, dummy_frame):
-        raise SystemExit(0)
-
-    signal.signal(signal.SIGTERM, on_term)
+    stop = daemon.stop_event()
     try:
-        guard.run(ticks=1 if args.once else None)
+        guard.run(stop, once=args.once)
     finally:
         if not args.once and not args.dry_run:
             guard.resume_all("the guard stops")

@@ -6,7 +6,9 @@ and what a unit that does not start shows of itself (its processes in ``/proc``,
 
 Standard library only, so the daemons (watchdog, memory guard, membership checker) load
 it from next to themselves on a host. ``run(argv)`` returns ``(rc, stdout, stderr)`` like
-``AnsibleModule.run_command``; :func:`run` is the same for a daemon.
+``AnsibleModule.run_command``; :func:`run` is the same for a daemon. Callers read
+properties through :func:`show_properties` (a dict) or :func:`show` (a :class:`UnitState`),
+never by building their own ``systemctl show`` command.
 """
 
 from __future__ import annotations
@@ -136,12 +138,27 @@ def show_argv(unit: str, properties=PROPERTIES, systemctl: str = "systemctl") ->
     return [systemctl, "show", "-p", ",".join(properties), "--", unit]
 
 
-def show(unit: str, run, systemctl: str = "systemctl", properties=PROPERTIES) -> UnitState:
-    """Read a unit's state with ``systemctl show -p P1,P2,... -- UNIT``; raises :class:`UnitStateError`."""
+def _show_output(unit: str, properties, run, systemctl: str):
+    """``(argv, stdout)`` of ``systemctl show -p P1,P2,... -- UNIT``; raises :class:`UnitStateError` when it fails."""
     argv = show_argv(unit, properties, systemctl)
     rc, out, err = run(argv)
     if rc != 0:
         raise UnitStateError("%s failed (rc %s): %s" % (" ".join(argv), rc, (err or out or "").strip()))
+    return argv, out
+
+
+def show_properties(unit: str, properties, run, systemctl: str = "systemctl") -> dict:
+    """A unit's ``properties`` as ``{name: value}`` (``systemctl show -p P1,P2,... -- UNIT``).
+
+    ``run(argv)`` -> ``(rc, stdout, stderr)``. A property systemctl does not know is
+    missing from the dict. Raises :class:`UnitStateError` when systemctl fails.
+    """
+    return parse_properties(_show_output(unit, properties, run, systemctl)[1])
+
+
+def show(unit: str, run, systemctl: str = "systemctl", properties=PROPERTIES) -> UnitState:
+    """Read a unit's state with ``systemctl show -p P1,P2,... -- UNIT``; raises :class:`UnitStateError`."""
+    argv, out = _show_output(unit, properties, run, systemctl)
     try:
         return parse_show(unit, out)
     except UnitStateError:

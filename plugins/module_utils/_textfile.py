@@ -20,9 +20,9 @@ daemon's unit:
     The inventory name of the host, added as label ``host`` to every sample: the label
     the engines' scrape targets carry, so rules can join a verdict to its engine.
 
-Each file is written whole to a temporary name (``.<name>.prom.tmp``, which the
-collector skips) and renamed over ``<name>.prom``, as node_exporter's documentation asks,
-so a scrape never sees half a file. A write that fails never stops the daemon: the error
+Each file is written whole to a temporary name (``.<name>.prom.<random>``, which the
+collector skips) and renamed over ``<name>.prom`` (``_daemon.write_atomic``), as
+node_exporter's documentation asks, so a scrape never sees half a file. A write that fails never stops the daemon: the error
 goes to stderr (the journal) once, and the file's age (``node_textfile_mtime_seconds``)
 shows it. Metric names follow Prometheus' conventions: ``_bytes``, ``_seconds``, 0/1
 gauges for states. Standard library only.
@@ -33,6 +33,11 @@ from __future__ import annotations
 import math
 import os
 import sys
+
+try:  # inside the collection
+    from ansible_collections.factory_floor.llm.plugins.module_utils._daemon import write_atomic
+except ImportError:  # installed next to a daemon on a host
+    from _daemon import write_atomic  # type: ignore[no-redef]
 
 ENV_DIR = "FACTORY_FLOOR_TEXTFILE_DIR"
 ENV_HOST = "FACTORY_FLOOR_HOST"
@@ -84,15 +89,12 @@ def write_textfile(name, families, directory=None, host=None):
         return None
     host = host if host is not None else os.environ.get(ENV_HOST) or None
     path = os.path.join(directory, name + ".prom")
-    tmp = os.path.join(directory, "." + name + ".prom.tmp")
     try:
-        text = render(families, host)
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        # node_exporter's directory is the role's to create: a missing one is an error here.
+        write_atomic(path, render(families, host), 0o644, makedirs=False)
     except (OSError, TypeError, ValueError) as exc:
-        message = "textfile %s not written: %s" % (path, exc)
+        # Without the file name an OSError carries (the temporary file's is new each time).
+        message = "textfile %s not written: %s" % (path, getattr(exc, "strerror", None) or exc)
         if _reported["error"] != message:
             _reported["error"] = message
             sys.stderr.write("<4>%s\n" % message)

@@ -64,7 +64,7 @@ try:  # inside the collection
     from ansible_collections.factory_floor.llm.plugins.module_utils._watchdog_config import (  # pylint: disable=unused-import
         BUSY, Budget, Config, DEAD, DROPIN_NAME, FOLLOWING, GAVE_UP, GIVE_UP, HISTORY_KEPT,
         HUNG, MAINTENANCE, NONE, NOT_WANTED, PROBE, RESTART, ROLE_HEAD, ROLE_WORKER, SERVING, SLOW, STARTING,
-        UNIT_PROPERTIES, UnitInfo, follow_decision, load_config, parse_unit_show,
+        UNIT_PROPERTIES, UnitInfo, follow_decision, load_config, unit_info,
     )
     from ansible_collections.factory_floor.llm.plugins.module_utils._watchdog_judge import (
         Counters, Judge, Probe, Sample, Verdict, _secs,
@@ -82,7 +82,7 @@ except ImportError:  # installed next to the daemon on an engine host
     from _watchdog_config import (  # type: ignore[no-redef]  # pylint: disable=unused-import
         BUSY, Budget, Config, DEAD, DROPIN_NAME, FOLLOWING, GAVE_UP, GIVE_UP, HISTORY_KEPT,
         HUNG, MAINTENANCE, NONE, NOT_WANTED, PROBE, RESTART, ROLE_HEAD, ROLE_WORKER, SERVING, SLOW, STARTING,
-        UNIT_PROPERTIES, UnitInfo, follow_decision, load_config, parse_unit_show,
+        UNIT_PROPERTIES, UnitInfo, follow_decision, load_config, unit_info,
     )
     from _watchdog_judge import (  # type: ignore[no-redef]
         Counters, Judge, Probe, Sample, Verdict, _secs,
@@ -255,16 +255,20 @@ class Watchdog:
 
     # -- one look
 
+    def _query(self, argv):
+        """``(rc, stdout, stderr)`` of ``argv`` for ``_systemd``'s readers; a failure's output cut to 300 characters.
+
+        systemctl answers from PID 1, which a host starved of CPU (the 2-core lab under
+        load) can leave waiting for more than 10 s.
+        """
+        rc, out = self.run(argv, max(self.config.request_timeout * 2, 30.0))
+        return rc, out if rc == 0 else out[:300], ""
+
     def _read_unit(self):
         cfg = self.config
-        argv = [cfg.systemctl, "show", "-p", ",".join(UNIT_PROPERTIES), "--", cfg.unit]
-        # systemctl answers from PID 1, which a host starved of CPU (the 2-core lab under
-        # load) can leave waiting for more than 10 s; an unreadable unit means no verdict.
-        rc, out = self.run(argv, max(cfg.request_timeout * 2, 30.0))
-        if rc != 0:
-            return None, "%s failed (rc %s): %s" % (" ".join(argv), rc, out[:300])
+        # An unreadable unit means no verdict.
         try:
-            return parse_unit_show(cfg.unit, out), None
+            return unit_info(systemd.show(cfg.unit, self._query, cfg.systemctl, UNIT_PROPERTIES)), None
         except systemd.UnitStateError as exc:
             return None, str(exc)
 
@@ -289,12 +293,7 @@ class Watchdog:
         key = (unit.invocation_id, unit.main_pid)
         if self._container_root is not None and self._container_root[0] == key:
             return self._container_root[1]
-
-        def run3(argv):
-            rc, out = self.run(argv, max(cfg.request_timeout * 2, 30.0))
-            return rc, out, ""
-
-        pid = systemd.container_pid(cfg.container["engine"], cfg.container["name"], run3)
+        pid = systemd.container_pid(cfg.container["engine"], cfg.container["name"], self._query)
         self._container_root = (key, pid) if pid > 0 else None
         return pid if pid > 0 else None
 

@@ -229,9 +229,8 @@ class UnitInfo(systemd.UnitState):
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
-def parse_unit_show(name: str, text: str) -> UnitInfo:
-    """Parse ``systemctl show -p ...`` output (``Key=value`` lines) with ``_systemd.parse_show``."""
-    state = systemd.parse_show(name, text)
+def unit_info(state) -> UnitInfo:
+    """The watchdog's :class:`UnitInfo` of a ``_systemd.UnitState`` (``main_started`` in seconds)."""
     values = dataclasses.asdict(state)
     values.pop("main_started")
     return UnitInfo(started_mono=state.main_started / 1e6 if state.main_started else None, **values)

@@ -566,6 +566,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._memory_plan imp
     plan_hosts,
 )
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory_report import reasoning_lines, summary
+from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import UnitStateError, show_properties
 
 MEMINFO_PATH = "/proc/meminfo"
 CGROUP_ROOT = "/sys/fs/cgroup"
@@ -597,8 +598,10 @@ def systemctl_show(module):
     def show_property(unit, name):
         if systemctl is None:
             return None
-        rc, out, dummy = module.run_command([systemctl, "show", "-p", name, "--value", unit])
-        return out.strip() if rc == 0 else None
+        try:
+            return show_properties(unit, (name,), module.run_command, systemctl).get(name, "")
+        except UnitStateError:
+            return None
 
     return show_property
 

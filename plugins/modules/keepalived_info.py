@@ -156,6 +156,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._keepalived impo
     parse_ip_addr,
     parse_state,
 )
+from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import UnitStateError, show_properties
 
 
 def run_module():
@@ -182,9 +183,11 @@ def run_module():
     service_state = ""
     systemctl = module.get_bin_path("systemctl")
     if systemctl:
-        rc, out, err = module.run_command([systemctl, "show", "--property=ActiveState", "--value", params["service"]])
-        if rc == 0:
-            service_state = out.strip()
+        try:
+            service_state = show_properties(params["service"], ("ActiveState",), module.run_command,
+                                            systemctl).get("ActiveState", "")
+        except UnitStateError:
+            pass
 
     try:
         with open(params["state_file"], encoding="utf-8") as handle:

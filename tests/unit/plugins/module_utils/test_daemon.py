@@ -27,6 +27,21 @@ def test_write_atomic(tmp_path):
     with pytest.raises(TypeError):
         daemon.write_atomic(str(path), b"not text")
     assert path.read_text() == "two\n" and os.listdir(path.parent) == ["state.json"]
+    # A directory someone else owns (node_exporter's, /run for the lock) is not created.
+    with pytest.raises(FileNotFoundError):
+        daemon.write_atomic(str(tmp_path / "missing" / "x.prom"), "x\n", makedirs=False)
+    assert not (tmp_path / "missing").exists()
+    daemon.write_atomic(str(path), "three\n", sync=True)
+    assert path.read_text() == "three\n" and os.listdir(path.parent) == ["state.json"]
+
+
+def test_write_temp_is_hidden_and_ends_unlike_its_file(tmp_path):
+    """Whoever reads ``*.prom`` or ``*.json`` in the directory passes the temporary file over."""
+    tmp = daemon.write_temp(str(tmp_path / "factory_floor_x.prom"), "x 1\n", mode=0o600, sync=True)
+    name = os.path.basename(tmp)
+    assert os.path.dirname(tmp) == str(tmp_path) and name.startswith(".factory_floor_x.prom.")
+    assert not name.endswith(".prom") and open(tmp, encoding="utf-8").read() == "x 1\n"
+    assert stat.S_IMODE(os.stat(tmp).st_mode) == 0o600
 
 
 def test_journal_lines_carry_their_priority():

@@ -211,6 +211,20 @@ def test_create_is_exclusive(path):
     assert os.listdir(path.parent) == [path.name]
 
 
+def test_the_lock_is_on_disk_before_its_name_and_its_directory_is_not_made(path, monkeypatch):
+    """The daemons' writer (``_daemon``), with ``sync``; /run is not the lock's to create."""
+    synced, real_fsync = [], os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    assert ml.create(str(path), "one\n") is True and len(synced) == 1
+    ml.replace(str(path), "two\n")
+    assert len(synced) == 2 and path.read_text() == "two\n" and os.listdir(path.parent) == [path.name]
+    missing = path.parent / "missing" / path.name
+    for write in (ml.create, ml.replace):
+        with pytest.raises(FileNotFoundError):
+            write(str(missing), "x\n")
+    assert not missing.parent.exists()
+
+
 # --- release() ----------------------------------------------------------------------------------
 
 

@@ -15,7 +15,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -230,7 +233,7 @@ with open({calls!r}, "a") as handle:
     handle.write(json.dumps(args) + "\n")
 unit = args[-1]
 if args[0] == "show":
-    props = [a.split("=", 1)[1] for a in args if a.startswith("--property=")]
+    props = args[args.index("-p") + 1].split(",")
     found = units.get(unit, {{"ActiveState": "inactive"}})
     for prop in props:
         sys.stdout.write("%s=%s\n" % (prop, found.get(prop, "")))
@@ -320,6 +323,7 @@ def test_measure_cgroup_v2_reads_memory_current_minus_page_cache(fake):
     fake.cgroup_dir("system.slice/mg-database.service", pids=[41], files={
         "memory.current": "%d\n" % (260 * MIB), "memory.stat": "anon %d\nfile %d\n" % (200 * MIB, 60 * MIB)})
     got = watch.measure(fake.host(), "mg-database.service")
+    assert fake.calls() == [["show", "-p", "ActiveState,ControlGroup,MainPID,InvocationID", "--", "mg-database.service"]]
     assert got["used"] == 200 * MIB and got["pids"] == [41]
     assert got["source"].endswith("/cgroup/system.slice/mg-database.service/memory.current - file")
 
@@ -474,7 +478,16 @@ def test_run_logs_what_it_watches_and_restores_a_pause_of_the_previous_run(fake)
         "action": "paused", "reason": "floor", "time": 1.0, "invocation": "inv-1"}}]}))
     guard = fake.guard(workloads=[{"name": "site build", "unit": "mg-site-build.service", "peak_gib": 0.3,
                                    "action": "pause"}])
-    guard.run(sleep=lambda seconds: None, ticks=1)
+    stop, notified = threading.Event(), []
+
+    def notify(message):
+        notified.append(message)
+        if message == "WATCHDOG=1":
+            stop.set()   # SIGTERM during the first look: the look ends, then the loop
+
+    guard.notify = notify
+    guard.run(stop)
+    assert notified == ["READY=1", "WATCHDOG=1", "STOPPING=1"]
     assert fake.lines[0][1].startswith("memory guard: watching site build (mg-site-build.service, peak 0.30 GiB, "
                                        "priority 0, pause) every 5 s; MemAvailable floor 2.00 GiB (resume at 3.00 GiB)")
     assert "never acting on vllm-replica.service, vllm-split.service, factory-floor-memory-guard.service" in \
@@ -512,3 +525,31 @@ def test_main_once_dry_run_acts_on_nothing(fake, capsys):
     assert "<4>memory guard: stopping site build" in out and out.rstrip().endswith("(dry run)")
     assert not any(call[0] == "stop" for call in fake.calls())
     assert os.path.exists(str(fake.root / "status.json"))
+
+
+def test_main_stops_on_sigterm_between_looks(fake):
+    """SIGTERM ends the wait for the next look at once (``_daemon.stop_event``), and the guard exits 0."""
+    fake.unit("mg-site-build.service", "/system.slice/mg-site-build.service", main_pid=51)
+    fake.cgroup_dir("system.slice/mg-site-build.service", pids=[51], files={
+        "memory.current": "%d\n" % (100 * MIB), "memory.stat": "anon %d\nfile 0\n" % (100 * MIB)})
+    status = fake.root / "status.json"
+    cfg = fake.root / "memory-guard.json"
+    cfg.write_text(json.dumps({
+        "interval": 600, "workloads": [{"name": "site build", "unit": "mg-site-build.service", "peak_gib": 0.3}],
+        "status_file": str(status), "systemctl": str(fake.systemctl),
+        "proc_root": str(fake.proc), "cgroup_root": str(fake.cgroup), "meminfo": str(fake.meminfo)}))
+    guard = subprocess.Popen([sys.executable, "-E", "-s", watch.__file__, "--config", str(cfg)],
+                             cwd=os.path.dirname(watch.__file__), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not status.exists() and time.monotonic() < deadline and guard.poll() is None:
+            time.sleep(0.05)
+        assert status.exists(), guard.communicate(timeout=5)
+        guard.send_signal(signal.SIGTERM)
+        out, err = guard.communicate(timeout=10)
+    finally:
+        if guard.poll() is None:
+            guard.kill()
+    assert guard.returncode == 0, err
+    assert "memory guard: watching site build" in out

@@ -48,6 +48,21 @@ def test_show_asks_for_the_properties_given():
     assert state.running and state.main_started is None
 
 
+def test_show_properties_is_a_dict_of_the_properties_given():
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return 0, "ControlGroup=/system.slice/x.service\nMainPID=812\n", ""
+
+    assert sd.show_properties("x.service", ["ControlGroup", "MainPID"], run, "/usr/bin/systemctl") == {
+        "ControlGroup": "/system.slice/x.service", "MainPID": "812"}
+    assert calls == [["/usr/bin/systemctl", "show", "-p", "ControlGroup,MainPID", "--", "x.service"]]
+    with pytest.raises(sd.UnitStateError) as err:
+        sd.show_properties("x.service", ["MainPID"], lambda argv: (1, "", "Failed to connect to bus\n"))
+    assert str(err.value) == "systemctl show -p MainPID -- x.service failed (rc 1): Failed to connect to bus"
+
+
 @pytest.mark.parametrize("answer, words", [
     ((1, "", "Failed to connect to bus"), "failed (rc 1): Failed to connect to bus"),
     ((0, "garbage\n", ""), "did not report ActiveState"),

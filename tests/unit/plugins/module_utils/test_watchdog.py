@@ -755,3 +755,21 @@ def test_the_probe_goes_straight_to_the_completion(tmp_path, monkeypatch):
     assert dog.generate_probe().status == "serving"
     assert calls == [{"api_key": None, "model": "lab-chat", "kind": "generate", "timeout": 5.0, "generate_timeout": 15.0,
                       "health_first": False}]
+
+
+def test_the_unit_is_read_through_systemd_show(tmp_path):
+    """One systemctl show reader (``_systemd.show``), with time for a PID 1 starved of CPU."""
+    calls = []
+    answers = [(0, render(unit(main_pid=812))), (1, "Failed to connect to bus: " + "x" * 400)]
+
+    def run(argv, timeout=None):
+        calls.append((argv, timeout))
+        return answers.pop(0)
+
+    dog = wd.Watchdog(config(tmp_path, systemctl="/usr/bin/systemctl"), run=run, log=[].append)
+    info, error = dog._read_unit()  # pylint: disable=protected-access
+    assert error is None and info.running and info.main_pid == 812
+    assert calls == [(["/usr/bin/systemctl", "show", "-p", ",".join(wd.UNIT_PROPERTIES), "--", UNIT], 30.0)]
+    info, error = dog._read_unit()  # pylint: disable=protected-access
+    assert info is None and error.startswith("/usr/bin/systemctl show -p LoadState,")
+    assert error.endswith("failed (rc 1): Failed to connect to bus: " + "x" * 274)

@@ -17,7 +17,7 @@ import types
 
 import pytest
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _watchdog_config, _watchdog_judge
+from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd, _watchdog_config, _watchdog_judge
 from ansible_collections.factory_floor.llm.tests.unit.plugins.watchdog_samples import (
     OK, READ_TIMEOUT, TIMEOUT, UNIT, WALL0, W, config, counters, look, unit,
 )
@@ -61,10 +61,10 @@ def test_bad_configuration_names_the_key(tmp_path, overrides, words):
     assert words in str(err.value)
 
 
-def test_parse_unit_show():
+def test_unit_info_of_systemctl_show():
     text = ("LoadState=loaded\nActiveState=inactive\nSubState=dead\nResult=success\nExecMainStatus=0\nMainPID=0\n"
             "InvocationID=\nUnitFileState=enabled\nNRestarts=3\nExecMainStartTimestampMonotonic=12500000\n")
-    info = wd.parse_unit_show(UNIT, text)
+    info = wd.unit_info(_systemd.show(UNIT, lambda argv: (0, text, ""), properties=wd.UNIT_PROPERTIES))
     assert (info.active_state, info.main_pid, info.invocation_id, info.n_restarts, info.started_mono) == (
         "inactive", None, None, 3, 12.5)
     # vLLM's API server exits with status 0 when its engine core dies: down, although "success".

@@ -51,6 +51,30 @@ def host(monkeypatch):
     return files, properties
 
 
+class FakeModule:
+    """What ``systemctl_show`` uses of AnsibleModule: ``get_bin_path`` and ``run_command``."""
+
+    def __init__(self, answer, systemctl="/usr/bin/systemctl"):
+        self.answer, self.systemctl, self.calls = answer, systemctl, []
+
+    def get_bin_path(self, name):
+        return self.systemctl if name == "systemctl" else None
+
+    def run_command(self, argv):
+        self.calls.append(argv)
+        return self.answer
+
+
+def test_systemctl_show_reads_one_property_through_systemd_show_properties():
+    fake = FakeModule((0, "ControlGroup=/system.slice/postgresql.service\n", ""))
+    assert module.systemctl_show(fake)("postgresql.service", "ControlGroup") == "/system.slice/postgresql.service"
+    assert fake.calls == [["/usr/bin/systemctl", "show", "-p", "ControlGroup", "--", "postgresql.service"]]
+    # A property systemctl does not print is empty, as with --value; a failing systemctl or none is None.
+    assert module.systemctl_show(FakeModule((0, "", "")))("x.service", "MemoryCurrent") == ""
+    assert module.systemctl_show(FakeModule((1, "", "Failed to connect to bus")))("x.service", "ControlGroup") is None
+    assert module.systemctl_show(FakeModule((0, "", ""), systemctl=None))("x.service", "ControlGroup") is None
+
+
 @pytest.mark.parametrize("check_mode", [False, True])
 def test_seed_host_reads_proc_meminfo(run_module, host, check_mode):
     args = dict(SEED, _ansible_check_mode=check_mode)

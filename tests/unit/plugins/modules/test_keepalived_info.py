@@ -25,7 +25,7 @@ CONF = """vrrp_instance factory_floor {
 
 @pytest.fixture
 def host(monkeypatch, tmp_path):
-    fake = {"ip": (0, IP_ADDR_HOLDER, ""), "state": (0, "active\n", ""), "calls": []}
+    fake = {"ip": (0, IP_ADDR_HOLDER, ""), "state": (0, "ActiveState=active\n", ""), "calls": []}
 
     def run_command(self, args, **kwargs):
         fake["calls"].append(list(args))
@@ -56,11 +56,11 @@ def test_the_holder(host, run_module, check_mode):
     assert [a["address"] for a in result["addresses"]] == ["10.89.9.11", "10.89.9.100"]
     assert set(result["all_addresses"]) == {"lo", "eth0", "enp1s0f0np0"}
     assert host["calls"] == [["/usr/bin/ip", "-j", "addr", "show"],
-                             ["/usr/bin/systemctl", "show", "--property=ActiveState", "--value", "keepalived.service"]]
+                             ["/usr/bin/systemctl", "show", "-p", "ActiveState", "--", "keepalived.service"]]
 
 
 def test_no_state_file_no_config_keepalived_stopped(host, run_module, tmp_path):
-    host["state"] = (0, "inactive\n", "")
+    host["state"] = (0, "ActiveState=inactive\n", "")
     code, result = run_module(keepalived_info, {
         "interface": "eth0", "virtual_ipaddress": "10.89.9.101", "state_file": str(tmp_path / "none.json"),
         "config": str(tmp_path / "none.conf")})
