@@ -244,8 +244,7 @@ def unit_process_lines(unit: str, run_command, systemctl: str = "systemctl", pro
     only the engine's client.
     """
     try:
-        rc, out, _err = run_command([systemctl, "show", "-p", "MainPID", "--value", "--", unit])
-        pid = int((out or "").strip() or 0) if rc == 0 else 0
+        pid = _int(show_properties(unit, ("MainPID",), run_command, systemctl).get("MainPID")) or 0
     except Exception:  # pylint: disable=broad-except
         pid = 0
     lines = process_lines(pid, proc_dir) if pid > 0 else []

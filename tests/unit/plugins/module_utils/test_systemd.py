@@ -117,11 +117,11 @@ def test_unit_process_lines_reads_the_main_pid(tmp_path):
 
     def run(argv):
         seen.append(argv)
-        return 0, "812\n", ""
+        return 0, "MainPID=812\n", ""
 
     assert sd.unit_process_lines("vllm-replica.service", run, proc_dir=str(tmp_path)) == ["812 python3 S 1.0 1 0-1"]
-    assert seen == [["systemctl", "show", "-p", "MainPID", "--value", "--", "vllm-replica.service"]]
-    assert sd.unit_process_lines("x.service", lambda argv: (0, "0\n", ""), proc_dir=str(tmp_path)) == []
+    assert seen == [["systemctl", "show", "-p", "MainPID", "--", "vllm-replica.service"]]
+    assert sd.unit_process_lines("x.service", lambda argv: (0, "MainPID=0\n", ""), proc_dir=str(tmp_path)) == []
     assert sd.unit_process_lines("x.service", lambda argv: (1, "", "no"), proc_dir=str(tmp_path)) == []
 
 
@@ -155,7 +155,7 @@ def test_unit_process_lines_adds_the_containers_processes(tmp_path):
 
     def run(argv):
         seen.append(argv)
-        return (0, "700\n", "") if argv[0] == "systemctl" else (0, "812\n", "")
+        return (0, "MainPID=700\n", "") if argv[0] == "systemctl" else (0, "812\n", "")
 
     lines = sd.unit_process_lines("vllm-replica.service", run, proc_dir=str(tmp_path), container_engine="/usr/bin/docker")
     assert lines == ["700 docker S 0.1 0 0-1", "812 vllm S 41.2 1 0-1", "901 VLLM::EngineCor R 0.3 0 0"]

@@ -150,7 +150,7 @@ def test_unit_running_is_watched_until_timeout(run_module, systemd):
     # what vLLM was doing (the unit names no run here: its journal by name).
     assert len(systemd["calls"]) == result["attempts"] + 3
     assert systemd["calls"][-3:] == [["/usr/bin/journalctl", "-u", "vllm", "-n", "600", "--no-pager"],
-                                     ["/usr/bin/systemctl", "show", "-p", "MainPID", "--value", "--", "vllm"],
+                                     ["/usr/bin/systemctl", "show", "-p", "MainPID", "--", "vllm"],
                                      ["/usr/bin/journalctl", "-q", "-a", "-o", "cat", "-n", "300", "--no-pager", "-u", "vllm"]]
     assert "journal" in result and "processes" in result
 
