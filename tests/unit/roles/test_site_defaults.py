@@ -26,8 +26,9 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._watchdog_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SITE = yaml.safe_load(open(os.path.join(ROOT, "roles", "site", "defaults", "main.yml"), encoding="utf-8"))
-DEPENDENTS = ("vllm", "vllm_split", "vllm_replica", "vllm_watchdog", "maintenance_window", "nginx_proxy", "keepalived",
-              "memory_guard")
+# Every other role: a role included by another one evaluates the values and conditions its
+# includer passes (built on the includer's defaults, which read the site's) in its own context.
+DEPENDENTS = tuple(sorted(name for name in os.listdir(os.path.join(ROOT, "roles")) if name != "site"))
 
 # What would be a second copy of a site default in a role file.
 COPIES = [
