@@ -128,7 +128,8 @@ def conclude(plan, engines, head, failed=()):
     interrupted switch: ``heal_ready``, each drained engine that serves and passed, or
     for split every drained engine once rank 0 did). ``heal_left``: the ones that stay
     drained (none of them may reach a client). ``expected_in_rotation``: the engines of
-    the topology that serves now that the proxy must have in rotation.
+    the topology that serves now that the proxy must have in rotation (not those left
+    drained by this run, nor, on the target, those drained by anyone else).
     """
     failed = [host for host in engines if host in set(failed or [])]
     rollback = bool(failed) and not plan["heal"]
@@ -150,7 +151,10 @@ def conclude(plan, engines, head, failed=()):
         "undrain": list(engines) if joined else ready,
         "heal_ready": ready,
         "heal_left": left,
-        "expected_in_rotation": [host for host in api_engines(serving, engines, head) if host not in left],
+        # Not those left drained: by this run's heal or, on the target, by anyone else (a switch
+        # drains every engine at its cut-over and lets them all back, an on-target run touches no one's drain).
+        "expected_in_rotation": [host for host in api_engines(serving, engines, head) if host not in left and not (
+            plan["on_target"] and host in plan.get("drained_other", {}))],
     }
 
 

@@ -266,7 +266,9 @@ def switch_report(records, hosts, plan, now):
     Returns the report dict of :func:`summarize` (or, for a re-run that finished an
     interrupted switch, the heal report; for a switch with nothing to do, outcome
     ``unchanged``) with ``tool_gate``, ``inventory``, ``lines`` (what the playbook
-    prints) and ``message`` (why the run fails; empty when it does not).
+    prints) and ``message`` (why the run fails; empty when it does not). A switch that
+    stopped nothing or went through, after which the proxy did not route to every engine
+    it should (``rotation_error``), has outcome ``not_in_rotation`` and fails.
     """
     topology, inventory = plan["topology"], plan.get("inventory") or {}
     gate = tool_gate_summary(hosts, plan)
@@ -295,7 +297,23 @@ def switch_report(records, hosts, plan, now):
             message += " %s" % inventory.get("advice")
     elif report["outcome"] == "heal_failed":
         message = _heal_message(report, plan)
+    elif plan.get("rotation_error"):
+        report = dict(report, outcome="not_in_rotation", reason=plan["rotation_error"])
+        message = _rotation_message(plan)
     return dict(report, tool_gate=gate, inventory=inventory, lines=lines, message=message)
+
+
+def _rotation_message(plan):
+    """Why a switch that stopped nothing, or went through, still fails: the proxy lacks engines it should route to."""
+    topology, script = plan["topology"], "switch-to-%s.yml" % plan["topology"]
+    head = ("Already on %s, but the proxy does not route to every engine that should serve it" % topology
+            if plan.get("on_target") else
+            "The switch to %s went through (its engines passed their health check%s), but the proxy does not route to "
+            "every one of them" % (topology, " and the tool-calling gate" if plan.get("gated") else ""))
+    return ("%s: %s\nNothing is rolled back. See the engines' state (playbooks/status.yml) and the proxy's membership "
+            "checker (journalctl -u factory-floor-upstream.service on the proxy host); an engine still loading joins by "
+            "itself once it serves. Then run %s again: on the target, it stops nothing and checks the rotation again."
+            % (head, _truncate(plan["rotation_error"], 400), script))
 
 
 def upgrade_engines(hosts, plan):

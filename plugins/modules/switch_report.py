@@ -231,7 +231,8 @@ outcome:
   description:
     - The outcome given, or V(ok_with_failures) when O(outcome=ok) and O(max_failures_after_serving) was exceeded.
     - With O(procedure), the outcome worked out; O(procedure=switch) adds V(healed) and V(heal_failed) for a re-run that
-      finished an interrupted switch.
+      finished an interrupted switch, and V(not_in_rotation) when the switch went through or had nothing to do but the
+      proxy did not put every engine that should serve in its rotation (C(rotation_error) in O(plan)); the run fails.
   returned: always
   type: str
   sample: ok

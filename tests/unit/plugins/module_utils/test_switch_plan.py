@@ -79,6 +79,8 @@ HEAL_ONE = plan_for("replicas", units(REPLICAS, REPLICAS), [{"spark-b": "switch-
 HEAL_SPLIT = plan_for("split", units(SPLIT, SPLIT), [{"spark-a": "switch-to-split", "spark-b": "switch-to-split"}])
 HEAL_UNGATED = plan_for("replicas", units(REPLICAS, REPLICAS), [{"spark-a": "switch-to-replicas"}], gated=False)
 ON_TARGET = plan_for("replicas", units(REPLICAS, REPLICAS))
+ON_TARGET_OPS_DRAIN = plan_for("replicas", units(REPLICAS, REPLICAS), [{"spark-b": "ops"}])
+SWITCH_OPS_DRAIN = plan_for("replicas", units(SPLIT, SPLIT), [{"spark-b": "ops"}])
 
 
 @pytest.mark.parametrize("row, plan, failed, gate_hosts, expected", [
@@ -95,6 +97,10 @@ ON_TARGET = plan_for("replicas", units(REPLICAS, REPLICAS))
      dict(rollback=False, joined=False, undrain=[], expected_in_rotation=ENGINES)),
     ("nothing to do", ON_TARGET, [], [],
      dict(rollback=False, joined=False, undrain=[], heal_ready=[], heal_left=[], expected_in_rotation=ENGINES)),
+    ("nothing to do, spark-b drained by an operator: not expected in rotation", ON_TARGET_OPS_DRAIN, [], [],
+     dict(rollback=False, undrain=[], expected_in_rotation=["spark-a"])),
+    ("switch with spark-b drained by an operator: the cut-over's drain replaces it, both join", SWITCH_OPS_DRAIN, [],
+     ENGINES, dict(rollback=False, joined=True, undrain=ENGINES, expected_in_rotation=ENGINES)),
     ("interrupted switch finished: both pass and rejoin", HEAL, [], ENGINES,
      dict(rollback=False, joined=False, undrain=ENGINES, heal_ready=ENGINES, heal_left=[], expected_in_rotation=ENGINES)),
     ("interrupted switch, spark-b fails its gate: it stays drained, no rollback", HEAL, ["spark-b"], ["spark-a"],

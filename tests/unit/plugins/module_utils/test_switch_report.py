@@ -305,6 +305,28 @@ def test_switch_report_unchanged():
     assert report["lines"] == ["already on replicas: nothing changed"]
 
 
+ROTATION_ERROR = ("After 30 s the proxy on gateway has no engine in rotation, expected spark-a, spark-b. "
+                  "Engine states seen: {'spark-a': 'loading', 'spark-b': 'loading'}.")
+
+
+@pytest.mark.parametrize("on_target, head", [
+    (True, "Already on replicas, but the proxy does not route to every engine that should serve it: "),
+    (False, "The switch to replicas went through (its engines passed their health check and the tool-calling gate), "
+            "but the proxy does not route to every one of them: "),
+])
+def test_switch_report_engines_not_in_rotation_fail_the_run(on_target, head):
+    # An engine that is up but not routed to is not "nothing changed" or "ok": the run fails, and nothing rolls back.
+    plan = dict(SWITCH_PLAN, on_target=on_target, rotation_error=ROTATION_ERROR)
+    report = sr.switch_report(series((200, 5)), switch_hosts(), plan, T0 + 100)
+    assert (report["outcome"], report["reason"]) == ("not_in_rotation", ROTATION_ERROR)
+    assert report["message"] == (
+        head + ROTATION_ERROR + "\nNothing is rolled back. See the engines' state (playbooks/status.yml) and the proxy's "
+        "membership checker (journalctl -u factory-floor-upstream.service on the proxy host); an engine still loading "
+        "joins by itself once it serves. Then run switch-to-replicas.yml again: on the target, it stops nothing and "
+        "checks the rotation again.")
+    assert sr.switch_report(series((200, 5)), switch_hosts(), dict(plan, rotation_error=""), T0 + 100)["message"] == ""
+
+
 HEAL_PLAN = dict(SWITCH_PLAN, on_target=True, heal=True, heal_hosts=["spark-a", "spark-b"],
                  heal_holders=["switch-to-replicas"], incumbent={"topology": "", "host": ""},
                  inventory={"advice": "agrees", "agrees": True}, inventory_sources=["inventory/site"])
