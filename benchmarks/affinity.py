@@ -215,6 +215,8 @@ def run_agent(url, salt, agent, args, auth):
     records = []
     lock = threading.Lock()
     count = args.clients * args.per_client
+    if args.think > 0:
+        return _run_thinking(url, salt, agent, args, auth, count)
 
     def client(w):
         session = _load.make_session()
@@ -231,6 +233,42 @@ def run_agent(url, salt, agent, args, auth):
         session.close()
 
     threads = [threading.Thread(target=client, args=(w,)) for w in range(args.clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return records
+
+
+def _run_thinking(url, salt, agent, args, auth, count):
+    """``--think``: every conversation on its own, each follow-up ``--think`` seconds (0.5-1.5x)
+    after its last answer, as agents whose tools run between turns; the records.
+
+    A fixed set of closed-loop clients sticks to engines under least_conn (the engine that
+    just answered a client is a request lighter when the client sends again), which keeps
+    every conversation of that client on one engine by accident. Turns that come back after
+    a think time find the load moved on, as many users' agents behind one proxy do. The
+    delays are drawn from ``--seed`` and the conversation: the same in every arm."""
+    records = []
+    lock = threading.Lock()
+
+    def conversation(c):
+        rng = random.Random("think/%s/%d" % (args.seed, c))
+        session = _load.make_session()
+        time.sleep(rng.uniform(0, 2 * args.think))  # spread the first turns over two think times
+        for turn in range(args.turns):
+            if turn:
+                time.sleep(rng.uniform(0.5, 1.5) * args.think)
+            body, headers = agent.request(salt, c, turn)
+            record = _load.stream_chat(session, url, body, dict(auth, **headers), args.timeout)
+            record.update(conversation=c, turn=turn)
+            with lock:
+                records.append(record)
+            if not record["ok"]:
+                break
+        session.close()
+
+    threads = [threading.Thread(target=conversation, args=(c,)) for c in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -364,6 +402,9 @@ def main():  # pylint: disable=too-many-locals,too-many-statements,too-many-bran
     parser.add_argument("--parts", default="agent,keyless,skewed")
     parser.add_argument("--clients", type=int, default=8, help="agent: agents (requests in flight) at once")
     parser.add_argument("--per-client", type=int, default=7, help="agent: conversations each agent works in rotation")
+    parser.add_argument("--think", type=float, default=0.0,
+                        help="agent: seconds (mean, 0.5-1.5x) before each follow-up, every conversation on its own; "
+                             "0: each agent works its conversations in rotation, a closed loop")
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--context-tokens", type=int, default=1200, help="agent: mean thread size (0.5-1.5x)")
     parser.add_argument("--turn-tokens", type=int, default=120, help="agent: tokens added by the user per turn")
@@ -518,9 +559,10 @@ def report(part, runs, names, caps, args):
         out[arm] = summary
     lc, af = out["least_conn"], out["affinity"]
     print("\n%s: %s" % (part, {
-        "agent": "%d agents x %d conversations in rotation x %d turns, thread ~%d tokens, +%d per turn, %d asked per turn, key %s"
-                 % (args.clients, args.per_client, args.turns, args.context_tokens, args.turn_tokens,
-                    args.answer_tokens, args.key),
+        "agent": ("%d conversations on their own, a follow-up ~%g s after each answer" % (args.clients * args.per_client, args.think)
+                  if args.think > 0 else "%d agents x %d conversations in rotation" % (args.clients, args.per_client))
+                 + " x %d turns, thread ~%d tokens, +%d per turn, %d asked per turn, key %s"
+                 % (args.turns, args.context_tokens, args.turn_tokens, args.answer_tokens, args.key),
         "keyless": "mixed short/long (%d%% long, %d prompt tokens), %d clients, %g s per arm"
                    % (args.long_share * 100, args.long_prompt_tokens, sum(caps.values()), args.duration),
         "skewed": "%d%% of requests from one conversation family, %d clients, %g s per arm"
