@@ -22,7 +22,7 @@ from __future__ import annotations
 
 # The topologies in the order of the states in ``units``.
 UNIT_ORDER = ("replicas", "split")
-# Each topology's engine role and unit (the vllm role's _vllm_units).
+# Each topology's engine role and unit: the site role's _site_topologies (a unit test keeps them equal).
 ROLES = {"replicas": "vllm_replica", "split": "vllm_split"}
 UNITS = {"replicas": "vllm-replica.service", "split": "vllm-split.service"}
 SWITCH_HOLDER = "switch-to-"

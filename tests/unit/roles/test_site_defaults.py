@@ -22,10 +22,13 @@ import pytest
 import yaml
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _layout
+from ansible_collections.factory_floor.llm.plugins.module_utils import _site_status
+from ansible_collections.factory_floor.llm.plugins.module_utils import _switch_plan
 from ansible_collections.factory_floor.llm.plugins.module_utils._watchdog_config import Config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SITE = yaml.safe_load(open(os.path.join(ROOT, "roles", "site", "defaults", "main.yml"), encoding="utf-8"))
+TOPOLOGIES = yaml.safe_load(open(os.path.join(ROOT, "roles", "site", "vars", "main.yml"), encoding="utf-8"))["_site_topologies"]
 # Every other role: a role included by another one evaluates the values and conditions its
 # includer passes (built on the includer's defaults, which read the site's) in its own context.
 DEPENDENTS = tuple(sorted(name for name in os.listdir(os.path.join(ROOT, "roles")) if name != "site"))
@@ -79,3 +82,15 @@ def test_module_defaults_equal_the_site_roles():
             if isinstance(node, ast.keyword) and node.arg == "path" and isinstance(node.value, ast.Call)]
     defaults = [kw.value.value for call in spec for kw in call.value.keywords if kw.arg == "default"]
     assert defaults == [SITE["site_maintenance_lock_file"]]
+
+
+def test_module_topologies_equal_the_site_roles_table():
+    # The modules read the topologies without the roles: their tables must be the site role's.
+    assert list(_switch_plan.UNIT_ORDER) == list(TOPOLOGIES)
+    assert _switch_plan.UNITS == {name: t["unit"] for name, t in TOPOLOGIES.items()}
+    assert _site_status.UNITS == _switch_plan.UNITS
+    assert _site_status.WATCHDOG_UNITS == {name: t["watchdog_unit"] for name, t in TOPOLOGIES.items()}
+    assert {name: _switch_plan.other(name) for name in TOPOLOGIES} == {name: t["other"] for name, t in TOPOLOGIES.items()}
+    engines, head = ["spark-a", "spark-b"], "spark-a"
+    assert {name: _switch_plan.api_engines(name, engines, head) for name in TOPOLOGIES} == {
+        name: engines if t["api"] == "all" else [head] for name, t in TOPOLOGIES.items()}
