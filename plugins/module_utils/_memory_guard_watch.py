@@ -76,10 +76,10 @@ except ImportError:  # installed next to _memory.py on a host
     import _textfile as textfile  # type: ignore[no-redef]
     from _proc import stat_table  # type: ignore[no-redef]
 
-# The names this module uses, bound once for both ways of importing it (ConfigError and
-# WARNING are also read through this module by its tests).
+# The names this module uses, bound once for both ways of importing it (its tests read
+# the priorities through it too).
 ERR, INFO, NOTICE, WARNING = daemon.ERR, daemon.INFO, daemon.NOTICE, daemon.WARNING
-ConfigError, HISTORY, PAUSE, RESUME = judge.ConfigError, judge.HISTORY, judge.PAUSE, judge.RESUME
+HISTORY, PAUSE, RESUME = judge.HISTORY, judge.PAUSE, judge.RESUME
 RUNNING_STATES, STOP = judge.RUNNING_STATES, judge.STOP
 decide, load_config, new_state = judge.decide, judge.load_config, judge.new_state
 _gib, _round_gib = judge._gib, judge._round_gib  # pylint: disable=protected-access

@@ -108,7 +108,7 @@ def run(url, model, out, interval=0.5, concurrency=1, timeout=60.0, api_key=None
                 "max_tokens": max_tokens, "temperature": 0}
 
     def worker():
-        session = requests.Session()
+        session = vllm_client.session()
         while not stop.is_set() and (deadline is None or time.time() < deadline):
             record = one_request(session, url, payload(), headers, timeout, retry_connection_errors)
             with lock, open(out, "a", encoding="utf-8") as handle:

@@ -178,7 +178,7 @@ def run_suite(url: str, cases: list, tools: dict, model: str, api_key=None, time
     """Run the cases against ``url`` (the server's base URL); return the per-case results in the order of ``cases``.
 
     Up to ``concurrency`` cases run at once, each in its own thread with its own
-    session (``session_factory()``, by default ``requests.Session``; a session is
+    session (``session_factory()``, by default ``_vllm_client.session``; a session is
     never shared between threads). A case's requests (non-streamed, then streamed)
     stay one after the other inside it. Given the same answers, the results do
     not depend on ``concurrency``: they are collected in the order of ``cases``.
@@ -193,7 +193,7 @@ def run_suite(url: str, cases: list, tools: dict, model: str, api_key=None, time
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError("concurrency must be 1 (one case at a time) or more, got %r" % (concurrency,))
     endpoint = client.base_url(url) + "/v1/chat/completions"
-    new_session = session_factory or requests.Session
+    new_session = session_factory or client.session
     sessions = []
     sessions_lock = threading.Lock()
     per_thread = threading.local()

@@ -238,11 +238,6 @@ def nginx_workers(pid_file, proc="/proc"):
         return None
 
 
-def _log_stdout(message):
-    """One line to stdout (the journal, under systemd), at priority info."""
-    daemon.emit(daemon.journal_line(daemon.INFO, message))
-
-
 # The configuration the nginx_proxy role writes (upstream.json.j2), key by key.
 # members_file: with conversation affinity, the member list nginx's Lua balancer reads.
 # pid_file: nginx's master, whose new workers show that a reload is live.
@@ -303,7 +298,8 @@ class Syncer:
         # Last address each name resolved to: a name that fails to resolve once keeps it.
         self.hosts = {}
         self.run = run or (lambda argv: subprocess.run(argv, capture_output=True, text=True, check=False))
-        self.log = log or _log_stdout
+        # Writes one journal line (stdout under systemd); tests collect them.
+        self.write_line = log or daemon.emit
         self.clock = clock
         self.last_status = {}
         # nginx -t accepted the servers file but the reload failed: nginx still runs
@@ -341,6 +337,10 @@ class Syncer:
             kind="models",
             timeout=float(self.config.get("probe_timeout", 2.0)),
         )
+
+    def log(self, priority, event, **fields):
+        """One journal line as the watchdog writes them: the priority, then a JSON object named by ``event``."""
+        self.write_line(daemon.event_line(priority, event, fields))
 
     def current_text(self):
         return _read_text(self.config["servers_file"])
@@ -386,13 +386,15 @@ class Syncer:
                     os.unlink(path)
                 else:
                     write_atomic(path, old)
-            self.log("nginx -t rejected the new upstream, kept the old one: %s" % output)
+            self.log(daemon.ERR, "nginx_test_rejected", rc=rc, output=output,
+                     note="nginx -t rejected the new upstream, kept the old one; tried again next pass")
             return False
         before = self.workers()
         rc, output = self._call(self.config.get("reload_command", ["systemctl", "reload", "nginx"]))
         self.reload_pending = rc != 0
         if rc != 0:
-            self.log("nginx reload failed (rc=%s), retrying next pass: %s" % (rc, output))
+            self.log(daemon.ERR, "reload_failed", rc=rc, output=output,
+                     note="nginx kept the old upstream; the reload is retried next pass")
             return False
         self._wait_reloaded(before)
         return True
@@ -410,8 +412,8 @@ class Syncer:
             if now is None or now - before:
                 return
             if self.clock() >= deadline:
-                self.log("nginx reloaded but no new worker within %ss: the state may run ahead of nginx"
-                         % self.config.get("reload_timeout", 10))
+                self.log(daemon.WARNING, "reload_unconfirmed", timeout=float(self.config.get("reload_timeout", 10)),
+                         note="nginx reloaded but no new worker within the timeout: the state may run ahead of nginx")
                 return
             self.sleep(0.1)
 
@@ -459,15 +461,13 @@ class Syncer:
                    or (members_text is not None and members_text != self.current_members()))
         applied = self.apply(text, members_text) if changed else False
         if statuses != self.last_status or changed:
-            self.log(json.dumps({
-                "event": "membership" if changed else "probe",
-                "statuses": statuses,
-                "membership": self.membership.snapshot(),
-                "drained": sorted(drained),
-                "members": [m["name"] for m in members],
-                "mode": mode,
-                "applied": applied,
-            }, sort_keys=True))
+            self.log(daemon.INFO, "membership" if changed else "probe",
+                     statuses=statuses,
+                     membership=self.membership.snapshot(),
+                     drained=sorted(drained),
+                     members=[m["name"] for m in members],
+                     mode=mode,
+                     applied=applied)
         self.last_status = statuses
         installed = (self.current_text() == text and not self.reload_pending
                      and (members_text is None or self.current_members() == members_text))

@@ -255,8 +255,9 @@ def probe(
     Once ``/health`` answered 200, ``/v1/models`` and ``/version`` are read for the
     ``models`` and ``version`` fields in any case; with kind ``health`` and no
     ``model`` their failure does not change the status.
-    ``session`` is a ``requests.Session`` to reuse; by default a fresh one is
-    used and closed, so no stale keep-alive connection survives a restart.
+    ``session`` is a ``requests.Session`` to reuse; by default a fresh one
+    (``_vllm_client.session()``, nothing from the environment) is used and
+    closed, so no stale keep-alive connection survives a restart.
     ``health_first`` False (kind ``generate`` only) goes straight to the 1-token
     completion, without ``/health``, ``/version`` or, when ``model`` is given,
     ``/v1/models``: the watchdog's check of an engine whose ``/health`` does not
@@ -270,7 +271,7 @@ def probe(
     headers = _headers(api_key)
     own_session = session is None
     if own_session:
-        session = requests.Session()
+        session = client.session()
     started = time.monotonic()
     result = ProbeResult(status=SERVING)
     try:

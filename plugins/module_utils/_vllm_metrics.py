@@ -150,7 +150,7 @@ def make_fetch(timeout=DEFAULT_TIMEOUT, api_key=None):
     """
     if requests is None:
         raise MetricsError("the Python library requests is required: %s" % REQUESTS_IMPORT_ERROR)
-    session = requests.Session()
+    session = client.session()
     # Classic text format (what vLLM serves unless OpenMetrics is asked for).
     headers = client.headers(api_key, accept="text/plain;version=0.0.4", **{"User-Agent": "factory_floor.llm.vllm_metrics"})
 

@@ -23,6 +23,7 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.factory_floor.llm.plugins.module_utils import _daemon as daemon
 from ansible_collections.factory_floor.llm.plugins.module_utils import _upstream as up
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as vh
 from ansible_collections.factory_floor.llm.tests.unit.plugins.fake_vllm import FakeVLLM, free_port
@@ -153,6 +154,21 @@ TEST = ["nginx-test"]
 RELOAD = ["nginx-reload"]
 
 
+def journal(lines):
+    """The checker's journal lines as (priority, the JSON object after it)."""
+    found = []
+    for line in lines:
+        prio, sep, body = line.partition(">")
+        assert line.startswith("<") and sep, line
+        found.append((int(prio[1:]), json.loads(body)))
+    return found
+
+
+def logged(lines, event):
+    """(priority, record) of each line of ``event``."""
+    return [(prio, record) for prio, record in journal(lines) if record["event"] == event]
+
+
 class World:
     """Engine statuses, drain files and nginx's answers for a Syncer; records what it ran."""
 
@@ -249,7 +265,8 @@ def test_membership_change_writes_tests_then_reloads(world):
         "membership": {"spark-a": {"member": False, "fails": 1, "passes": 0},
                        "spark-b": {"member": True, "fails": 0, "passes": 1}},
     }
-    event = json.loads(world.logs[-1])
+    prio, event = journal(world.logs)[-1]
+    assert prio == daemon.INFO
     assert event["event"] == "membership" and event["applied"] is True and event["members"] == ["spark-b"]
 
 
@@ -266,7 +283,8 @@ def test_no_change_no_reload(world):
     world.statuses["spark-b"] = vh.DEAD
     world.once()
     assert world.calls == []
-    assert json.loads(world.logs[-1])["event"] == "probe"
+    prio, event = journal(world.logs)[-1]
+    assert prio == daemon.INFO and event["event"] == "probe"
 
 
 def test_second_engine_joins(world):
@@ -299,7 +317,10 @@ def test_nginx_test_failure_restores_previous_file_and_does_not_reload(world):
     assert world.servers() == previous
     assert state["mode"] == "unknown" and state["members"] == [] and state["in_rotation"] == []
     assert state["statuses"] == {"spark-a": "serving", "spark-b": "loading"}
-    assert "nginx -t rejected the new upstream, kept the old one: nginx: [emerg] unexpected end of file" in world.logs
+    # An error: journalctl -p err shows it.
+    [(prio, record)] = logged(world.logs, "nginx_test_rejected")
+    assert prio == daemon.ERR
+    assert record["rc"] == 1 and record["output"] == "nginx: [emerg] unexpected end of file"
     # Tried again every pass until nginx accepts it.
     world.answers.clear()
     state = world.once()
@@ -323,7 +344,8 @@ def test_test_command_that_cannot_run_is_a_failure(world):
     state = world.once()
     assert world.servers() == previous and world.ran() == ["nginx-test"]
     assert state["mode"] == "unknown"
-    assert any(line.startswith("nginx -t rejected the new upstream") and "could not run" in line for line in world.logs)
+    [(prio, record)] = logged(world.logs, "nginx_test_rejected")
+    assert prio == daemon.ERR and record["rc"] == 127 and "could not run" in record["output"]
     world.once()
     assert world.ran() == ["nginx-test"]  # tried again
 
@@ -337,7 +359,8 @@ def test_reload_failure_is_retried_and_not_reported_in_rotation(world):
     assert world.servers() == new
     # ... but nginx still runs the old upstream: nothing is in rotation yet.
     assert state["mode"] == "unknown" and state["in_rotation"] == []
-    assert any("nginx reload failed (rc=1)" in line for line in world.logs)
+    [(prio, record)] = logged(world.logs, "reload_failed")
+    assert prio == daemon.ERR and record["rc"] == 1 and "cannot reload" in record["output"]
     # The file matches, yet the next pass reloads again.
     state = world.once()
     assert world.ran() == ["nginx-test", "nginx-reload"]
@@ -795,7 +818,10 @@ def test_main_once_nginx_rejects(tmp_path, engines, keep_sigterm, capsys):
     assert not (tmp_path / "upstream.conf").exists()
     state = json.loads((tmp_path / "run" / "upstream.json").read_text())
     assert state["mode"] == "unknown" and state["in_rotation"] == []
-    assert "nginx -t rejected the new upstream" in capsys.readouterr().out
+    # At priority err (journald takes it from the prefix): journalctl -p err shows the rejection.
+    lines = capsys.readouterr().out.splitlines()
+    assert [prio for prio, record in journal(lines) if record["event"] == "nginx_test_rejected"] == [daemon.ERR]
+    assert any(line.startswith("<3>{") and '"event": "nginx_test_rejected"' in line for line in lines)
 
 
 def test_runs_as_installed_on_the_proxy_host(tmp_path, engines):
@@ -990,7 +1016,7 @@ def test_nginx_workers_are_the_masters_children(tmp_path):
     assert up.nginx_workers(str(tmp_path / "nginx.pid"), proc=str(tmp_path / "proc")) is None
 
 
-@pytest.mark.parametrize("generations, waits, logged", [
+@pytest.mark.parametrize("generations, waits, was_logged", [
     # the old workers twice more, then a new one: the state is written once nginx runs it
     ([{1, 2}, {1, 2}, {1, 2}, {1, 2, 3}], 2, False),
     # no new worker within reload_timeout: said, and the pass goes on
@@ -998,7 +1024,7 @@ def test_nginx_workers_are_the_masters_children(tmp_path):
     # workers unreadable after the reload (nginx restarting): not waited for
     ([{1, 2}, None], 0, False),
 ])
-def test_a_reload_is_waited_for_until_nginx_runs_a_new_worker(tmp_path, generations, waits, logged):
+def test_a_reload_is_waited_for_until_nginx_runs_a_new_worker(tmp_path, generations, waits, was_logged):
     world = World(tmp_path)
     seen, slept = list(generations), []
 
@@ -1020,5 +1046,7 @@ def test_a_reload_is_waited_for_until_nginx_runs_a_new_worker(tmp_path, generati
             break
     assert "nginx-reload" in world.ran()
     assert len(slept) in (waits, waits + 1)  # 0.1 s steps add up to a little under 10 s
-    assert any("no new worker within 10s" in line for line in world.logs) is logged
+    unconfirmed = logged(world.logs, "reload_unconfirmed")
+    assert bool(unconfirmed) is was_logged
+    assert all(prio == daemon.WARNING and record["timeout"] == 10 for prio, record in unconfirmed)
     assert world.state()["members"] == ["spark-a", "spark-b"]

@@ -10,7 +10,7 @@ of the commands run); two Watchdogs wired to each other play a split pair; main(
 once against a loopback fake vLLM and a fake systemctl script. The "replay" tests play
 the published failure shapes through the watchdog with its default settings. The
 judgement's own tests (the Judge on hand-made samples, the budget, the configuration)
-are in test_watchdog_judge.py.
+are in test_watchdog_judge.py, those of reading an engine's CPU time in test_proc.py.
 """
 
 from __future__ import annotations
@@ -31,32 +31,6 @@ from ansible_collections.factory_floor.llm.plugins.module_utils import _watchdog
 from ansible_collections.factory_floor.llm.tests.unit.plugins.watchdog_samples import (
     OK, READ_TIMEOUT, TIMEOUT, UNIT, WALL0, W, config, counters, look, unit,
 )
-
-
-def _stat(tmp_path, pid, ppid, utime, stime=0, name="python3", state="S"):
-    (tmp_path / str(pid)).mkdir()
-    rest = [state, str(ppid)] + ["0"] * 9 + [str(utime), str(stime)] + ["0"] * 30
-    (tmp_path / str(pid) / "stat").write_text("%d (%s) %s\n" % (pid, name, " ".join(rest)))
-
-
-def test_engine_cpu_reads_proc(tmp_path):
-    ticks = os.sysconf("SC_CLK_TCK")
-    _stat(tmp_path, 10, 1, ticks * 2, ticks)                       # the API server (MainPID)
-    _stat(tmp_path, 11, 10, ticks * 5, name="VLLM::EngineCor")     # its engine core (/proc cuts names at 15)
-    _stat(tmp_path, 12, 11, ticks * 7, name="VLLM::Worker")        # its worker: computes during a long step
-    _stat(tmp_path, 13, 10, ticks, name="a b) c")                  # another child with an odd name
-    _stat(tmp_path, 20, 1, ticks * 100)                            # someone else
-    # The API server is left out: it answers /health while its engine hangs.
-    assert wd.engine_cpu(10, proc=str(tmp_path)) == (13.0, [])
-    assert wd.engine_cpu(99, proc=str(tmp_path)) == (None, [])
-
-
-def test_engine_cpu_names_a_stopped_engine_core(tmp_path):
-    ticks = os.sysconf("SC_CLK_TCK")
-    _stat(tmp_path, 10, 1, ticks)
-    _stat(tmp_path, 11, 10, ticks * 5, name="VLLM::EngineCor", state="T")
-    _stat(tmp_path, 12, 11, ticks * 7, name="VLLM::Worker", state="R")
-    assert wd.engine_cpu(10, proc=str(tmp_path)) == (12.0, ["VLLM::EngineCor pid 11"])
 
 
 def test_cpu_of_spinning_workers_is_no_progress_while_the_engine_core_is_stopped(tmp_path):
