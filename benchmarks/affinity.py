@@ -21,6 +21,9 @@ Workloads (``--parts``):
   ``--turn-tokens`` (a tool result), and asks for ``--answer-tokens`` tokens. The clients
   send no key (``--key prefix``: the proxy keys by the conversation's first messages, as
   for an unmodified client), or ``X-Session-Id`` (``header``) or ``prompt_cache_key``.
+  With ``--think`` (seconds, the default) every conversation sends on its own instead,
+  each follow-up a think time after its last answer (its tools ran), so requests in
+  flight vary and least_conn sees the load as many users' agents make it.
 * ``keyless``: the balance benchmark's mixed workload (short questions and long e-mail
   agent prompts, ``--long-share``), one request per conversation, as many clients as the
   caps add up to, ``--duration`` seconds per arm. No client key; with affinity each
@@ -401,8 +404,8 @@ def main():  # pylint: disable=too-many-locals,too-many-statements,too-many-bran
     parser.add_argument("--api-key-file", default=None)
     parser.add_argument("--parts", default="agent,keyless,skewed")
     parser.add_argument("--clients", type=int, default=8, help="agent: agents (requests in flight) at once")
-    parser.add_argument("--per-client", type=int, default=7, help="agent: conversations each agent works in rotation")
-    parser.add_argument("--think", type=float, default=0.0,
+    parser.add_argument("--per-client", type=int, default=4, help="agent: conversations each agent works in rotation")
+    parser.add_argument("--think", type=float, default=15.0,
                         help="agent: seconds (mean, 0.5-1.5x) before each follow-up, every conversation on its own; "
                              "0: each agent works its conversations in rotation, a closed loop")
     parser.add_argument("--turns", type=int, default=5)

@@ -640,7 +640,7 @@ def bench():
     done = subprocess.run([sys.executable, "/opt/affinity-check/bench/affinity.py", "--proxy=http://127.0.0.1:8080",
                            "--engine=up-a=http://127.0.0.1:18001", "--engine=up-b=http://127.0.0.1:18002",
                            "--cap=%d" % CAP, "--model=lab-chat", "--api-key-file=/run/affinity-check.key",
-                           "--clients=4", "--per-client=2", "--turns=4", "--context-tokens=1500",
+                           "--clients=4", "--per-client=2", "--think=0", "--turns=4", "--context-tokens=1500",
                            "--turn-tokens=100", "--answer-tokens=20", "--duration=15", "--long-prompt-tokens=1200",
                            "--long-max-tokens=20", "--short-max-tokens=10"],
                           capture_output=True, text=True, check=False, timeout=1800)
