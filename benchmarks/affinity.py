@@ -209,51 +209,41 @@ class Agent:
 
 
 def run_agent(url, salt, agent, args, auth):
-    """``--clients`` agents, each working its conversations in rotation; the records.
+    """The agent workload; the records.
 
-    In rotation, not one after another: a closed-loop client that sends its next turn the
-    moment the last one ends finds the engine that just answered it one request lighter,
-    so least_conn would send it there too and keep the history by accident; an agent's
-    next turn waits for its tools while other conversations go on."""
+    Without ``--think``: ``--clients`` agents, each working its conversations in rotation,
+    not one after another: a closed-loop client that sends its next turn the moment the
+    last one ends finds the engine that just answered it one request lighter, so
+    least_conn would send it there too and keep the history by accident; an agent's next
+    turn waits for its tools while other conversations go on.
+
+    With ``--think``: every conversation on its own, each follow-up ``--think`` seconds
+    (0.5-1.5x) after its last answer, as agents whose tools run between turns. Even in
+    rotation a fixed set of closed-loop clients sticks to engines under least_conn (and
+    every conversation of a client with it); turns that come back after a think time find
+    the load moved on, as many users' agents behind one proxy do. The delays are drawn
+    from ``--seed`` and the conversation: the same in every arm."""
     records = []
     lock = threading.Lock()
     count = args.clients * args.per_client
-    if args.think > 0:
-        return _run_thinking(url, salt, agent, args, auth, count)
+
+    def send(session, c, turn):
+        """One turn of conversation ``c``, recorded; whether it was answered."""
+        body, headers = agent.request(salt, c, turn)
+        record = _load.stream_chat(session, url, body, dict(auth, **headers), args.timeout)
+        record.update(conversation=c, turn=turn)
+        with lock:
+            records.append(record)
+        return record["ok"]
 
     def client(w):
         session = _load.make_session()
         open_ = list(range(w, count, args.clients))
         for turn in range(args.turns):
             for c in list(open_):
-                body, headers = agent.request(salt, c, turn)
-                record = _load.stream_chat(session, url, body, dict(auth, **headers), args.timeout)
-                record.update(conversation=c, turn=turn)
-                with lock:
-                    records.append(record)
-                if not record["ok"]:
+                if not send(session, c, turn):
                     open_.remove(c)
         session.close()
-
-    threads = [threading.Thread(target=client, args=(w,)) for w in range(args.clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return records
-
-
-def _run_thinking(url, salt, agent, args, auth, count):
-    """``--think``: every conversation on its own, each follow-up ``--think`` seconds (0.5-1.5x)
-    after its last answer, as agents whose tools run between turns; the records.
-
-    A fixed set of closed-loop clients sticks to engines under least_conn (the engine that
-    just answered a client is a request lighter when the client sends again), which keeps
-    every conversation of that client on one engine by accident. Turns that come back after
-    a think time find the load moved on, as many users' agents behind one proxy do. The
-    delays are drawn from ``--seed`` and the conversation: the same in every arm."""
-    records = []
-    lock = threading.Lock()
 
     def conversation(c):
         rng = random.Random("think/%s/%d" % (args.seed, c))
@@ -262,16 +252,12 @@ def _run_thinking(url, salt, agent, args, auth, count):
         for turn in range(args.turns):
             if turn:
                 time.sleep(rng.uniform(0.5, 1.5) * args.think)
-            body, headers = agent.request(salt, c, turn)
-            record = _load.stream_chat(session, url, body, dict(auth, **headers), args.timeout)
-            record.update(conversation=c, turn=turn)
-            with lock:
-                records.append(record)
-            if not record["ok"]:
+            if not send(session, c, turn):
                 break
         session.close()
 
-    threads = [threading.Thread(target=conversation, args=(c,)) for c in range(count)]
+    target, n = (conversation, count) if args.think > 0 else (client, args.clients)
+    threads = [threading.Thread(target=target, args=(i,)) for i in range(n)]
     for thread in threads:
         thread.start()
     for thread in threads:
