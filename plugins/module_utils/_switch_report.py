@@ -380,10 +380,13 @@ def _lost_message(lost, plan):
 
 def _records_message(site, plan):
     """Why a run fails when the engine hosts' topology records disagree with each other or with what runs."""
-    return ("The engine hosts' topology records and what they run disagree: %s. deploy.yml refuses each host that is not "
+    errors = plan.get("record_errors") or {}
+    return ("The engine hosts' topology records and what they run disagree: %s.%s deploy.yml refuses each host that is not "
             "on the inventory's topology; run switch-to-%s.yml again once every engine host answers (it records on each "
-            "host what it runs), or see playbooks/status.yml." % ("; ".join(site.get("disagreements") or []),
-                                                                  plan["topology"]))
+            "host what it runs), or see playbooks/status.yml." % (
+                "; ".join(site.get("disagreements") or []),
+                "".join(" The record could not be written on %s: %s." % (host, error) for host, error in errors.items()),
+                plan["topology"]))
 
 
 def _rotation_message(plan):

@@ -394,6 +394,9 @@ def test_switch_report_says_what_the_hosts_run_and_fails_on_records_that_disagre
                                     "inventory: the hosts run replicas: change the line"]
     assert report["message"].startswith("The engine hosts' topology records and what they run disagree: spark-a records "
                                         "split but runs replicas. deploy.yml refuses")
+    failed_write = dict(SWITCH_PLAN, site=site, inventory=inventory, record_errors={"spark-a": "No space left on device"})
+    assert ("split but runs replicas. The record could not be written on spark-a: No space left on device. deploy.yml"
+            in sr.switch_report(series((200, 5)), switch_hosts(), failed_write, T0 + 100)["message"])
     agreeing = dict(SWITCH_PLAN, site=dict(site, agrees=True, disagreements=[]), inventory=inventory)
     assert sr.switch_report(series((200, 5)), switch_hosts(), agreeing, T0 + 100)["message"] == ""
 
