@@ -332,8 +332,11 @@ def _no_incumbent_words(plan, incumbent_score):
         return "finishing an interrupted switch: the build that served before is gone"
     if not plan["incumbent"]["host"]:
         return "nothing serves now"
+    build = (incumbent_score or {}).get("build_id")
+    if not build:
+        return "no score is known for the build the %s serves now" % plan["incumbent"]["topology"]
     return "no score is stored for the incumbent build %s (%s), and it was not measured" % (
-        str((incumbent_score or {}).get("build_id", "?"))[:16], plan["incumbent"]["topology"])
+        str(build)[:16], plan["incumbent"]["topology"])
 
 
 def records_view(engines, records):

@@ -299,7 +299,7 @@ def compare(engines, observed) -> dict:
     """Every engine host's record next to what its engine units run, and each disagreement in words.
 
     ``observed``: per host, what it said - ``record`` (:func:`read`'s, or None) and ``runs``
-    (:func:`runs`'s, or None when not read) - or None/absent for a host that could not be read.
+    (:func:`runs`'s, or None when not read) - or None, {} or absent for a host that could not be read.
     Returns ``hosts`` ({host: {read, recorded, runs, model}}), ``running`` (the one topology
     the hosts run; :data:`NONE`; ``mixed``; or ``unknown`` when no host's units were read),
     ``recorded`` (the one topology the records name, ``mixed``, or None), ``agrees`` and
@@ -309,7 +309,7 @@ def compare(engines, observed) -> dict:
     hosts, problems = {}, []
     for host in engines:
         seen = observed.get(host)
-        if not isinstance(seen, dict) or seen.get("unreachable") or seen.get("failed"):
+        if not isinstance(seen, dict) or not seen or seen.get("unreachable") or seen.get("failed"):
             hosts[host] = {"read": False, "recorded": None, "runs": None, "model": None}
             problems.append("%s could not be read%s: its record and engine units are unknown" % (
                 host, " (%s)" % str(seen.get("msg"))[:120] if isinstance(seen, dict) and seen.get("msg") else ""))

@@ -335,6 +335,8 @@ def seen(recorded, running, model=None):
      "replicas", "replicas", ["spark-b could not be read (ssh: timed out): its record and engine units are unknown"]),
     ("a host never read", {"spark-a": seen("replicas", "replicas")}, "replicas", "replicas",
      ["spark-b could not be read: its record and engine units are unknown"]),
+    ("a host not in the play (Ansible's map default {})", {"spark-a": seen("replicas", "replicas"), "spark-b": {}},
+     "replicas", "replicas", ["spark-b could not be read: its record and engine units are unknown"]),
     ("no record, runs split", {"spark-a": seen(None, "split"), "spark-b": seen("split", "split")}, "split", "split",
      ["spark-a has no topology record and runs split"]),
     ("the hosts run different topologies", {"spark-a": seen("replicas", "replicas"), "spark-b": seen("split", "split")},
