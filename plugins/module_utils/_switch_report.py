@@ -345,7 +345,7 @@ def _lost_message(lost, plan):
     if gated and not plan.get("on_target"):
         words.append("%s stay%s drained from the proxy (holder switch-to-%s): %s engine%s reach%s no client without a "
                      "tool-calling verdict." % (names, "" if many else "s", topology, "their" if many else "its",
-                                                 "s" if many else "", "" if many else "es"))
+                                                "s" if many else "", "" if many else "es"))
     elif not gated and not plan.get("on_target"):
         words.append("The gate is off for %s: %s engine%s joined the proxy's rotation at the cut-over and take%s requests "
                      "whenever %s serve%s." % (topology, "their" if many else "its", "s" if many else "", "" if many else "s",
