@@ -25,6 +25,8 @@ try:  # installed next to a daemon on a host (not today; kept as the other modul
 except ImportError:  # inside the collection
     from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd as systemd
 
+from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_record as tr
+
 UNITS = {"replicas": "vllm-replica.service", "split": "vllm-split.service"}
 WATCHDOG_UNITS = {"replicas": "vllm-replica-watchdog.service", "split": "vllm-split-watchdog.service"}
 # The proxy checker's state older than this (seconds) is stale: it writes it every few seconds.
@@ -206,6 +208,14 @@ def _topology(engines, inventory):
                         "since": rec.get("since"), "run": rec.get("run"), "note": rec.get("note")}
     if kinds and kinds != [inventory]:
         view["advice"] = next((r.get("message") for r in recorded.values() if r.get("message")), None)
+    # Each host's record next to what its units run, and records that differ between hosts
+    # (_topology_record's comparison, as deploy.yml and the switches make it).
+    observed = {}
+    for host, e in engines.items():
+        units = _units(e)
+        states = [(units.get(UNITS[name]) or {}).get("active_state") or "unknown" for name in tr.UNIT_ORDER] if units else None
+        observed[host] = {"record": (e.get("record") or {}).get("record"), "runs": tr.runs(states)}
+    view["disagreements"] = tr.compare(list(engines), observed)["disagreements"]
     return view
 
 
@@ -383,6 +393,7 @@ def build(engines, proxies, inventory_topology, split_head=None, gate=None, floa
     if not topology["agrees"]:
         attention.append("topology: the hosts run %s (recorded %s), the inventory says %s" % (
             topology["running"], topology["recorded"], inventory_topology))
+    attention.extend("topology records: %s" % words for words in topology["disagreements"])
     return view
 
 

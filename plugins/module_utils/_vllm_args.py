@@ -35,6 +35,8 @@ VALUE_FLAGS = (
     "tool_call_parser",
     "chat_template",
     "shutdown_timeout",
+    # vLLM reads more arguments from this YAML file (the role's root-only key list during a key rotation).
+    "config",
 )
 # Settings that are JSON objects on the command line.
 JSON_FLAGS = ("speculative_config",)

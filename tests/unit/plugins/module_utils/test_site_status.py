@@ -168,6 +168,18 @@ def test_hosts_that_record_another_topology_than_the_inventory():
     assert " - DIFFERS" in site.table(result, NOW)[1]
 
 
+def test_a_record_that_is_not_what_runs_is_named():
+    # Issue 33, item 2: after a half-failed switch spark-a recorded split, spark-b replicas; both ran replicas.
+    engines = {"spark-a": engine("spark-a"), "spark-b": engine("spark-b")}
+    engines["spark-a"]["record"]["record"]["topology"] = "split"
+    result = view(engines=engines)
+    assert result["topology"]["disagreements"] == ["spark-a records split but runs replicas",
+                                                   "the hosts' records differ: spark-a split, spark-b replicas"]
+    assert "topology records: spark-a records split but runs replicas" in result["attention"]
+    assert "topology records: the hosts' records differ: spark-a split, spark-b replicas" in result["attention"]
+    assert view()["topology"]["disagreements"] == []
+
+
 def test_the_split_head_serves_and_rank_1_is_headless():
     engines = {"spark-a": engine("spark-a", "split"), "spark-b": engine("spark-b", "split")}
     result = site.build(engines, {"gateway": proxy(in_rotation=["spark-a"])}, "split", split_head="spark-a", now=NOW)
