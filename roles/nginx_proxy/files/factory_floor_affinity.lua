@@ -4,7 +4,8 @@
 -- role README, "Conversation affinity".
 --
 --   init(settings_json)  init_by_lua: settings, and the members the membership checker
---                        exported (members_file), read at every nginx (re)load and -t
+--                        exported (members_file), read at every nginx start and reload
+--                        (nginx -t runs no Lua: files/nginx-check runs init() for it)
 --   access()             access_by_lua in location /v1/: the request's routing key
 --   balance()            balancer_by_lua: the engine for this try
 --   log()                log_by_lua: the request no longer holds its engine

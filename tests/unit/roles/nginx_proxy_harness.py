@@ -35,6 +35,9 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(ROOT, "roles", "nginx_proxy")
 KEY = "ff-test-key.A1~b2+c3/d4-e5_f6="
+# Where the proxy's "network" listeners (all addresses, on a host) listen here: another loopback
+# address, so nothing listens beyond this machine, and 127.0.0.1 stays the host's own loopback.
+NET = "127.0.0.2"
 
 
 def nginx_root():
@@ -196,6 +199,9 @@ class Proxy:
             replacements.append((lua_path, 'lua_package_path "%s/?.lua;%s/usr/share/lua/5.1/?.lua;;";\n'
                                            '    lua_package_cpath "%s/usr/lib/x86_64-linux-gnu/lua/5.1/?.so;;";'
                                  % (self.paths["lua"], root, root)))
+        port = self.variables["nginx_proxy_port"]
+        replacements += [("listen %d " % port, "listen %s:%d " % (NET, port)),
+                         ("listen [::]:%d " % port, "# (no IPv6 wildcard here) listen [::]:%d " % port)]
         for old, new in replacements:
             assert old in text, "the role's nginx.conf no longer has %r: adapt the test harness" % old
             text = text.replace(old, new)
@@ -249,11 +255,11 @@ class Proxy:
             if self.proc.poll() is not None:
                 raise AssertionError("nginx exited (%s): %s" % (self.proc.returncode, self.error_log()))
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                with socket.create_connection((NET, self.port), timeout=0.5):
                     return self
             except OSError:
                 time.sleep(0.05)
-        raise AssertionError("nginx did not listen on 127.0.0.1:%d within 20 s: %s" % (self.port, self.error_log()))
+        raise AssertionError("nginx did not listen on %s:%d within 20 s: %s" % (NET, self.port, self.error_log()))
 
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:

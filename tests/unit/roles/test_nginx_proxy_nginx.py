@@ -47,16 +47,17 @@ def proxies():
         proxy.stop()
 
 
-def request(port, method, path, body=None, headers=None, tls_context=None, server_name=None):
-    """(status, headers as a dict of lower-case names, body) of one request to 127.0.0.1:port."""
+def request(port, method, path, body=None, headers=None, tls_context=None, server_name=None, host=h.NET):
+    """(status, headers as a dict of lower-case names, body) of one request to the proxy's port on ``host``
+    (its "network" address here, else 127.0.0.1)."""
     if tls_context is not None:
-        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=20, context=tls_context)
+        conn = http.client.HTTPSConnection(host, port, timeout=20, context=tls_context)
         if server_name:
-            # Connect to the loopback address, verify the certificate for this name.
-            sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+            # Connect to the address, verify the certificate for this name.
+            sock = socket.create_connection((host, port), timeout=20)
             conn.sock = tls_context.wrap_socket(sock, server_hostname=server_name)
     else:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        conn = http.client.HTTPConnection(host, port, timeout=20)
     payload = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
     conn.request(method, path, body=payload, headers=dict(headers or {}, **({"Content-Type": "application/json"}
                                                                           if payload else {})))
@@ -96,7 +97,7 @@ def test_only_normalised_v1_paths_reach_an_engine(tmp_path, proxies, engine, bal
 def _headers_only(port, headers):
     """Send a POST's headers announcing a 4 MB body and none of the body; the status line nginx
     answers within 3 s, or None when it waits for the body."""
-    sock = socket.create_connection(("127.0.0.1", port), timeout=3)
+    sock = socket.create_connection((h.NET, port), timeout=3)
     lines = ["POST /v1/chat/completions HTTP/1.1", "Host: proxy", "Content-Type: application/json",
              "Content-Length: %d" % (4 * 1024 * 1024)] + ["%s: %s" % kv for kv in headers.items()]
     sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
@@ -229,6 +230,10 @@ def test_tls_at_the_proxy(tmp_path, proxies, engine, certificate, balance):
     # Plain HTTP to the TLS port gets nowhere near an engine.
     status, dummy, dummy = request(proxy.port, "GET", "/v1/models", headers=AUTH)
     assert status == 400 and len(engine.requests) == 1
+    # The host's own loopback stays plain HTTP (keepalived's health check, the role's checks).
+    assert request(proxy.port, "GET", "/healthz", host="127.0.0.1")[0] == 200
+    status, dummy, dummy = request(proxy.port, "POST", "/v1/chat/completions", body=CHAT, headers=AUTH, host="127.0.0.1")
+    assert status == 200 and len(engine.requests) == 2
 
 
 def test_plain_http_is_the_default(tmp_path, proxies, engine):
