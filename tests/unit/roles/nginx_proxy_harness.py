@@ -19,6 +19,7 @@ reached them.
 
 from __future__ import annotations
 
+import atexit
 import http.server
 import json
 import os
@@ -26,6 +27,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -96,15 +98,33 @@ class Engine:
         self.server.server_close()
 
 
-def _trusted(value):
-    from ansible.template import trust_as_template  # ansible-core >= 2.19
+# Run in a child process: importing Ansible's controller code into the test process would
+# change how other tests' modules report warnings (see tests/unit/plugins/filter).
+_RENDER = r"""
+import json, sys
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+def trusted(value):
     if isinstance(value, str):
         return trust_as_template(value)
     if isinstance(value, dict):
-        return {k: _trusted(v) for k, v in value.items()}
+        return {k: trusted(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_trusted(v) for v in value]
+        return [trusted(v) for v in value]
     return value
+
+for line in sys.stdin:
+    job = json.loads(line)
+    variables = trusted(job["role_variables"])
+    variables.update(job["variables"])
+    try:
+        answer = {"text": Templar(loader=DataLoader(), variables=variables).template(trust_as_template(job["source"]))}
+    except Exception as exc:
+        answer = {"error": "%s: %s" % (type(exc).__name__, exc)}
+    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.flush()
+"""
 
 
 def _yaml(*parts):
@@ -114,19 +134,44 @@ def _yaml(*parts):
 
 def render(template, variables):
     """``roles/nginx_proxy/templates/<template>`` rendered by Ansible's templating with the role's
-    defaults and vars, then ``variables`` (inventory-like overrides, taken as given)."""
-    from ansible.parsing.dataloader import DataLoader
-    from ansible.template import Templar, trust_as_template
-    merged = {}
-    merged.update(_yaml("roles", "site", "defaults", "main.yml"))
-    merged.update(_yaml("roles", "nginx_proxy", "defaults", "main.yml"))
-    merged.update(_yaml("roles", "nginx_proxy", "vars", "main.yml"))
-    merged = _trusted(merged)
-    merged.update(variables)
-    merged.setdefault("ansible_managed", "Ansible managed (test)")
+    defaults and vars (templates themselves, as in a play), then ``variables`` (inventory-like
+    values, taken as given)."""
+    role_variables = {}
+    role_variables.update(_yaml("roles", "site", "defaults", "main.yml"))
+    role_variables.update(_yaml("roles", "nginx_proxy", "defaults", "main.yml"))
+    role_variables.update(_yaml("roles", "nginx_proxy", "vars", "main.yml"))
     with open(os.path.join(ROLE, "templates", template), encoding="utf-8") as handle:
         source = handle.read()
-    return Templar(loader=DataLoader(), variables=merged).template(trust_as_template(source))
+    job = json.dumps({"role_variables": role_variables,
+                      "variables": dict({"ansible_managed": "Ansible managed (test)"}, **variables), "source": source},
+                     sort_keys=True)
+    if job not in _rendered:
+        renderer = _renderer()
+        renderer.stdin.write(job + "\n")
+        renderer.stdin.flush()
+        answer = json.loads(renderer.stdout.readline() or '{"error": "the renderer exited"}')
+        assert "text" in answer, "rendering %s failed: %s" % (template, answer.get("error"))
+        _rendered[job] = answer["text"]
+    return _rendered[job]
+
+
+# One child process for the whole run (it takes seconds to import Ansible), and one render per
+# distinct input (the proxies render with placeholders for their directory and port).
+_rendered = {}
+_child = []
+
+
+def _renderer():
+    if not _child or _child[0].poll() is not None:
+        _child[:] = [subprocess.Popen([sys.executable, "-c", _RENDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      text=True)]
+        atexit.register(_stop_renderer, _child[0])
+    return _child[0]
+
+
+def _stop_renderer(child):
+    child.stdin.close()
+    child.wait(timeout=30)
 
 
 class Proxy:
@@ -176,7 +221,18 @@ class Proxy:
     # --------------------------------------------------------------- files
 
     def render_conf(self):
-        text = render("nginx.conf.j2", self.variables)
+        # Placeholders for what differs between proxies of the same settings (directory, port).
+        placeholders = {key: value.replace(self.tmp, "/@tmp@") if isinstance(value, str) else value
+                        for key, value in self.variables.items() if key != "hostvars"}
+        placeholders["nginx_proxy_port"] = 1
+        placeholders["hostvars"] = {name: dict(hv, vllm_port=9) for name, hv in self.variables["hostvars"].items()}
+        text = render("nginx.conf.j2", placeholders)
+        assert "@tmp@" not in text.replace("/@tmp@", ""), "unexpected placeholder"
+        text = text.replace("/@tmp@", self.tmp)
+        text = text.replace("listen 1 ", "listen %d " % self.port).replace("listen [::]:1 ", "listen [::]:%d " % self.port)
+        text = text.replace("listen 127.0.0.1:1;", "listen 127.0.0.1:%d;" % self.port)
+        text = text.replace("listen [::1]:1;", "listen [::1]:%d;" % self.port)
+        assert not [line for line in text.splitlines() if line.strip().startswith("listen") and ":1;" in line]
         root, tmp = self.root, self.tmp
         replacements = [
             ("user www-data;", "user root;"),
