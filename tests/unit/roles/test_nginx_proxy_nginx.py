@@ -59,8 +59,10 @@ def request(port, method, path, body=None, headers=None, tls_context=None, serve
     else:
         conn = http.client.HTTPConnection(host, port, timeout=20)
     payload = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
-    conn.request(method, path, body=payload, headers=dict(headers or {}, **({"Content-Type": "application/json"}
-                                                                          if payload else {})))
+    sent = dict(headers or {})
+    if payload:
+        sent["Content-Type"] = "application/json"
+    conn.request(method, path, body=payload, headers=sent)
     response = conn.getresponse()
     data = response.read()
     conn.close()
