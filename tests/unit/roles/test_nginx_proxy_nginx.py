@@ -16,7 +16,6 @@ import http.client
 import json
 import socket
 import ssl
-import subprocess
 
 import pytest
 
@@ -210,11 +209,7 @@ def test_the_engines_address_is_not_told_unless_asked(tmp_path, proxies, engine)
 
 @pytest.fixture
 def certificate(tmp_path):
-    cert, key = tmp_path / "proxy.crt", tmp_path / "proxy.key"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                    "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=proxy.test",
-                    "-addext", "subjectAltName=DNS:proxy.test"], check=True, capture_output=True)
-    return str(cert), str(key)
+    return h.self_signed(tmp_path, "proxy.test")
 
 
 @pytest.mark.parametrize("balance", BALANCES)

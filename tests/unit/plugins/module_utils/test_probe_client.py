@@ -30,6 +30,7 @@ import yaml
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _probe_client as pc
 from ansible_collections.factory_floor.llm.tests.unit.plugins.fake_vllm import free_port
+from ansible_collections.factory_floor.llm.tests.unit.roles import nginx_proxy_harness as harness
 
 PATH = "/v1/chat/completions"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -256,11 +257,8 @@ def test_main(proxy, tmp_path, keep_signals):
 def test_main_through_a_proxy_with_tls(tmp_path, keep_signals):
     """nginx_proxy_tls_certificate set: the probe client speaks https and verifies the proxy's certificate
     with the CA file it is given; a certificate it cannot verify is a failed request, not an answer."""
-    cert, key = tmp_path / "proxy.crt", tmp_path / "proxy.key"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                    "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost"], check=True, capture_output=True)
-    fake = FakeProxy(certificate=(str(cert), str(key))).start()
+    cert, key = harness.self_signed(tmp_path, "localhost")
+    fake = FakeProxy(certificate=(cert, key)).start()
     try:
         out = tmp_path / "probe.jsonl"
         assert pc.main(["--url", fake.url, "--model", "tiny-llama", "--out", str(out), "--interval", "0.05",
