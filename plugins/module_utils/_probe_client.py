@@ -49,7 +49,9 @@ def _closed_before_answer(exc):
         for arg in getattr(exc, "args", ()):
             if isinstance(arg, BaseException) and _closed_before_answer(arg):
                 return True
-        exc = exc.__cause__ or exc.__context__ or getattr(exc, "reason", None)
+        reason = getattr(exc, "reason", None)
+        # An ssl error's reason is a word (CERTIFICATE_VERIFY_FAILED), urllib3's an exception.
+        exc = exc.__cause__ or exc.__context__ or (reason if isinstance(reason, BaseException) else None)
     return False
 
 
@@ -89,8 +91,12 @@ def one_request(session, url, payload, headers, timeout, retry_connection_errors
 
 
 def run(url, model, out, interval=0.5, concurrency=1, timeout=60.0, api_key=None, duration=None,
-        max_tokens=1, stop=None, retry_connection_errors=False):
-    """Loop until ``stop`` is set (or ``duration`` seconds passed), appending records to ``out``."""
+        max_tokens=1, stop=None, retry_connection_errors=False, ca_file=None):
+    """Loop until ``stop`` is set (or ``duration`` seconds passed), appending records to ``out``.
+
+    ``ca_file``: for an ``https`` URL (the proxy with TLS), the CA file its certificate is
+    verified with; None, requests' own trust store. The certificate is always verified.
+    """
     stop = stop or threading.Event()
     lock = threading.Lock()
     headers = vllm_client.headers(api_key, accept=None)
@@ -109,6 +115,8 @@ def run(url, model, out, interval=0.5, concurrency=1, timeout=60.0, api_key=None
 
     def worker():
         session = vllm_client.session()
+        if ca_file:
+            session.verify = ca_file
         while not stop.is_set() and (deadline is None or time.time() < deadline):
             record = one_request(session, url, payload(), headers, timeout, retry_connection_errors)
             with lock, open(out, "a", encoding="utf-8") as handle:
@@ -132,6 +140,7 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     parser.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     parser.add_argument("--api-key-file", default=None, help="file holding the API key")
+    parser.add_argument("--ca-file", default=None, help="CA file to verify an https proxy's certificate with")
     parser.add_argument("--retry-connection-errors", action="store_true",
                         help="resend once on a new connection after any connection error (the record keeps the first)")
     args = parser.parse_args(argv)
@@ -146,7 +155,7 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda *args: stop.set())
     signal.signal(signal.SIGINT, lambda *args: stop.set())
     run(args.url, args.model, args.out, args.interval, args.concurrency, args.timeout, api_key,
-        args.duration, stop=stop, retry_connection_errors=args.retry_connection_errors)
+        args.duration, stop=stop, retry_connection_errors=args.retry_connection_errors, ca_file=args.ca_file)
     return 0
 
 
