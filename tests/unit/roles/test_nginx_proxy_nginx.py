@@ -244,3 +244,21 @@ def test_the_api_key_map_is_exact(tmp_path):
     """The map nginx matches is the key itself, escaped for a regular expression, anchored."""
     text = h.render("nginx-api-key.conf.j2", {"nginx_proxy_api_key": "a.b+c"})
     assert '"~^Bearer a\\.b\\+c$" 1;' in text
+
+
+@pytest.mark.parametrize("balance", BALANCES)
+def test_both_keys_pass_during_a_key_rotation(tmp_path, proxies, engine, balance):
+    """Step 1-2 of a rotation: the engines accept the current and the next key, and so does nginx."""
+    proxy = proxies(tmp_path, engines=[engine], nginx_proxy_balance=balance,
+                    nginx_proxy_api_key_next="next-key.B+/=").start()
+    for key in (h.KEY, "next-key.B+/="):
+        status, dummy, dummy = request(proxy.port, "POST", "/v1/chat/completions", body=CHAT,
+                                       headers={"Authorization": "Bearer " + key})
+        assert status == 200, key
+    assert _headers_only(proxy.port, {"Authorization": "Bearer next-key"}) == "HTTP/1.1 401 Unauthorized"
+    assert _headers_only(proxy.port, {"Authorization": "Bearer other"}) == "HTTP/1.1 401 Unauthorized"
+
+
+def test_the_next_key_map_is_absent_without_a_rotation():
+    text = h.render("nginx-api-key.conf.j2", {"nginx_proxy_api_key": "a.b+c", "nginx_proxy_api_key_next": ""})
+    assert text.count("~^Bearer") == 1
