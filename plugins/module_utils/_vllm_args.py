@@ -102,6 +102,10 @@ def build_args(settings, extra_args=None):
     for key in SWITCH_FLAGS:
         if settings.get(key):
             args.append(flag(key))
+    if extra_args is not None and not isinstance(extra_args, (list, tuple)):
+        # A string would become one argument per character.
+        raise VllmArgsError("extra args (vllm_extra_args) must be a list, one item per argument, got %s: write "
+                            "vllm_extra_args: [first, second] in the inventory" % type(extra_args).__name__)
     args += [str(a) for a in (extra_args or [])]
     return args
 
