@@ -71,7 +71,7 @@ options:
   value_types:
     description:
       - Per inventory host, the type of each variable of O(expected_types) that is set for it, as Jinja's
-        C(type_debug) names it (V(str), V(list), V(dict), V(NoneType), V(int), ...). Types only: no value is passed.
+        C(type_debug) names it (V(str), V(list), V(dict), V(NoneType), V(int), ...). Types only, no value, are passed.
     type: dict
     default: {}
   expected_types:

@@ -272,8 +272,8 @@ reason:
   description:
     - How the wait ended. V(reached) (the status O(wait_for) was seen), V(probed) (O(timeout=0)), V(timeout),
       V(unit_down) (O(unit) stopped and systemd will not start it again), V(crash_loop) (O(unit) crashed the second time
-      since the wait began), V(rejected) (the server refused O(api_key)) or V(config_error) (no request could be sent:
-      O(api_key) is not a bearer token, or the URL is not valid).
+      since the wait began), V(rejected) (the server refused O(api_key)) or V(config_error) (no request could be sent,
+      O(api_key) is not a bearer token or the URL is not valid).
     - V(waiting) from a run that returned after O(progress_interval) to report (see RV(progress)); the action plugin
       runs the module again, so a task's result never ends so.
   returned: always
