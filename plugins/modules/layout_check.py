@@ -76,8 +76,8 @@ options:
     default: {}
   expected_types:
     description:
-      - The variables the roles declare C(type: list) or C(type: dict) in their C(meta/argument_specs.yml), each with
-        V(list) or V(dict). A variable of O(value_types) whose type differs is reported (check V(value_type)).
+      - "The variables the roles declare C(type: list) or C(type: dict) in their C(meta/argument_specs.yml), each with
+        V(list) or V(dict). A variable of O(value_types) whose type differs is reported (check V(value_type))."
     type: dict
     default: {}
   api_keys:
