@@ -175,7 +175,7 @@ def redact(text, secrets) -> str | None:
     for secret in secrets or ():
         if not secret or not isinstance(secret, str):
             continue
-        for form in {secret, repr(secret)[1:-1], secret.strip()}:
+        for form in (secret, repr(secret)[1:-1], secret.strip()):
             if len(form) >= 4:
                 text = text.replace(form, "<hidden>")
     return text
