@@ -84,7 +84,9 @@ def one_request(session, url, payload, headers, timeout, retry_connection_errors
         if response.status_code != 200:
             record["error"] = response.text[:200]
     except Exception as exc:  # every failure is data for the report
-        record["error"] = "%s: %s" % (type(exc).__name__, exc)
+        # A request refused before it was sent is named, never quoted (requests' text holds the header).
+        words = vllm_client.config_error(exc)
+        record["error"] = "%s: %s" % (type(exc).__name__, words if words is not None else exc)
     record["end"] = time.time()
     record["latency"] = round(record["end"] - started, 4)
     return record
@@ -150,7 +152,12 @@ def main(argv=None):
     api_key = None
     if args.api_key_file:
         with open(args.api_key_file, encoding="utf-8") as handle:
-            api_key = handle.read().strip() or None
+            # A file's own line end is not the key's; anything else is, and is checked below.
+            api_key = handle.read().rstrip("\n") or None
+    problem = vllm_client.api_key_problem(api_key)
+    if problem is not None:
+        sys.stderr.write("the key in %s %s\n" % (args.api_key_file, problem))
+        return 2
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *args: stop.set())
     signal.signal(signal.SIGINT, lambda *args: stop.set())
