@@ -98,6 +98,13 @@ def test_a_single_engine_host_opens_nothing_of_the_split():
     assert not any("32768-60999" in line for line in lines)   # not a rank: its ephemeral ports are not the split's
 
 
+def test_a_site_without_a_direct_link_leaves_the_ephemeral_ports_alone():
+    """Replicas only, no vllm_link_interface: no split can run, so the LAN address's other ports stay as they are."""
+    lines = rules(render("vllm", "firewall.nft.j2", **inventory(vllm_link_interface="")))
+    assert not any("32768-60999" in line for line in lines)
+    assert "tcp dport { 29500, 8091 } ip saddr @split_peers_v4 accept" in lines
+
+
 def nft_check(text, tmp_path):
     if shutil.which("nft") is None or shutil.which("unshare") is None:
         pytest.skip("nft or unshare not found")
