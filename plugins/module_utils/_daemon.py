@@ -125,6 +125,42 @@ def load_json(path: str, load):
         return load(json.load(handle))
 
 
+BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
+
+
+def boot_id(path: str = BOOT_ID_FILE) -> str:
+    """This boot's id (the kernel's, as ``journalctl --list-boots`` shows it); "" when unreadable.
+
+    A CLOCK_MONOTONIC reading means something only within the boot it was taken in.
+    """
+    try:
+        with open(path, encoding="ascii") as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
+def stamp(clock, wall, boot: str) -> dict:
+    """A moment this host can measure the age of later: ``time`` (UNIX time, for people), ``mono``
+    (CLOCK_MONOTONIC seconds) and ``boot`` (the boot the monotonic reading belongs to)."""
+    return {"time": wall(), "mono": clock(), "boot": boot}
+
+
+def age(record: dict, mono: float, wall: float, boot: str) -> float:
+    """Seconds since ``record`` (:func:`stamp`) was taken on this host, at least 0.
+
+    Measured on the monotonic clock when the record was taken in this boot: a step of the
+    wall clock (NTP, an operator, a VM resumed) changes nothing. A record of an earlier boot
+    (or without ``mono``) has only its UNIX time to go by.
+    """
+    try:
+        if boot and record.get("boot") == boot and record.get("mono") is not None:
+            return max(0.0, mono - float(record["mono"]))
+        return max(0.0, wall - float(record.get("time") or 0.0))
+    except (TypeError, ValueError):
+        return max(0.0, wall)
+
+
 def loop(tick, interval: float, stop: threading.Event, clock=time.monotonic, notify=sd_notify) -> None:
     """Call ``tick()`` every ``interval`` seconds until ``stop`` is set (SIGTERM, SIGINT).
 

@@ -10,16 +10,24 @@
   host was seen to have (its interfaces and addresses, the VRRP routers heard on its
   network) and its settings. Every problem names the host(s) and the role variable
   to change; with none, it returns each host's ``unicast_src_ip`` and ``unicast_peer``;
-* ``summarize``: which host holds the address, from every host's status.
+* ``summarize``: which host holds the address, from every host's status;
+* ``engines_verdict``: keepalived's engines check on a proxy host - whether the proxy has
+  an engine in rotation, from its membership checker's state file. ``main`` runs it there
+  (``python3 _keepalived.py --state-file FILE --stale-after SECONDS``; exit 0 yes, 1 no),
+  installed by the ``keepalived`` role as keepalived's ``vrrp_script``.
 
-Pure: data in, data out. Stdlib only; no Ansible imports.
+Pure: data in, data out (``main`` reads one file). Stdlib only; no Ansible imports.
 """
 
 from __future__ import annotations
 
+import argparse
 import ipaddress
 import json
+import os
 import re
+import sys
+import time
 
 # keepalived's VRRP states, as its notify script is called with them.
 STATES = ("MASTER", "BACKUP", "FAULT", "STOP")
@@ -41,6 +49,12 @@ VAR_ADVERT_INT = "keepalived_advert_int"
 VAR_AUTH_PASS = "keepalived_auth_pass"
 VAR_SRC = "keepalived_unicast_src_ip"
 VAR_PEER = "keepalived_unicast_peer"
+VAR_NOPREEMPT = "keepalived_nopreempt"
+VAR_PREEMPT_DELAY = "keepalived_preempt_delay"
+VAR_TRACK_ENGINES = "keepalived_track_engines"
+VAR_ENGINES_WEIGHT = "keepalived_engines_script_weight"
+PREEMPT_DELAY_MAX = 1000   # keepalived's own bound, seconds
+WEIGHT_MAX = 253           # keepalived's vrrp_script weight: -253..253
 
 
 def parse_ip_addr(text):
@@ -228,17 +242,47 @@ def _agree(report, hosts, key, variable, what):
     return hosts[sorted(hosts)[0]].get(key)
 
 
-def check(hosts, reserved=None, group="proxy"):
+def _auth_agree(report, secrets):
+    """Every host must have one ``auth_pass``: with two, each host drops the other's advertisements
+    and both hold the address. Says which hosts differ, never what they hold (not even a length)."""
+    groups = {}
+    for name in sorted(secrets):
+        groups.setdefault(secrets[name] or "", []).append(name)
+    if len(groups) > 1:
+        said = " / ".join(_names(names) for names in sorted(groups.values()))
+        report.add("auth_differs",
+                   "The proxy hosts do not have the same %s (hosts that share one: %s; the values are not shown). "
+                   "keepalived drops an advertisement whose authentication differs, so each host would take the "
+                   "address for itself: two holders. Set %s once for the group (group_vars/%s.yml, in Ansible Vault) "
+                   "and remove it from the host_vars that differ." % (VAR_AUTH_PASS, said, VAR_AUTH_PASS, "proxy"),
+                   list(secrets), [VAR_AUTH_PASS])
+
+
+def _present(hosts, key):
+    """Whether every host's settings name ``key`` (an older caller may leave a setting out)."""
+    return all(key in settings for settings in hosts.values())
+
+
+def _truthy(value):
+    return value in (True, "True", "true", "yes", 1, "1")
+
+
+def check(hosts, reserved=None, group="proxy", auth_pass=None):
     """Can the floating address work on these hosts? The preflight's decision.
 
     ``hosts``: per proxy host (inventory name), a dict with its settings -
     ``virtual_ipaddress``, ``interface``, ``virtual_router_id``, ``priority``,
     ``advert_int``, ``unicast_src_ip`` ("" = this host's own address on the interface),
     ``unicast_peer`` ([] = the other hosts' unicast_src_ip), ``auth_pass_length`` and
-    ``auth_pass_syntax`` (auth_pass_facts; the secret itself never comes here) - and what was seen on it:
-    ``observed`` (host_status: interface_exists, interfaces, addresses, service_state)
-    and ``routers`` (the VRRP routers heard on the interface, _vrrp.routers; None when
-    nobody listened).
+    ``auth_pass_syntax`` (auth_pass_facts, when ``auth_pass`` is not given), and, when
+    given, ``nopreempt``, ``preempt_delay``, ``track_engines`` and ``engines_weight`` - and
+    what was seen on it: ``observed`` (host_status: interface_exists, interfaces, addresses,
+    service_state) and ``routers`` (the VRRP routers heard on the interface, _vrrp.routers;
+    None when nobody listened).
+
+    ``auth_pass``: ``{inventory name: secret}``, each host's ``keepalived_auth_pass``. The
+    hosts must agree on it; it is checked for what keepalived can use, and never appears in
+    what this returns (the module takes it as a ``no_log`` option).
 
     ``reserved``: ``{inventory name: [IPv4 addresses]}``, addresses of other hosts of the
     inventory (their facts' default_ipv4), which the floating address must not equal.
@@ -253,11 +297,31 @@ def check(hosts, reserved=None, group="proxy"):
     result = {"errors": report.errors, "hosts": {}, "virtual_ipaddress": "", "virtual_router_id": None}
     if len(names) < 2:
         return result
+    if auth_pass is not None:
+        hosts = {name: dict(hosts[name], **auth_pass_facts(auth_pass.get(name))) for name in names}
+        _auth_agree(report, {name: auth_pass.get(name) or "" for name in names})
 
     # One address, one router id, one interval for the whole group.
     address_value = _agree(report, hosts, "virtual_ipaddress", VAR_ADDRESS, "address")
     vrid_value = _agree(report, hosts, "virtual_router_id", VAR_VRID, "virtual router id")
     advert_value = _agree(report, hosts, "advert_int", VAR_ADVERT_INT, "advertisement interval")
+    # What the address follows, one rule for the group (roles/keepalived/README.md).
+    nopreempt = None
+    if _present(hosts, "nopreempt"):
+        nopreempt = _agree(report, {n: {"v": _truthy(hosts[n]["nopreempt"])} for n in names}, "v", VAR_NOPREEMPT,
+                           "preemption setting")
+    if _present(hosts, "track_engines"):
+        _agree(report, {n: {"v": _truthy(hosts[n]["track_engines"])} for n in names}, "v", VAR_TRACK_ENGINES,
+               "rule for what the address follows")
+    for key, variable, top in (("preempt_delay", VAR_PREEMPT_DELAY, PREEMPT_DELAY_MAX),
+                               ("engines_weight", VAR_ENGINES_WEIGHT, WEIGHT_MAX)):
+        if not _present(hosts, key):
+            continue
+        value = _agree(report, hosts, key, variable, key.replace("_", " "))
+        number = _whole(value) if value is not None else None
+        if value is not None and (number is None or not (0 if key == "preempt_delay" else 1) <= number <= top):
+            report.add("%s_value" % key, "%s is %r: a whole number %d-%d." % (
+                variable, value, 0 if key == "preempt_delay" else 1, top), names, [variable])
 
     vip = prefix = None
     if address_value is not None:
@@ -302,8 +366,26 @@ def check(hosts, reserved=None, group="proxy"):
             report.add("auth_pass_value", "%s on %s cannot be used: %s. Choose 1-%d letters, digits or punctuation."
                        % (VAR_AUTH_PASS, name, problem, AUTH_PASS_MAX), [name], [VAR_AUTH_PASS])
 
+    priorities = {name: _whole(hosts[name].get("priority")) for name in names}
+    if nopreempt is False and None not in priorities.values() and len(set(priorities.values())) > 1:
+        report.add("priority_differs",
+                   "%s differs between the proxy hosts (%s) while preemption is on (%s: false): the host with the "
+                   "higher priority would take the address back whenever it is eligible again, breaking every "
+                   "client's connection a second time for nothing. Give every proxy host the same %s (the default), "
+                   "or set %s: true (then the address follows nginx's /healthz only, not the engines)."
+                   % (VAR_PRIORITY, "; ".join("%s %s" % (n, priorities[n]) for n in names), VAR_NOPREEMPT,
+                      VAR_PRIORITY, VAR_NOPREEMPT), names, [VAR_PRIORITY, VAR_NOPREEMPT])
+    weight = _whole(hosts[names[0]].get("engines_weight")) if _present(hosts, "engines_weight") else None
+    if (weight is not None and _truthy(hosts[names[0]].get("track_engines", True))
+            and None not in priorities.values() and min(priorities.values()) - weight < PRIORITY_MIN):
+        report.add("weight_too_large",
+                   "%s (%d) would take %s (lowest %d) below %d, keepalived's least: choose a weight below %d."
+                   % (VAR_ENGINES_WEIGHT, weight, VAR_PRIORITY, min(priorities.values()), PRIORITY_MIN,
+                      min(priorities.values())), names, [VAR_ENGINES_WEIGHT, VAR_PRIORITY])
+
     # Per host: the interface, its subnet, its own addresses.
     own = {}       # name -> that host's own IPv4 addresses on the interface (not the floating one)
+    subnets = {}   # name -> the subnet(s) of its interface the floating address is in
     sources = {}   # name -> unicast_src_ip
     for name in names:
         settings = hosts[name]
@@ -336,6 +418,7 @@ def check(hosts, reserved=None, group="proxy"):
         if vip is not None:
             networks = _networks(mine)
             inside = [net for net in networks if vip in net.network]
+            subnets[name] = sorted(set(str(net.network) for net in inside))
             if not inside:
                 report.add("outside_subnet",
                            "%s (%s) is outside %s's subnet on %s (%s): nobody on that LAN would send it a packet, "
@@ -362,6 +445,21 @@ def check(hosts, reserved=None, group="proxy"):
             in_subnet = [a for a in mine if vip is not None and vip in ipaddress.ip_interface(
                 "%s/%s" % (a["address"], a["prefixlen"])).network]
             sources[name] = (in_subnet or mine)[0]["address"]
+
+    # One LAN: the subnet the address is in is the same on every host (a /24 here and a /16 there
+    # means a mistyped prefix on one machine; advertisements and ARP would not reach every host).
+    if vip is not None and len(subnets) == len(names) and all(subnets.values()):
+        by_subnet = {}
+        for name in names:
+            by_subnet.setdefault(", ".join(subnets[name]), []).append(name)
+        if len(by_subnet) > 1:
+            report.add("subnet_differs",
+                       "The proxy hosts' interfaces put %s (%s) in different subnets: %s. The hosts that share a "
+                       "floating address share one LAN: fix the address or prefix on the host that differs, or set "
+                       "%s to the interface of the LAN they share." % (
+                           vip, VAR_ADDRESS, "; ".join("%s on %s" % (subnet, _names(hosts_))
+                                                       for subnet, hosts_ in sorted(by_subnet.items())), VAR_INTERFACE),
+                       names, [VAR_INTERFACE, VAR_ADDRESS])
 
     # The address must not be any host's own.
     if vip is not None:
@@ -462,3 +560,52 @@ def summarize(statuses, virtual_ipaddress=""):
                    "advertisements - a firewall dropping IP protocol 112, or different settings). %s."
                    % (" and ".join(holders), address, "; ".join(parts)))
     return {"holders": holders, "address": address, "hosts": statuses, "ok": len(holders) == 1, "message": message}
+
+
+# ------------------------------------------------------------------ the engines check (on a proxy host)
+
+
+def engines_verdict(text, age, stale_after):
+    """Whether this proxy has an engine in rotation: ``(ok, why)``.
+
+    ``text`` is the membership checker's state file (``_upstream``: ``in_rotation`` lists the
+    members nginx runs whose latest probe passed, drained engines left out), ``age`` seconds
+    since it was written (this host's clock), None when there is none. Not ok when the file is
+    missing, unreadable, older than ``stale_after`` seconds (the checker stopped: nginx's
+    upstream is frozen), or lists no engine in rotation.
+    """
+    if text is None:
+        return False, "no state file of the membership checker"
+    if age is not None and age > stale_after:
+        return False, "the membership checker's state is %.0fs old (more than %gs)" % (age, stale_after)
+    try:
+        state = json.loads(text)
+    except ValueError:
+        return False, "the membership checker's state file is not JSON"
+    rotation = state.get("in_rotation") if isinstance(state, dict) else None
+    if not isinstance(rotation, list) or not rotation:
+        return False, "no engine in rotation"
+    return True, "in rotation: %s" % ", ".join(str(name) for name in rotation)
+
+
+def main(argv=None, clock=time.time):
+    """keepalived's engines check: exit 0 when this proxy has an engine in rotation, 1 when not."""
+    parser = argparse.ArgumentParser(description="Exit 0 when this proxy has an engine in rotation (keepalived's "
+                                                 "vrrp_script), 1 when not.")
+    parser.add_argument("--state-file", required=True, help="the membership checker's state file")
+    parser.add_argument("--stale-after", type=float, default=30.0, help="seconds after which it counts as stale")
+    args = parser.parse_args(argv)
+    try:
+        with open(args.state_file, encoding="utf-8") as handle:
+            text = handle.read(1 << 20)
+            # The file's age on this host's clock: the checker and this check share it.
+            age = clock() - os.fstat(handle.fileno()).st_mtime
+    except OSError:
+        text, age = None, None
+    ok, why = engines_verdict(text, age, args.stale_after)
+    sys.stderr.write(why + "\n")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The maintenance lock the switch and model-upgrade playbooks hold on an engine host.
 
-While the file exists, the host's watchdog takes no action (``_watchdog.read_lock``: any
-content counts as a lock; it shows ``holder`` and ``since``). The playbooks write one JSON
-object on one line::
+While the file exists and has not expired, the host's watchdog takes no action
+(``_watchdog.read_lock``: any content counts as a lock; it shows ``holder`` and ``since``).
+The playbooks write one JSON object on one line::
 
     {"holder": "switch-model", "since": 1795950000.0, "run": "20261129T110000Z-3f9a1c",
      "by": "ops@controller", "expires": 1795964400.0}
@@ -14,13 +14,17 @@ object on one line::
 - ``since``: epoch seconds the holding run started;
 - ``run``: the id of the run that wrote it; only that run rewrites or removes it;
 - ``by``: who ran it (user@controller);
-- ``expires``: epoch seconds after which another run may take it over (the writer is
-  presumed dead). A lock without ``expires`` (written by hand, by ``touch``, by an older
-  version of the playbooks) never expires: it stays until someone removes the file.
+- ``expires``: epoch seconds, from the clock of the host the lock is on (the module runs
+  there), after which the writer is presumed dead: another run may take the lock over, and
+  the watchdog acts again (:func:`expires_at`). For a run, a lock without ``expires``
+  (written by hand, by ``touch``, by an older version of the playbooks) never expires: it
+  stays until someone removes the file. The watchdog honours such a lock for a set time
+  after the file was last written (its ``lock_stale_after``), so that no forgotten file
+  switches protection off for good.
 
-The watchdog honours the file whatever ``expires`` says; the expiry only decides whether
-another run may take the lock over. Pure logic plus small file operations (a path and
-the time are passed in), unit-tested without Ansible.
+An expiry is judged on the clock of the host the lock is on, never on another host's.
+Pure logic plus small file operations (a path and the time are passed in), unit-tested
+without Ansible.
 """
 
 from __future__ import annotations
@@ -113,6 +117,17 @@ def read(path: str) -> dict | None:
     A file that exists but cannot be read is a lock of unknown holder: held.
     """
     return read_record(path, parse, _unreadable_lock)
+
+
+def expires_at(lock: dict, untimed_for: float) -> float:
+    """When ``lock`` (:func:`read`) stops holding the watchdog back, epoch seconds on this host's clock.
+
+    Its own ``expires`` when it has one; otherwise ``untimed_for`` seconds after the file was
+    last written (``mtime``: ``touch`` it again to hold on).
+    """
+    if lock.get("expires") is not None:
+        return lock["expires"]
+    return (lock.get("mtime") or 0.0) + untimed_for
 
 
 def state_of(lock: dict | None, run: str, now: float) -> str:

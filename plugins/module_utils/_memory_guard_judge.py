@@ -152,8 +152,8 @@ def load_config(data):
 def new_state():
     """What the guard remembers between ticks."""
     return {
-        "acted": {},          # name -> {"action": "stopped"|"paused", "reason", "time", "invocation"}
-        "last_step": None,    # time of the last action taken for the floor (or a peak while below it)
+        "acted": {},          # name -> {"action": "stopped"|"paused", "reason", "time", "mono", "invocation"}
+        "last_step": None,    # monotonic time of the last action taken for the floor (or a peak while below it)
         "below": False,       # MemAvailable was below the floor at the last tick
         "nothing_left": False,
     }
@@ -166,14 +166,18 @@ def _describe(workload, reading):
                "?" if used is None else _gib(used), _gib(workload["peak"]), reading.get("source")))
 
 
-def decide(config, mem_available, readings, state, now):
+def decide(config, mem_available, readings, state, now, wall=None):
     """The guard's decision for one tick. Pure: readings in, events out; updates ``state``.
 
-    ``readings`` maps each workload's name to :func:`measure`'s dict. Returns a
-    list of events, each a dict with ``priority`` (syslog), ``message`` and, for
-    actions, ``action`` (``stop``, ``pause``, ``resume``), ``reason`` (``peak``,
-    ``floor``, ``recovered``), ``workload`` and the numbers.
+    ``readings`` maps each workload's name to :func:`measure`'s dict. ``now`` is the
+    host's monotonic clock (seconds): the settle time is measured on it, so a step of the
+    wall clock neither holds the guard back nor hurries it. ``wall`` (UNIX time, default
+    ``now``) only labels the events and records for people. Returns a list of events, each
+    a dict with ``priority`` (syslog), ``message``, ``time`` and, for actions, ``action``
+    (``stop``, ``pause``, ``resume``), ``reason`` (``peak``, ``floor``, ``recovered``),
+    ``workload`` and the numbers.
     """
+    wall = now if wall is None else wall
     events = []
     workloads = config["workloads"]
     floor, resume = config["floor"], config["resume"]
@@ -181,7 +185,7 @@ def decide(config, mem_available, readings, state, now):
     acted = state["acted"]
 
     def event(priority, message, **fields):
-        fields.update(priority=priority, message="memory guard: " + message, time=now)
+        fields.update(priority=priority, message="memory guard: " + message, time=wall)
         events.append(fields)
 
     def act(workload, reading, action, reason, why):
@@ -200,7 +204,7 @@ def decide(config, mem_available, readings, state, now):
             acted.pop(workload["name"], None)
         else:
             acted[workload["name"]] = {"action": "stopped" if action == STOP else "paused", "reason": reason,
-                                       "time": now, "invocation": reading.get("invocation", "")}
+                                       "time": wall, "mono": now, "invocation": reading.get("invocation", "")}
 
     # What the guard did before and that no longer holds: the unit ran again, or stopped.
     for workload in workloads:
@@ -269,7 +273,8 @@ def decide(config, mem_available, readings, state, now):
                     "MemAvailable is below the floor and it is the lowest-priority workload still running" + rest)
             elif record["action"] == "paused":
                 act(workload, reading, STOP, FLOOR,
-                    "MemAvailable is still below the floor %.0f s after it was paused" % (now - record["time"])
+                    "MemAvailable is still below the floor %.0f s after it was paused"
+                    % (now - record.get("mono", now))
                     + rest)
             else:
                 # Stopped by the guard and still stopping: one at a time, so the next

@@ -299,13 +299,15 @@ def measure(host, unit):
 class Guard:
     """One guard: configuration, host, memory of past decisions, journal."""
 
-    def __init__(self, config, host, log, clock=time.time, dry_run=False, notify=None):
+    def __init__(self, config, host, log, clock=time.monotonic, dry_run=False, notify=None, wall=time.time):
         self.config = config
         self.host = host
         self.log = log
         # systemd's readiness and liveness (sd_notify); nothing outside systemd.
         self.notify = notify or daemon.sd_notify
+        # Waits (the settle time) on the monotonic clock; the wall clock only stamps what people read.
         self.clock = clock
+        self.wall = wall
         self.dry_run = dry_run
         self.state = new_state()
         self.history = []
@@ -360,7 +362,7 @@ class Guard:
 
     def tick(self):
         """Measure, decide, act, log; returns the events of this tick."""
-        now = self.clock()
+        now, wall = self.clock(), self.wall()
         mem_available = self.host.mem_available()
         readings = {w["name"]: measure(self.host, w["target"]) for w in self.config["workloads"]}
         # A workload the guard paused stays paused: processes it started since are stopped too.
@@ -378,7 +380,7 @@ class Guard:
                 self.sources[workload["name"]] = kind
                 self.log(INFO, "memory guard: %s (%s) is measured from %s"
                          % (workload["name"], workload["target"], source))
-        events = decide(self.config, mem_available, readings, self.state, now)
+        events = decide(self.config, mem_available, readings, self.state, now, wall)
         for item in events:
             if "action" in item and not self.dry_run:
                 error, retry = self.execute(item, readings.get(item["workload"], {}))
@@ -391,10 +393,10 @@ class Guard:
             self.log(item["priority"], item["message"] + (" (dry run)" if self.dry_run else ""))
         self.history.extend(events)
         self.history = self.history[-HISTORY:]
-        self.write_status(now)
+        self.write_status(wall)
         # The verdict for node_exporter's textfile collector (when the unit names its directory).
         textfile.write_textfile("factory_floor_memory_guard", textfile.memory_guard_families(
-            now, mem_available, self.config["floor"], self.state, self.config["workloads"], readings))
+            wall, mem_available, self.config["floor"], self.state, self.config["workloads"], readings))
         return events
 
     def resume_all(self, why):
@@ -411,7 +413,7 @@ class Guard:
             self.log(NOTICE, "memory guard: resuming (SIGCONT) %s (%s), which it had paused: %s"
                      % (name, workload["target"], why))
             self.state["acted"].pop(name)
-        self.write_status(self.clock())
+        self.write_status(self.wall())
 
     def write_status(self, now):
         path = self.config["status_file"]

@@ -149,6 +149,10 @@ def watchdog_families(status):
          "systemd's NRestarts of the engine unit: automatic restarts (Restart=) since the unit was last started "
          "by hand.",
          [(labels, unit_state.get("n_restarts"))]),
+        ("factory_floor_watchdog_lock_expired", "gauge",
+         "1 while this host's maintenance lock file has expired (by its own expiry, on this host's clock): its run "
+         "is presumed dead, the watchdog acts again; remove the file.",
+         [(labels, 1 if status.get("lock_expired") else 0)]),
         ("factory_floor_watchdog_updated_timestamp_seconds", "gauge",
          "When the watchdog last looked at its engine, Unix time.",
          [(labels, status.get("updated"))]),

@@ -91,20 +91,27 @@ except ImportError:  # installed next to the daemon on an engine host
 
 # --------------------------------------------------------------------------- files
 
-def read_lock(path: str, wall: float) -> dict | None:
+def read_lock(path: str, wall: float, untimed_for: float) -> dict | None:
     """The maintenance lock (``_maintenance_lock.read``, the one reader of its format), or None when absent.
 
-    Any content counts as a lock and ``expires`` is not honoured here: the lock holds while
-    the file exists. ``age`` is seconds since the file was last written.
+    Any content counts as a lock until it expires (``_maintenance_lock.expires_at``: its own
+    ``expires``, which the module wrote from this host's clock, or ``untimed_for`` seconds
+    after the file was last written when it has none), judged on this host's clock
+    (``wall``): ``expired``, and ``expires_in`` seconds. ``age`` is seconds since the file
+    was last written.
     """
     try:
         lock = maintenance_lock.read(path)
     except OSError as exc:  # cannot even stat it: assume it is held rather than act
-        return {"path": path, "holder": "unknown (%s)" % exc, "since": None, "age": None}
+        return {"path": path, "holder": "unknown (%s)" % exc, "since": None, "age": None, "expires": None,
+                "expires_in": None, "expired": False}
     if lock is None:
         return None
-    return {"path": path, "holder": lock["holder"], "since": lock["since"],
-            "age": round(max(0.0, wall - lock["mtime"]), 1)}
+    expires = maintenance_lock.expires_at(lock, untimed_for)
+    return {"path": path, "holder": lock["holder"], "since": lock["since"], "run": lock["run"],
+            "age": round(max(0.0, wall - lock["mtime"]), 1), "expires": expires,
+            "expires_in": round(expires - wall, 1), "expired": expires <= wall,
+            "expiry": "recorded" if lock["expires"] is not None else "untimed"}
 
 
 def load_state(path: str) -> dict:
@@ -130,11 +137,17 @@ class Watchdog:
     ``health_probe()`` and ``generate_probe()`` -> :class:`Probe`; ``scrape()`` -> :class:`Counters`
     (raises on failure); ``run(argv, timeout)`` -> ``(rc, output)``; ``fetch_peer()`` -> dict (raises
     on failure); ``log(line)``; ``clock`` (monotonic), ``wall`` (UNIX time) and ``sleep``; ``cpu_seconds(main_pid)`` ->
-    ``(seconds, stopped)`` as :func:`engine_cpu`.
+    ``(seconds, stopped)`` as :func:`engine_cpu`; ``boot`` the boot id (``_daemon.boot_id``).
+
+    Every wait and age is measured on ``clock``: restarts (``_daemon.age``), the pair's
+    starts (each rank publishes how long its unit has run, ``running_for``, measured on its
+    own clock when its state is read) and requests (``age``). The wall clock only labels
+    records for people and judges the maintenance lock's expiry, which this host's clock wrote.
     """
 
     def __init__(self, config: Config, health_probe=None, generate_probe=None, scrape=None, run=None,
-                 fetch_peer=None, log=None, clock=time.monotonic, wall=time.time, sleep=time.sleep, cpu_seconds=None):
+                 fetch_peer=None, log=None, clock=time.monotonic, wall=time.time, sleep=time.sleep, cpu_seconds=None,
+                 boot=None):
         self.config = config
         self.cpu_seconds = cpu_seconds or engine_cpu
         self.judge = Judge(config)
@@ -146,7 +159,15 @@ class Watchdog:
         self.fetch_peer = fetch_peer or self._fetch_peer
         self.write_line = log or daemon.emit
         self.clock, self.wall, self.sleep = clock, wall, sleep
+        self.boot = daemon.boot_id() if boot is None else boot
         self.state = load_state(config.state_file)
+        # CLOCK_MONOTONIC when the engine unit's main process started (last look), and when this
+        # watchdog made each pair request: what its published ages are measured from.
+        self._started_mono = None
+        self._request_mono = {}
+        self._lock_expired_logged = None
+        # The expired lock this watchdog no longer honours (published; None when there is none).
+        self.expired_lock = None
         self.standing_down = None
         self.status = {}
         self.status_lock = threading.Lock()
@@ -196,11 +217,17 @@ class Watchdog:
         except OSError as exc:
             self.log(ERR, "state_file_error", error=str(exc), path=self.config.state_file)
 
+    def _age(self, record: dict) -> float:
+        return daemon.age(record, self.clock(), self.wall(), self.boot)
+
     def _publish(self, verdict: Verdict, unit: UnitInfo | None, lock: dict | None) -> None:
         cfg, wall = self.config, self.wall()
-        check = self.budget.check(self.state["restarts"], wall)
+        check = self.budget.check(self.state["restarts"], self._age)
         started_at = None
+        if unit is not None:
+            self._started_mono = unit.started_mono or None
         if unit is not None and unit.started_mono:
+            # For people only: the peer judges running_for, never this host's wall clock.
             started_at = round(wall - (self.clock() - unit.started_mono), 3)
         status = {
             "updated": wall,
@@ -213,8 +240,9 @@ class Watchdog:
             "reason": verdict.reason,
             "evidence": verdict.evidence,
             "lock": lock,
+            "lock_expired": self.expired_lock,
             "gave_up": self.state.get("gave_up"),
-            "restarts": self.budget.recent(self.state["restarts"], wall),
+            "restarts": self.budget.recent(self.state["restarts"], self._age),
             "restarts_total": len(self.state["restarts"]),
             "budget": {"max_restarts": cfg.max_restarts, "restart_window": cfg.restart_window, "used": check.used,
                        "allowed_now": check.allowed, "why": check.why},
@@ -233,8 +261,17 @@ class Watchdog:
                 self.log(ERR, "status_file_error", error=str(exc), path=cfg.status_file)
 
     def status_json(self) -> bytes:
+        """The published state, with its ages measured now on this host's monotonic clock: ``running_for``
+        (seconds the engine unit's main process has run) and the pair request's ``age``."""
         with self.status_lock:
-            return (json.dumps(self.status, sort_keys=True, default=str) + "\n").encode()
+            status = dict(self.status)
+        now = self.clock()
+        status["running_for"] = round(now - self._started_mono, 3) if self._started_mono else None
+        request = status.get("request")
+        if isinstance(request, dict):
+            made = self._request_mono.get(request.get("id"))
+            status["request"] = dict(request, age=round(now - made, 3) if made is not None else None)
+        return (json.dumps(status, sort_keys=True, default=str) + "\n").encode()
 
     def _report(self, verdict: Verdict, unit: UnitInfo | None, lock: dict | None = None) -> None:
         """Publish the state; log the verdict when it changed, asked for an action, or every log_every seconds."""
@@ -309,7 +346,7 @@ class Watchdog:
 
     def sample(self, peer=None, peer_error=None) -> Sample:
         unit, unit_error = self._read_unit()
-        sample = Sample(time=self.clock(), wall=self.wall(), unit=unit, unit_error=unit_error,
+        sample = Sample(time=self.clock(), unit=unit, unit_error=unit_error,
                         peer=peer, peer_error=peer_error)
         if unit is not None and unit.running and unit.wanted:
             sample.health = self.health_probe()
@@ -329,8 +366,9 @@ class Watchdog:
         peer, peer_error = (None, None)
         if cfg.role in (ROLE_HEAD, ROLE_WORKER):
             peer, peer_error = self._peer()
-        lock = read_lock(cfg.lock_file, self.wall())
-        if lock is None and peer and peer.get("lock"):
+        lock = self._lock()
+        if lock is None and peer and isinstance(peer.get("lock"), dict) and not peer["lock"].get("expired"):
+            # The peer judged its own lock's expiry on its own clock; it publishes only one that holds.
             lock = dict(peer["lock"], on="peer")
         if lock is not None:
             return self._stand_down(lock)
@@ -365,16 +403,36 @@ class Watchdog:
 
     # -- actions
 
-    def _stand_down(self, lock: dict) -> Verdict:
+    def _lock(self) -> dict | None:
+        """This host's maintenance lock while it holds, or None (absent, or expired).
+
+        An expired lock - its run died or forgot it - does not switch protection off: the
+        watchdog acts again and says so (``lock_expired``, priority warning, again every
+        ``log_every`` seconds while the file stays), and publishes it as ``lock_expired``
+        (the metric ``factory_floor_watchdog_lock_expired``).
+        """
         cfg = self.config
+        lock = read_lock(cfg.lock_file, self.wall(), cfg.lock_stale_after)
+        if lock is None or not lock["expired"]:
+            self.expired_lock = None
+            self._lock_expired_logged = None
+            return lock
+        self.expired_lock = lock
+        now = self.clock()
+        if self._lock_expired_logged is None or now - self._lock_expired_logged >= cfg.log_every:
+            self.log(WARNING, "lock_expired", lock=lock, note=(
+                "the maintenance lock %s expired %.0fs ago (%s): its run is presumed dead, so the watchdog acts "
+                "again. Remove the file if no switch or upgrade runs; a run that still needs it takes it again"
+                % (lock["path"], -lock["expires_in"], "its own expiry" if lock["expiry"] == "recorded"
+                   else "no expiry of its own: lock_stale_after %gs after the file was last written" % cfg.lock_stale_after)))
+            self._lock_expired_logged = now
+        return None
+
+    def _stand_down(self, lock: dict) -> Verdict:
         previous = self.standing_down
         if previous is None or previous.get("holder") != lock.get("holder") or previous.get("on") != lock.get("on"):
-            self.log(NOTICE, "standing_down", lock=lock, note="maintenance lock held: no action until it is released")
-        elif lock.get("age") is not None and lock["age"] > cfg.lock_stale_after and (
-                self._last_log_time is None or self.clock() - self._last_log_time >= cfg.log_every):
-            self.log(WARNING, "lock_old", lock=lock, note="the maintenance lock is older than %gs; still honoured. "
-                     "Remove %s if no switch or upgrade runs" % (cfg.lock_stale_after, lock.get("path")))
-            self._last_log_time = self.clock()
+            self.log(NOTICE, "standing_down", lock=lock, note="maintenance lock held: no action until it is released "
+                     "or expires (expires_in seconds)")
         self.standing_down = lock
         self.judge.reset()
         verdict = Verdict(MAINTENANCE, reason="maintenance lock %s held by %s: no action" % (lock.get("path"), lock.get("holder")),
@@ -392,11 +450,10 @@ class Watchdog:
 
     def _restart(self, verdict: Verdict, sample: Sample) -> Verdict:
         cfg = self.config
-        wall = self.wall()
-        lock = read_lock(cfg.lock_file, wall)
+        lock = self._lock()
         if lock is not None:
             return self._stand_down(lock)
-        check = self.budget.check(self.state["restarts"], wall)
+        check = self.budget.check(self.state["restarts"], self._age)
         if check.exhausted:
             return self._give_up(verdict, sample, "%s; last verdict %s: %s" % (check.why, verdict.state, verdict.reason))
         if not check.allowed:
@@ -404,8 +461,8 @@ class Watchdog:
                            reason="%s; restart held back: %s" % (verdict.reason, check.why))
         unit = sample.unit
         running = unit is not None and not unit.down
-        record = {"time": wall, "verdict": verdict.state, "reason": verdict.reason, "evidence": verdict.evidence,
-                  "invocation": unit.invocation_id if unit is not None else None}
+        record = dict(daemon.stamp(self.clock, self.wall, self.boot), verdict=verdict.state, reason=verdict.reason,
+                      evidence=verdict.evidence, invocation=unit.invocation_id if unit is not None else None)
         if running and (verdict.hard or cfg.role == ROLE_HEAD):
             record["kill"] = self._kill()
         if cfg.role == ROLE_HEAD:
@@ -421,7 +478,7 @@ class Watchdog:
         self.state["restarts"] = (self.state["restarts"] + [record])[-HISTORY_KEPT:]
         self.save()
         self.judge.restarted(self.clock())
-        after = self.budget.check(self.state["restarts"], wall)
+        after = self.budget.check(self.state["restarts"], self._age)
         self.log(WARNING if rc == 0 else ERR, "restart", verdict=verdict.state, reason=verdict.reason,
                  evidence=verdict.evidence, kill=record.get("kill"), pair=record.get("pair"), restart=record["restart"],
                  budget={"used": after.used, "max_restarts": cfg.max_restarts, "restart_window": cfg.restart_window})
@@ -430,7 +487,9 @@ class Watchdog:
     def _pair_request(self, verdict: Verdict) -> dict:
         """Split head: ask rank 1's watchdog to restart rank 1, wait for its acknowledgement."""
         cfg = self.config
+        # "time" is for people: rank 1 judges the request by the age this watchdog publishes.
         request = {"id": uuid.uuid4().hex, "time": self.wall(), "reason": verdict.reason, "verdict": verdict.state}
+        self._request_mono = {request["id"]: self.clock()}
         self.state["request"] = request
         self.save()
         self._publish(Verdict(verdict.state, RESTART, reason="pair restart: waiting for rank 1", evidence=verdict.evidence),
@@ -510,7 +569,7 @@ class Watchdog:
         cfg = self.config
         unit, unit_error = self._read_unit()
         request = (peer or {}).get("request")
-        decision = follow_decision(self.state.get("seen_request"), request, self.wall(), cfg.pair_ack_timeout)
+        decision = follow_decision(self.state.get("seen_request"), request, cfg.pair_ack_timeout)
         if decision == "adopt":
             self.state["seen_request"] = request["id"]
             self.save()

@@ -259,7 +259,12 @@ class BudgetCheck:
 
 
 class Budget:
-    """At most ``max_restarts`` restarts in ``window`` seconds, spaced by a doubling backoff."""
+    """At most ``max_restarts`` restarts in ``window`` seconds, spaced by a doubling backoff.
+
+    ``age(record)`` says how many seconds ago a restart record was made, on the watchdog's
+    own host (``_daemon.age``: its monotonic clock within one boot), so a step of the wall
+    clock neither forgets restarts nor holds one back.
+    """
 
     def __init__(self, max_restarts: int, window: float, backoff: float, backoff_max: float):
         self.max_restarts = max_restarts
@@ -267,20 +272,20 @@ class Budget:
         self.backoff = backoff
         self.backoff_max = backoff_max
 
-    def recent(self, history, now: float) -> list:
-        return [r for r in history if isinstance(r, dict) and now - float(r.get("time", 0)) < self.window]
+    def recent(self, history, age) -> list:
+        return [r for r in history if isinstance(r, dict) and age(r) < self.window]
 
-    def check(self, history, now: float) -> BudgetCheck:
-        recent = self.recent(history, now)
+    def check(self, history, age) -> BudgetCheck:
+        recent = self.recent(history, age)
         used = len(recent)
         if used >= self.max_restarts:
             return BudgetCheck(False, True, 0.0, used, "restart budget exhausted: %d restart(s) in the last %gs (max_restarts %d)"
                                % (used, self.window, self.max_restarts))
         if used == 0:
             return BudgetCheck(True, False, 0.0, used, "no restart in the last %gs" % self.window)
-        last = max(float(r["time"]) for r in recent)
+        since = min(age(r) for r in recent)
         spacing = min(self.backoff_max, self.backoff * 2 ** (used - 1))
-        wait = last + spacing - now
+        wait = spacing - since
         if wait > 0:
             return BudgetCheck(False, False, wait, used, "backoff: %d restart(s) in the last %gs, the next one not before "
                                "%.0fs after the last (%.0fs left)" % (used, self.window, spacing, wait))
@@ -288,21 +293,23 @@ class Budget:
                            % (used, self.max_restarts, self.window))
 
 
-def follow_decision(seen: str | None, request, now: float, fresh_for: float) -> str:
+def follow_decision(seen: str | None, request, fresh_for: float) -> str:
     """What rank 1's watchdog does with the head's last pair-restart request.
 
     ``follow`` (kill and restart rank 1, acknowledge), ``adopt`` (remember it without a
     restart: first contact, and the request is older than ``fresh_for`` seconds, so the
-    head is no longer waiting for it) or ``none``.
+    head is no longer waiting for it) or ``none``. The request's ``age`` is what the
+    head's watchdog measured on its own clock when it served its state; rank 1 never
+    compares its clock with rank 0's. A request without one (made before the head's
+    watchdog last started) counts as old.
     """
     if not isinstance(request, dict) or not request.get("id"):
         return "none"
     if request["id"] == seen:
         return "none"
     if seen is None:
-        try:
-            age = now - float(request.get("time"))
-        except (TypeError, ValueError):
+        age = request.get("age")
+        if isinstance(age, bool) or not isinstance(age, (int, float)) or math.isnan(age):
             age = math.inf
         if age > fresh_for:
             return "adopt"

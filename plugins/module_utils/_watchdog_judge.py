@@ -68,8 +68,9 @@ pure :class:`Judge` turns the samples into a :class:`Verdict`:
 ``wrong_model``, ``not_wanted``, ``maintenance``
     No action: another model is served (a restart cannot fix configuration); the unit
     is not enabled (not ours to run: the other topology runs); the maintenance lock
-    file exists (a switch or a model upgrade holds it; the judgement starts afresh,
-    with a new start-up grace, once it is released).
+    file exists and has not expired (a switch or a model upgrade holds it; the
+    judgement starts afresh, with a new start-up grace, once it is released; an
+    expired one - its run died - no longer counts).
 
 Detection bound for a hang (see :attr:`Config.detection_bound`): the last look that
 saw work done (or, for an engine that was idle when it hung, the first look that saw a
@@ -206,10 +207,9 @@ class Probe:
 
 @dataclasses.dataclass
 class Sample:
-    """One look at the engine. ``time`` is monotonic, ``wall`` UNIX time, both seconds."""
+    """One look at the engine. ``time`` is this host's monotonic clock, seconds."""
 
     time: float
-    wall: float = 0.0
     unit: UnitInfo | None = None
     unit_error: str | None = None
     health: Probe | None = None
@@ -539,15 +539,16 @@ class Judge:
             return None
         self.peer_down_since = None
         head_unit = sample.unit
-        worker_started = peer.get("started_at")
+        # Ages, each measured on its own host's monotonic clock: never rank 1's wall clock against rank 0's.
+        worker_running = peer.get("running_for")
         if (not self.served and worker.running and head_unit is not None and head_unit.started_mono
-                and isinstance(worker_started, (int, float)) and sample.wall):
-            head_started = sample.wall - (now - head_unit.started_mono)
-            if worker_started < head_started - cfg.pair_skew:
+                and isinstance(worker_running, (int, float)) and not isinstance(worker_running, bool)):
+            head_running = now - head_unit.started_mono
+            if worker_running > head_running + cfg.pair_skew:
                 return Verdict(DEAD, RESTART, hard=True, evidence=self._evidence(
-                    sample, rank0_started_at=round(head_started, 1), rank1_started_at=round(worker_started, 1)), reason=(
-                    "rank 1 has run since %.0fs before rank 0's current start (more than pair_skew %gs): it belongs to an "
-                    "older session and will not join; restarting the pair" % (head_started - worker_started, cfg.pair_skew)))
+                    sample, rank0_running_for=_secs(head_running), rank1_running_for=_secs(worker_running)), reason=(
+                    "rank 1 has run %.0fs longer than rank 0's current start (more than pair_skew %gs): it belongs to an "
+                    "older session and will not join; restarting the pair" % (worker_running - head_running, cfg.pair_skew)))
         return None
 
 

@@ -20,10 +20,15 @@ description:
     (or a prefix wider than that subnet); a host without that interface, or without an IPv4 address on it;
     the address equal to a host's own (a proxy host's address on the interface, or an address in O(reserved));
     C(keepalived_virtual_router_id) already advertised by a router that is not one of these hosts, or the address
-    advertised by one under another id; hosts that disagree on the address, the router id or
-    C(keepalived_advert_int); a router id outside 1-255, a priority outside 1-254, an interval outside 1-255 s;
-    an C(keepalived_auth_pass) longer than 8 characters or with characters keepalived's parser reads as syntax;
-    a C(keepalived_unicast_src_ip) that is not the host's own address on the interface."
+    advertised by one under another id; hosts that disagree on the address, the router id,
+    C(keepalived_advert_int), C(keepalived_auth_pass) (O(auth_pass); which hosts differ is said, never what they hold),
+    C(keepalived_nopreempt), C(keepalived_preempt_delay), C(keepalived_track_engines) or
+    C(keepalived_engines_script_weight); hosts whose interfaces put the address in different subnets; priorities that
+    differ while preemption is on (the higher one would take the address back whenever it is eligible again); a router
+    id outside 1-255, a priority outside 1-254, an interval outside 1-255 s, a preempt delay outside 0-1000 s, a weight
+    outside 1-253 or one that takes a priority below 1; an C(keepalived_auth_pass) longer than 8 characters or with
+    characters keepalived's parser reads as syntax; a C(keepalived_unicast_src_ip) that is not the host's own address on
+    the interface."
   - With no problem, returns each host's C(unicast_src_ip) (its own address on the interface in the address's
     subnet, unless set) and C(unicast_peer) (the other hosts' C(unicast_src_ip), unless set).
   - With fewer than two hosts there is no floating address and nothing is checked.
@@ -39,14 +44,21 @@ options:
       - Per proxy host (inventory name), its settings and what was seen on it.
       - "Settings (the role's variables without C(keepalived_)): C(virtual_ipaddress) (str, C(A.B.C.D/prefix)),
         C(interface) (str), C(virtual_router_id) (int), C(priority) (int), C(advert_int) (int, seconds),
-        C(unicast_src_ip) (str, empty = derived), C(unicast_peer) (list of str, empty = derived), C(auth_pass_length)
-        (int, characters of C(keepalived_auth_pass)) and C(auth_pass_syntax) (bool, whether it has whitespace or a
-        character keepalived's parser reads as a comment, quote or block) - never the secret itself."
+        C(unicast_src_ip) (str, empty = derived), C(unicast_peer) (list of str, empty = derived), C(nopreempt) (bool),
+        C(preempt_delay) (int, seconds), C(track_engines) (bool), C(engines_weight) (int) - the last four optional, each
+        checked when every host gives it - and, without O(auth_pass), C(auth_pass_length) (int, characters of
+        C(keepalived_auth_pass)) and C(auth_pass_syntax) (bool, whether it has whitespace or a character keepalived's
+        parser reads as a comment, quote or block). Never the secret itself."
       - "Seen: C(observed), the result of M(factory_floor.llm.keepalived_info) on that host (C(interface_exists),
         C(interfaces), C(addresses), C(service_state)); C(routers), the RV(factory_floor.llm.vrrp_info#module:routers)
         heard there (omit, or null, when nobody listened)."
     type: dict
     required: true
+  auth_pass:
+    description:
+      - Each proxy host's C(keepalived_auth_pass), by inventory name (empty string, none). The hosts must agree; each is
+        checked for what keepalived can use. C(no_log) - never returned, never in a message, not even its length.
+    type: dict
   reserved:
     description: Addresses the floating address must not equal, by inventory host - the other hosts' own (their facts' C(default_ipv4)).
     type: dict
@@ -67,16 +79,27 @@ EXAMPLES = r"""
         virtual_router_id: 51
         priority: 250
         advert_int: 1
+        nopreempt: false
+        preempt_delay: 5
+        track_engines: true
+        engines_weight: 50
         observed: "{{ hostvars['spark-1'].__keepalived_observed }}"
         routers: "{{ hostvars['spark-1'].__keepalived_heard.routers }}"
       spark-2:
         virtual_ipaddress: 192.0.2.10/24
         interface: enP7s7
         virtual_router_id: 51
-        priority: 249
+        priority: 250
         advert_int: 1
+        nopreempt: false
+        preempt_delay: 5
+        track_engines: true
+        engines_weight: 50
         observed: "{{ hostvars['spark-2'].__keepalived_observed }}"
         routers: "{{ hostvars['spark-2'].__keepalived_heard.routers }}"
+    auth_pass:
+      spark-1: "{{ hostvars['spark-1'].__keepalived_auth_pass }}"
+      spark-2: "{{ hostvars['spark-2'].__keepalived_auth_pass }}"
   delegate_to: localhost
   run_once: true
   register: __keepalived_plan
@@ -96,9 +119,11 @@ errors:
   contains:
     check:
       description:
-        - Which check failed - V(settings_differ), V(no_address), V(address_value), V(vrid_value), V(advert_int_value),
-          V(priority_value), V(auth_pass_value), V(no_interface), V(missing_interface), V(no_ipv4), V(outside_subnet),
-          V(prefix_wider), V(src_not_own), V(own_address), V(vrid_in_use), V(address_in_use), V(peer_value).
+        - Which check failed - V(settings_differ), V(auth_differs), V(no_address), V(address_value), V(vrid_value),
+          V(advert_int_value), V(preempt_delay_value), V(engines_weight_value), V(priority_value), V(priority_differs),
+          V(weight_too_large), V(auth_pass_value), V(no_interface), V(missing_interface), V(no_ipv4), V(outside_subnet),
+          V(prefix_wider), V(subnet_differs), V(src_not_own), V(own_address), V(vrid_in_use), V(address_in_use),
+          V(peer_value).
       type: str
       sample: outside_subnet
     hosts:
@@ -146,6 +171,7 @@ def run_module():
     module = AnsibleModule(
         argument_spec=dict(
             hosts=dict(type="dict", required=True),
+            auth_pass=dict(type="dict", no_log=True),
             reserved=dict(type="dict", default={}),
             group=dict(type="str", default="proxy"),
         ),
@@ -157,7 +183,14 @@ def run_module():
     if bad:
         module.fail_json(msg="hosts must map each proxy host to a dict of its settings; not a dict for: %s"
                          % ", ".join(bad))
-    result = check(hosts, reserved=params["reserved"], group=params["group"])
+    secrets = params["auth_pass"]
+    if secrets is not None:
+        missing = sorted(set(hosts) - set(secrets))
+        odd = sorted(name for name, value in secrets.items() if value is not None and not isinstance(value, str))
+        if missing or odd:
+            module.fail_json(msg="auth_pass must map every proxy host to its keepalived_auth_pass (a string); %s"
+                             % ("missing for: %s" % ", ".join(missing) if missing else "not a string for: %s" % ", ".join(odd)))
+    result = check(hosts, reserved=params["reserved"], group=params["group"], auth_pass=secrets)
     if result["errors"]:
         module.fail_json(msg=format_errors(result["errors"]), changed=False, **result)
     module.exit_json(changed=False, **result)

@@ -13,10 +13,11 @@ short_description: Take or release an engine host's maintenance lock, only for t
 version_added: 0.1.0
 description:
   - The maintenance lock is the file the C(factory_floor.llm.vllm_watchdog) role's watchdog reads (C(vllm_watchdog_lock_file),
-    by default C(/run/factory-floor-maintenance)); while it exists the watchdog takes no action. The switch and model-upgrade
-    playbooks hold it while they stop and start engines.
-  - The file holds one JSON object, C({"holder", "since", "run", "by", "expires"}); the watchdog reads C(holder) and C(since)
-    and honours any content.
+    by default C(/run/factory-floor-maintenance)); while it exists and has not expired the watchdog takes no action. The switch
+    and model-upgrade playbooks hold it while they stop and start engines.
+  - The file holds one JSON object, C({"holder", "since", "run", "by", "expires"}); the watchdog reads C(holder), C(since) and
+    C(expires) and honours any content until it expires (past C(expires) on this host's clock; content without one,
+    C(vllm_watchdog_lock_stale_after) seconds after the file was last written).
   - O(state=present) creates the lock (atomically, so two runs cannot both create it), rewrites it when this run (O(run))
     already holds it, or takes it over when another run's lock has passed its C(expires). It fails, changing nothing, when
     another run holds it and it has not expired, naming the holder, since when and until when, and saying to remove the file
@@ -77,8 +78,8 @@ options:
   ttl:
     description:
       - Seconds after the lock is written when another run may take it over, the writer then being presumed dead
-        (C(expires) = now + O(ttl), from this host's clock). Keep it above the longest run; the watchdog honours the lock
-        past it all the same.
+        (C(expires) = now + O(ttl), from this host's clock). Past it the watchdog acts again (a dead run's lock does not
+        switch protection off). Keep it above the longest run.
     type: float
     default: 14400
   mode:

@@ -209,8 +209,11 @@ def list_interfaces(root="/sys/class/net"):
         return []
 
 
-def listen(interface, seconds, clock=time.time):
-    """Adverts heard on ``interface`` for ``seconds``, and the count of packets that were not readable ones."""
+def listen(interface, seconds, clock=time.monotonic, wall=time.time):
+    """Adverts heard on ``interface`` for ``seconds``, and the count of packets that were not readable ones.
+
+    The listening time is measured on ``clock`` (monotonic: a step of the wall clock neither cuts it short
+    nor stretches it); ``wall`` (UNIX time) stamps each advertisement's ``received``."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, PROTO_VRRP)
     adverts, ignored = [], 0
     try:
@@ -228,7 +231,7 @@ def listen(interface, seconds, clock=time.time):
             except socket.timeout:
                 continue
             try:
-                adverts.append(parse_packet(packet, received=clock()))
+                adverts.append(parse_packet(packet, received=wall()))
             except ParseError:
                 ignored += 1
     finally:
@@ -253,7 +256,7 @@ def run_module():
                   adverts=[], routers=[], ignored=0)
     if not result["interface_exists"] or seconds == 0:
         module.exit_json(**result)
-    started = time.time()
+    started = time.monotonic()
     try:
         adverts, ignored = listen(interface, seconds)
     except PermissionError as exc:
@@ -261,7 +264,7 @@ def run_module():
                          **result)
     except OSError as exc:
         module.fail_json(msg="Could not listen for VRRP advertisements on %s: %s" % (interface, exc), **result)
-    result.update(seconds=round(time.time() - started, 3), adverts=adverts, routers=routers(adverts), ignored=ignored)
+    result.update(seconds=round(time.monotonic() - started, 3), adverts=adverts, routers=routers(adverts), ignored=ignored)
     module.exit_json(**result)
 
 

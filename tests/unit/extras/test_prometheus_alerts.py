@@ -111,10 +111,23 @@ def engine_down(tmp_path, monkeypatch, fault):
     return engine_up(0 if fault else 1)
 
 
+def alive(snapshot, minutes=STEPS):
+    """One snapshot a minute of a daemon's file that it keeps writing: its timestamp moves."""
+    stamps = [name for name in snapshot if name.split("{")[0].endswith("_updated_timestamp_seconds")]
+    return [dict(snapshot, **{name: 1_796_000_000.0 + 60.0 * minute for name in stamps}) for minute in range(minutes)]
+
+
+def engine_down_with_watchdog(tmp_path, monkeypatch, verdict, live=True):
+    """The port is closed (up 0) while the watchdog's file says ``verdict`` (tt.watchdog_textfile's
+    fault), written every minute (``live``) or last written at 0m (its watchdog stopped)."""
+    said = read(tt.watchdog_textfile(tmp_path, monkeypatch, verdict), NODE)
+    files = alive(said) if live else steady(said)
+    return [dict(snap, **file) for snap, file in zip(engine_up(0), files)]
+
+
 def engine_down_while_starting(tmp_path, monkeypatch, fault):
     """The port is closed (up 0) while the watchdog says the engine is starting (a deploy's start-up)."""
-    starting = read(tt.watchdog_textfile(tmp_path, monkeypatch, "starting"), NODE)
-    return [dict(snap, **starting) for snap in engine_up(0)]
+    return engine_down_with_watchdog(tmp_path, monkeypatch, "starting")
 
 
 def engine_hung(tmp_path, monkeypatch, fault):
@@ -146,6 +159,11 @@ def engines_drained_long(tmp_path, monkeypatch, fault):
     return [drained] * STEPS if fault else [drained] * 20 + [serving] * (STEPS - 20)
 
 
+def lock_expired(tmp_path, monkeypatch, fault):
+    """The watchdog found its host's maintenance lock expired (a dead run's), or held (a switch)."""
+    return alive(read(tt.watchdog_textfile(tmp_path, monkeypatch, "lock_expired" if fault else "maintenance"), NODE))
+
+
 def verdicts_stale(tmp_path, monkeypatch, fault):
     """The watchdog's file, its timestamp on promtool's clock: written every minute, or last at 0m."""
     snap = read(tt.watchdog_textfile(tmp_path, monkeypatch, False), NODE)
@@ -168,6 +186,7 @@ CASES = {
                                            dict(NODE, host="spark-a", severity="critical")),
     "FactoryFloorWatchdogGaveUp": (_textfile_steady(tt.watchdog_textfile, NODE), dict(WATCHDOG, severity="critical")),
     "FactoryFloorVerdictsStale": (verdicts_stale, dict(WATCHDOG, severity="warning")),
+    "FactoryFloorMaintenanceLockExpired": (lock_expired, dict(WATCHDOG, severity="warning")),
 }
 
 
@@ -230,6 +249,29 @@ def test_alert_is_silent_when_healthy(tmp_path, monkeypatch, alert):
 def test_engine_down_is_silent_while_the_watchdog_says_starting(tmp_path, monkeypatch):
     done = run_promtool_test(tmp_path, "VLLMEngineDown", timeline(engine_down_while_starting(tmp_path, monkeypatch, True)),
                              [])
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _fires(tmp_path, alert, series, labels):
+    expected = [{"exp_labels": labels, "exp_annotations": annotations(alert, labels)}]
+    return run_promtool_test(tmp_path, alert, series, expected)
+
+
+def test_engine_down_is_silent_while_a_lock_holds_and_pages_once_it_expired(tmp_path, monkeypatch):
+    """A switch holds the lock: no page. The lock of a dead run has expired: the watchdog judges again
+    (no "maintenance" verdict), and the engine that is down pages."""
+    held = timeline(engine_down_with_watchdog(tmp_path / "held", monkeypatch, "maintenance"))
+    done = run_promtool_test(tmp_path, "VLLMEngineDown", held, [])
+    assert done.returncode == 0, done.stdout + done.stderr
+    expired = timeline(engine_down_with_watchdog(tmp_path / "expired", monkeypatch, "lock_expired"))
+    done = _fires(tmp_path, "VLLMEngineDown", expired, dict(ENGINE, severity="critical"))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_engine_down_pages_when_the_watchdog_that_stood_down_is_gone(tmp_path, monkeypatch):
+    """The watchdog stopped while it said "maintenance": its file stays, and must not silence the page."""
+    stale = timeline(engine_down_with_watchdog(tmp_path, monkeypatch, "maintenance", live=False))
+    done = _fires(tmp_path, "VLLMEngineDown", stale, dict(ENGINE, severity="critical"))
     assert done.returncode == 0, done.stdout + done.stderr
 
 

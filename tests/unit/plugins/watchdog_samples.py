@@ -44,7 +44,7 @@ def counters(gen=100, running=2, waiting=0, prompt=50, success=10, kv=0.1, start
 
 
 def look(t, health="serving", cnt=None, u=None, peer=None, peer_error=None, http_status=None, error=None):
-    return Sample(time=t, wall=WALL0 + t, unit=u or unit(),
+    return Sample(time=t, unit=u or unit(),
                   health=Probe(health, http_status=http_status, error=error), counters=cnt,
                   peer=peer, peer_error=peer_error)
 

@@ -113,3 +113,29 @@ def test_configure(tmp_path, capsys):
     path.write_text("{")
     assert daemon.configure(["--config", str(path)], "a daemon", dict, str, prefix="guard: ") == (None, 2)
     assert capsys.readouterr().err.startswith("guard: %s: " % path)
+
+
+def test_boot_id(tmp_path):
+    path = tmp_path / "boot_id"
+    path.write_text("3f1c2a9e-0d4b-4c55-9a52-0c2b1a7d8e61\n")
+    assert daemon.boot_id(str(path)) == "3f1c2a9e-0d4b-4c55-9a52-0c2b1a7d8e61"
+    assert daemon.boot_id(str(tmp_path / "missing")) == ""
+
+
+@pytest.mark.parametrize("record, expected", [
+    # Stamped in this boot: the monotonic clock decides, whatever the wall clock did since.
+    ({"time": 5000.0, "mono": 100.0, "boot": "b1"}, 50.0),
+    ({"time": 99999.0, "mono": 100.0, "boot": "b1"}, 50.0),
+    # Another boot, or no monotonic reading: only its UNIX time tells.
+    ({"time": 4000.0, "mono": 100.0, "boot": "b0"}, 1000.0),
+    ({"time": 4000.0}, 1000.0),
+    # In the future on the wall clock: no negative age.
+    ({"time": 6000.0, "boot": "b0"}, 0.0),
+])
+def test_age_is_measured_on_this_boots_monotonic_clock(record, expected):
+    assert daemon.age(record, mono=150.0, wall=5000.0, boot="b1") == expected
+
+
+def test_stamp():
+    assert daemon.stamp(lambda: 12.5, lambda: 1_796_000_000.0, "b1") == {
+        "time": 1_796_000_000.0, "mono": 12.5, "boot": "b1"}

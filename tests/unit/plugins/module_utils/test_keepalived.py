@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 
 import pytest
 
@@ -351,6 +352,123 @@ def test_auth_pass_too_long_is_named_never_shown():
     result = ka.check(pair(spark_a={"auth_pass_length": 12}, spark_b={"auth_pass_length": 12}))
     assert checks(result) == ["auth_pass_value", "auth_pass_value"]
     assert "keepalived_auth_pass on spark-a cannot be used: it has 12 characters" in result["errors"][0]["message"]
+
+
+# --- the proxies agree: authentication, what the address follows, one LAN ---------------------------------
+
+
+SECRETS = {"spark-a": "Vr9-aaaa", "spark-b": "Vr9-bbbb"}
+
+
+def test_different_auth_pass_is_refused_without_showing_it():
+    """Two secrets: each keepalived drops the other's advertisements and both hold the address."""
+    result = ka.check(pair(), auth_pass=SECRETS)
+    assert checks(result) == ["auth_differs"]
+    error = result["errors"][0]
+    assert error["variables"] == ["keepalived_auth_pass"] and error["hosts"] == ["spark-a", "spark-b"]
+    assert "(hosts that share one: spark-a / spark-b; the values are not shown)" in error["message"]
+    text = json.dumps(result)
+    assert not any(secret in text for secret in SECRETS.values())
+    assert "8" not in error["message"]            # not even a length
+    assert result["hosts"] == {}
+
+
+@pytest.mark.parametrize("secrets", [{"spark-a": "", "spark-b": "Vr9-bbbb"}, {"spark-a": "Vr9-aaaa", "spark-b": None}])
+def test_auth_on_one_host_only_is_refused(secrets):
+    assert checks(ka.check(pair(), auth_pass=secrets)) == ["auth_differs"]
+
+
+def test_the_same_auth_pass_passes_and_is_checked_for_keepalived():
+    assert ka.check(pair(), auth_pass={"spark-a": "Vr9-aaaa", "spark-b": "Vr9-aaaa"})["errors"] == []
+    result = ka.check(pair(), auth_pass={"spark-a": "far-too-long", "spark-b": "far-too-long"})
+    assert checks(result) == ["auth_pass_value", "auth_pass_value"]
+    assert "far-too-long" not in json.dumps(result)
+
+
+def follows(**settings):
+    """The settings of what the address follows, as the role passes them."""
+    values = {"nopreempt": False, "preempt_delay": 5, "track_engines": True, "engines_weight": 50, "priority": 250}
+    values.update(settings)
+    return values
+
+
+def test_the_roles_defaults_pass():
+    assert ka.check(pair(spark_a=follows(), spark_b=follows()))["errors"] == []
+
+
+@pytest.mark.parametrize("key, value, variable", [
+    ("nopreempt", True, "keepalived_nopreempt"),
+    ("preempt_delay", 30, "keepalived_preempt_delay"),
+    ("track_engines", False, "keepalived_track_engines"),
+    ("engines_weight", 20, "keepalived_engines_script_weight"),
+])
+def test_proxies_that_follow_different_rules_are_refused(key, value, variable):
+    result = ka.check(pair(spark_a=follows(), spark_b=follows(**{key: value})))
+    assert "settings_differ" in checks(result)
+    assert [e for e in result["errors"] if e["check"] == "settings_differ"][0]["variables"] == [variable]
+
+
+def test_priorities_that_differ_while_preemption_is_on_are_refused():
+    result = ka.check(pair(spark_a=follows(), spark_b=follows(priority=249)))
+    assert checks(result) == ["priority_differs"]
+    assert "would take the address back whenever it is eligible again" in result["errors"][0]["message"]
+    # Without preemption the priorities only pick the first holder.
+    assert ka.check(pair(spark_a=follows(nopreempt=True), spark_b=follows(nopreempt=True, priority=249)))["errors"] == []
+
+
+@pytest.mark.parametrize("settings, check", [
+    ({"engines_weight": 250}, "weight_too_large"),
+    ({"engines_weight": 0}, "engines_weight_value"),
+    ({"preempt_delay": 1001}, "preempt_delay_value"),
+])
+def test_follow_settings_out_of_range(settings, check):
+    assert check in checks(ka.check(pair(spark_a=follows(**settings), spark_b=follows(**settings))))
+
+
+def test_hosts_that_put_the_address_in_different_subnets_are_refused():
+    """A /24 on one machine and a /16 on the other: a mistyped prefix, not one LAN."""
+    hosts = pair()
+    hosts["spark-b"]["observed"]["addresses"] = [{"address": "10.89.7.11", "prefixlen": 16, "secondary": False}]
+    result = ka.check(hosts)
+    assert checks(result) == ["subnet_differs"]
+    assert "10.89.0.0/16 on spark-b; 10.89.7.0/24 on spark-a" in result["errors"][0]["message"]
+
+
+# --- keepalived's engines check on a proxy host ------------------------------------------------------
+
+
+def upstream_state(in_rotation, **extra):
+    state = {"updated": 1_796_000_000.0, "mode": "live", "members": ["spark-a", "spark-b"], "in_rotation": in_rotation,
+             "statuses": {}, "drained": []}
+    state.update(extra)
+    return json.dumps(state)
+
+
+@pytest.mark.parametrize("text, age, ok, why", [
+    (upstream_state(["spark-a"]), 1.0, True, "in rotation: spark-a"),
+    (upstream_state([]), 1.0, False, "no engine in rotation"),
+    # Every engine drained (a switch) or gone: none in rotation, on every proxy alike.
+    (upstream_state([], mode="drained", drained=["spark-a", "spark-b"]), 1.0, False, "no engine in rotation"),
+    (upstream_state(["spark-a"]), 45.0, False, "45s old (more than 30s)"),
+    # Written "in the future" (this host's clock stepped back): not stale.
+    (upstream_state(["spark-a"]), -600.0, True, "in rotation"),
+    (None, None, False, "no state file"),
+    ("{truncated", 1.0, False, "not JSON"),
+    ("[]", 1.0, False, "no engine in rotation"),
+])
+def test_engines_verdict(text, age, ok, why):
+    got_ok, got_why = ka.engines_verdict(text, age, 30)
+    assert got_ok is ok and why in got_why
+
+
+def test_engines_check_main(tmp_path, capsys):
+    state = tmp_path / "upstream.json"
+    state.write_text(upstream_state(["spark-b"]))
+    assert ka.main(["--state-file", str(state), "--stale-after", "30"]) == 0
+    os.utime(state, (1_796_000_000.0, 1_796_000_000.0))
+    assert ka.main(["--state-file", str(state), "--stale-after", "30"], clock=lambda: 1_796_000_100.0) == 1
+    assert "100s old" in capsys.readouterr().err
+    assert ka.main(["--state-file", str(tmp_path / "missing")]) == 1
 
 
 def test_unicast_src_ip_set_and_not_own():

@@ -76,8 +76,30 @@ def test_read_adds_path_and_mtime(path):
 
 def test_the_watchdog_reads_holder_and_since_of_what_the_playbooks_write(path):
     path.write_text(lock_text(holder="switch-model rollback"))
-    assert wd.read_lock(str(path), T0)["holder"] == "switch-model rollback"
-    assert wd.read_lock(str(path), T0)["since"] == T0 - 600
+    assert wd.read_lock(str(path), T0, 7200)["holder"] == "switch-model rollback"
+    assert wd.read_lock(str(path), T0, 7200)["since"] == T0 - 600
+
+
+@pytest.mark.parametrize("text, mtime, now, expired, expires_in", [
+    # The playbooks' lock: its own expiry, on this host's clock.
+    (lock_text(expires=T0 + 3600), T0 - 600, T0, False, 3600.0),
+    (lock_text(expires=T0 + 3600), T0 - 600, T0 + 3600, True, 0.0),
+    (lock_text(expires=T0 - 1), T0 - 9999, T0, True, -1.0),
+    # touch, by hand, an older playbook: lock_stale_after (here 7200 s) after its last write.
+    ("", T0 - 600, T0, False, 6600.0),
+    ("upgrading the firmware, Kim\n", T0 - 7300, T0, True, -100.0),
+    ('{"holder": "switch-to-split", "since": 1795949000.0}\n', T0 - 7200, T0, True, 0.0),
+])
+def test_the_watchdog_judges_expiry_on_this_hosts_clock(path, text, mtime, now, expired, expires_in):
+    path.write_text(text)
+    os.utime(path, (mtime, mtime))
+    lock = wd.read_lock(str(path), now, 7200)
+    assert (lock["expired"], lock["expires_in"]) == (expired, expires_in)
+
+
+def test_expires_at():
+    assert ml.expires_at({"expires": T0, "mtime": T0 - 5}, 7200) == T0
+    assert ml.expires_at({"expires": None, "mtime": T0 - 5}, 7200) == T0 - 5 + 7200
 
 
 # --- state_of() ---------------------------------------------------------------------------------

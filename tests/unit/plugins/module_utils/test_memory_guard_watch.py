@@ -12,6 +12,7 @@ vLLM, floor 2 GiB.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import signal
@@ -113,12 +114,14 @@ class FakeHost:
         return watch.Host(systemctl=str(self.systemctl), proc_root=str(self.proc), cgroup_root=str(self.cgroup),
                           meminfo=str(self.meminfo), kill=lambda pid, sig: self.kills.append((pid, sig)))
 
-    def guard(self, **overrides):
+    def guard(self, clocks=None, **overrides):
+        """A guard on this host; ``clocks``: {"clock": monotonic, "wall": UNIX time}, else 5 s a look."""
         cfg = config(status_file=str(self.root / "run" / "memory-guard.json"), systemctl=str(self.systemctl),
                      proc_root=str(self.proc), cgroup_root=str(self.cgroup), meminfo=str(self.meminfo), **overrides)
-        clock = iter(range(1000, 100000, 5))
-        return watch.Guard(cfg, self.host(), lambda prio, line: self.lines.append((prio, line)),
-                           clock=lambda: float(next(clock)))
+        if clocks is None:
+            clock = iter(range(1000, 100000, 5))
+            clocks = {"clock": lambda: float(next(clock))}
+        return watch.Guard(cfg, self.host(), lambda prio, line: self.lines.append((prio, line)), **clocks)
 
 
 @pytest.fixture
@@ -274,6 +277,34 @@ def test_a_failed_stop_is_tried_again_at_the_next_look(fake):
     assert "site build" not in guard.state["acted"]
     guard.host.stop = real_stop
     assert actions(guard.tick()) == [("stop", "site build", "peak")]
+
+
+def test_the_guard_waits_on_the_monotonic_clock():
+    """Its settle time is a wait: the wall clock (NTP, an operator) may step; CLOCK_MONOTONIC does not."""
+    assert inspect.signature(watch.Guard).parameters["clock"].default is time.monotonic
+
+
+@pytest.mark.parametrize("step", [-600.0, -86400.0])
+def test_a_wall_clock_step_back_does_not_hold_the_floor_back(fake, step):
+    """Below the floor, the guard paused the build; 20 s later (settle 15 s) it is still below, and the
+    wall clock stepped back meanwhile: the build is stopped now, not once the wall clock catches up."""
+    fake.unit("mg-site-build.service", "/system.slice/mg-site-build.service", main_pid=51)
+    fake.cgroup_dir("systemd/system.slice/mg-site-build.service", pids=[51])
+    fake.process(51, 100)
+    fake.set_available(1)
+    now = {"mono": 500.0, "wall": 1_796_000_000.0}
+    guard = fake.guard(clocks={"clock": lambda: now["mono"], "wall": lambda: now["wall"]},
+                       workloads=[{"name": "site build", "unit": "mg-site-build.service", "peak_gib": 0.3,
+                                   "action": "pause"}])
+    assert actions(guard.tick()) == [("pause", "site build", "floor")]
+    now["mono"] += 20
+    now["wall"] += 20 + step
+    events = guard.tick()
+    assert actions(events) == [("stop", "site build", "floor")]
+    assert "still below the floor 20 s after it was paused" in events[0]["message"]
+    # What people read carries the wall clock.
+    status = json.loads((fake.root / "run" / "memory-guard.json").read_text())
+    assert status["time"] == now["wall"] and status["events"][-1]["time"] == now["wall"]
 
 
 def test_run_logs_what_it_watches_and_restores_a_pause_of_the_previous_run(fake):

@@ -13,6 +13,7 @@ their samples of those faults.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -53,12 +54,18 @@ def _environment(monkeypatch, directory, host):
 
 def watchdog_textfile(tmp_path, monkeypatch, fault):
     """The watchdog's file after a hung engine exhausted its budget (``fault`` true), while its engine
-    starts (``"starting"``: a restarted unit whose port is still closed), or while it serves."""
+    starts (``"starting"``: a restarted unit whose port is still closed), while a maintenance lock holds
+    (``"maintenance"``), with the lock of a dead run expired (``"lock_expired"``), or while it serves."""
     _environment(monkeypatch, tmp_path / "textfile", "spark-a")
     clock, lines = tw.Clock(), []
     world = tw.World(clock)
     dog = world.watchdog(tw.config(tmp_path, max_restarts=2, backoff=0), lines)
-    if fault == "starting":
+    if fault in ("maintenance", "lock_expired"):
+        expires = tw.WALL0 + (3600 if fault == "maintenance" else -3600)
+        (tmp_path / "maintenance").write_text(json.dumps({"holder": "switch-model", "run": "r1", "expires": expires}))
+        world.counters = tw.counters(running=0)
+        assert dog.tick().state == (wd.MAINTENANCE if fault == "maintenance" else wd.SERVING)
+    elif fault == "starting":
         world.run(["systemctl", "restart", tw.UNIT])
         assert dog.tick().state == wd.STARTING
     elif fault:
@@ -170,6 +177,14 @@ def test_memory_guard_writes_its_state(tmp_path, monkeypatch, fault):
     assert found[("factory_floor_memory_guard_nothing_left", host)] == (1 if fault else 0)
     database = frozenset(host | {("workload", "database"), ("unit", "mg-database.service"), ("action", "none")})
     assert found[("factory_floor_memory_workload_acted", database)] == 0
+
+
+@pytest.mark.parametrize("fault, verdict, expired", [("maintenance", "maintenance", 0), ("lock_expired", "serving", 1)])
+def test_watchdog_says_when_a_maintenance_lock_has_expired(tmp_path, monkeypatch, fault, verdict, expired):
+    found = samples(watchdog_textfile(tmp_path, monkeypatch, fault))
+    labels = frozenset({("unit", "vllm-replica.service"), ("role", "replica"), ("host", "spark-a")})
+    assert [dict(k[1])["verdict"] for k in found if k[0] == "factory_floor_watchdog_verdict"] == [verdict]
+    assert found[("factory_floor_watchdog_lock_expired", labels)] == expired
 
 
 def test_watchdog_says_starting_while_its_engine_starts(tmp_path, monkeypatch):

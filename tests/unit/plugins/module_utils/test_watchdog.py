@@ -226,10 +226,14 @@ def render(u):
 
 
 class World:
-    """One engine host: its unit, what the engine answers, and every command run."""
+    """One engine host: its unit, what the engine answers, and every command run.
+
+    ``skew``: seconds this host's wall clock is ahead of the others' (its monotonic clock
+    is its own too, but only differences of it are ever used)."""
 
     def __init__(self, clock, name="spark-a", log=None):
         self.clock, self.name = clock, name
+        self.skew = 0.0
         self.unit = unit(started_mono=0.0)
         self.health = wd.Probe("serving")
         self.counters = counters(running=0)
@@ -282,7 +286,8 @@ class World:
         kwargs.setdefault("sleep", self.clock.sleep)
         self.dropin = os.path.join(cfg.dropin_dir, "%s.d" % cfg.unit, wd.DROPIN_NAME)
         return wd.Watchdog(cfg, health_probe=lambda: self.health, generate_probe=self.probe, scrape=self.scrape,
-                           run=self.run, log=lines.append, clock=self.clock, wall=self.clock.wall, **kwargs)
+                           run=self.run, log=lines.append, clock=self.clock, wall=lambda: self.clock.wall() + self.skew,
+                           **kwargs)
 
     def probe(self):
         self.clock.now += self.generate.latency
@@ -439,6 +444,119 @@ def test_backoff_holds_a_second_restart_back(tmp_path):
     assert world.commands == [("spark-a", "kill"), ("spark-a", "restart")]
 
 
+# --- clocks: every wait and age of the watchdog is measured on its own monotonic clock -----------------
+
+
+def _hung(world):
+    world.health, world.counters, world.generate = wd.Probe("serving"), counters(gen=5, running=1), TIMEOUT
+
+
+def _restarts(world):
+    return [c for c in world.commands if c[1] == "restart"]
+
+
+@pytest.mark.parametrize("step", [-7200.0, -86400.0])
+def test_a_wall_clock_step_back_does_not_hold_the_next_restart_back(tmp_path, step):
+    """NTP, an operator or a resumed VM steps the wall clock back after a restart: the backoff
+    (60 s) still counts from the restart, not from a moment the wall clock will only reach later."""
+    clock, lines = Clock(), []
+    world = World(clock)
+    dog = world.watchdog(config(tmp_path, backoff=60, max_restarts=3), lines)
+    _hung(world)
+    run_until(dog, clock, 400, stop=lambda v: v.action == wd.RESTART)
+    first = clock.now
+    world.skew = step
+    run_until(dog, clock, clock.now + 30)    # the restarted engine loads
+    _hung(world)                             # and hangs again once it serves
+    verdicts = run_until(dog, clock, first + 400, stop=lambda v: v.action == wd.RESTART)
+    assert verdicts[-1].action == wd.RESTART and len(_restarts(world)) == 2
+    assert clock.now - first <= 60 + 30 + dog.config.detection_bound
+
+
+def test_a_wall_clock_step_forward_does_not_forget_restarts(tmp_path):
+    """Two restarts within the hour, then the wall clock jumps two hours ahead: the budget
+    (2 in 3600 s) is still spent, so the third hang is given up on, not restarted."""
+    clock, lines = Clock(), []
+    world = World(clock)
+    dog = world.watchdog(config(tmp_path, max_restarts=2, backoff=0), lines)
+    for _round in range(2):
+        _hung(world)
+        run_until(dog, clock, clock.now + 300, stop=lambda v: v.action == wd.RESTART)
+    world.skew = 7200.0
+    _hung(world)
+    verdicts = run_until(dog, clock, clock.now + 300, stop=lambda v: v.action in (wd.RESTART, wd.GIVE_UP))
+    assert verdicts[-1].state == wd.GAVE_UP and len(_restarts(world)) == 2
+    assert "restart budget exhausted: 2 restart(s)" in json.loads((tmp_path / "state.json").read_text())["gave_up"]["why"]
+
+
+def test_restarts_of_an_earlier_boot_count_by_their_unix_time(tmp_path):
+    """A monotonic reading means nothing after a reboot: an earlier boot's restart is aged by its UNIX time."""
+    (tmp_path / "state.json").write_text(json.dumps({"restarts": [
+        {"time": WALL0 - 100, "mono": 5.0, "boot": "boot-before", "verdict": "hung"},
+        {"time": WALL0 - 4000, "mono": 9.0, "boot": "boot-before", "verdict": "hung"},
+        # Same boot: its monotonic reading decides (30 s ago), whatever its UNIX time says.
+        {"time": WALL0 - 99999, "mono": -30.0, "boot": "boot-now", "verdict": "dead"},
+    ]}))
+    clock = Clock()
+    dog = World(clock).watchdog(config(tmp_path), [], boot="boot-now")
+    budget = json.loads(dog.status_json())["budget"]
+    assert budget["used"] == 2
+
+
+def _split_started_together(tmp_path, **kwargs):
+    pair = split_pair(tmp_path, **kwargs)
+    clock, commands, head_world, worker_world = pair[:4]
+    for world in (head_world, worker_world):
+        world.unit = dataclasses.replace(world.unit, started_mono=1.0)
+    # Rank 0 waits for rank 1's rendezvous: its port stays closed while both load.
+    head_world.health, head_world.counters = wd.Probe("loading"), None
+    return pair
+
+
+@pytest.mark.parametrize("skew", [-600.0, -125.0, 600.0, -86400.0])
+def test_skewed_clocks_never_restart_a_pair_that_started_together(tmp_path, skew):
+    """Rank 1's wall clock is off by ``skew`` seconds: a pair that started together loads in peace."""
+    clock, commands, _head_world, worker_world, head, worker, _lines = _split_started_together(tmp_path)
+    worker_world.skew = skew
+    for _look in range(120):
+        worker.tick()
+        assert head.tick().action == wd.NONE
+        clock.now += 5
+    assert commands == []
+
+
+@pytest.mark.parametrize("skew", [-1000.0, 1000.0])
+def test_an_older_rank_1_is_found_whatever_the_clocks_say(tmp_path, skew):
+    """Rank 0 was restarted alone at t=1000; rank 1 has run since t=1: it will not join."""
+    clock, commands, head_world, worker_world, head, worker, _lines = _split_started_together(tmp_path)
+    worker_world.skew = skew
+    clock.now = 1000.0
+    head_world.unit = dataclasses.replace(head_world.unit, invocation_id="inv-9", started_mono=1000.0)
+    clock.now = 1005.0
+    worker.tick()
+    verdict = head.tick()
+    assert (verdict.state, verdict.action) == (wd.DEAD, wd.RESTART) and "older session" in verdict.reason
+    assert ("spark-b", "restart") in commands
+
+
+@pytest.mark.parametrize("skew", [600.0, -600.0])
+def test_rank_1_follows_a_fresh_pair_request_whatever_its_clock_says(tmp_path, skew):
+    """Rank 1's watchdog sees rank 0's request for the first time: the request's age, measured by rank 0's
+    watchdog, says it is fresh, so rank 1 is restarted (an "old" verdict would leave the old rank 1)."""
+    clock, commands, head_world, worker_world, head, worker, _lines = split_pair(tmp_path)
+    worker_world.skew = skew
+    worker.tick()
+    head.tick()
+    head_world.counters, head_world.generate = counters(gen=42, running=2), TIMEOUT
+    for _look in range(40):
+        worker.tick()
+        if head.tick().action == wd.RESTART:
+            break
+        clock.now += 5
+    assert ("spark-b", "restart") in commands
+    assert commands.index(("spark-b", "restart")) < commands.index(("spark-a", "restart"))
+
+
 # --- the maintenance lock -----------------------------------------------------------------------------
 
 
@@ -477,6 +595,57 @@ def test_lock_taken_between_judgement_and_action_wins(tmp_path):
     dog.generate_probe = probe_then_lock
     verdicts = run_until(dog, clock, 200, stop=lambda v: v.state == wd.MAINTENANCE)
     assert verdicts[-1].state == wd.MAINTENANCE and world.commands == []
+
+
+def _lock(path, content, mtime):
+    path.write_text(content)
+    os.utime(path, (mtime, mtime))
+
+
+def test_an_expired_lock_does_not_switch_protection_off(tmp_path):
+    """A switch that died an hour past its lock's expiry (this host's clock wrote and judges it)."""
+    clock, lines = Clock(), []
+    world = World(clock)
+    dog = world.watchdog(config(tmp_path), lines)
+    _lock(tmp_path / "maintenance", json.dumps({"holder": "switch-model", "since": WALL0 - 18000, "run": "r1",
+                                                "by": "ops@controller", "expires": WALL0 - 3600}) + "\n", WALL0 - 18000)
+    world.counters, world.generate = counters(gen=1, running=4), TIMEOUT
+    verdicts = run_until(dog, clock, 600, stop=lambda v: v.action == wd.RESTART)
+    assert verdicts[-1].state == wd.HUNG
+    assert world.commands == [("spark-a", "kill"), ("spark-a", "restart")]
+    assert wd.MAINTENANCE not in {v.state for v in verdicts}
+    assert line_priority(lines, "lock_expired") == wd.WARNING and "standing_down" not in events(lines)
+    status = json.loads((tmp_path / "status.json").read_text())
+    assert status["lock"] is None
+    assert status["lock_expired"]["holder"] == "switch-model" and status["lock_expired"]["expired"] is True
+
+
+def test_a_lock_holds_until_its_expiry_then_the_watchdog_acts_again(tmp_path):
+    clock, lines = Clock(), []
+    world = World(clock)
+    dog = world.watchdog(config(tmp_path), lines)
+    _lock(tmp_path / "maintenance", json.dumps({"holder": "switch-to-split", "since": WALL0, "run": "r2",
+                                                "expires": WALL0 + 300}) + "\n", WALL0)
+    world.counters, world.generate = counters(gen=1, running=4), TIMEOUT
+    held = run_until(dog, clock, 300)
+    assert {v.state for v in held} == {wd.MAINTENANCE} and world.commands == []
+    after = run_until(dog, clock, 600, stop=lambda v: v.action == wd.RESTART)
+    assert after[-1].state == wd.HUNG and world.commands == [("spark-a", "kill"), ("spark-a", "restart")]
+
+
+@pytest.mark.parametrize("age, honoured", [(600, True), (7300, False)])
+def test_a_lock_without_expiry_holds_for_lock_stale_after_from_its_last_write(tmp_path, age, honoured):
+    """touch /run/factory-floor-maintenance: honoured for lock_stale_after (7200 s) from its last write."""
+    clock, lines = Clock(), []
+    world = World(clock)
+    dog = world.watchdog(config(tmp_path), lines)
+    _lock(tmp_path / "maintenance", "", WALL0 - age)
+    world.counters, world.generate = counters(gen=1, running=4), TIMEOUT
+    verdicts = run_until(dog, clock, 300, stop=lambda v: v.action == wd.RESTART)
+    if honoured:
+        assert {v.state for v in verdicts} == {wd.MAINTENANCE} and world.commands == []
+    else:
+        assert verdicts[-1].state == wd.HUNG and "lock_expired" in events(lines)
 
 
 # --- the split pair -----------------------------------------------------------------------------------
@@ -549,7 +718,7 @@ def test_split_head_starts_anyway_when_rank_1_does_not_answer(tmp_path):
 def test_a_dead_worker_is_a_dead_model(tmp_path):
     judge = wd.Judge(config(tmp_path, role="head", peer_url="http://b/state", status_listen={"address": "a", "port": 1}))
     failed = unit(name="vllm-split.service", active_state="failed", sub_state="failed", result="start-limit-hit")
-    peer = {"unit_state": failed.as_dict(), "started_at": WALL0}
+    peer = {"unit_state": failed.as_dict(), "running_for": None}
     assert judge.assess(look(0, cnt=counters(), peer=peer)).action == wd.NONE
     verdict = judge.assess(look(10, cnt=counters(), peer=peer))
     assert (verdict.state, verdict.action, verdict.hard) == (wd.DEAD, wd.RESTART, True)
@@ -563,14 +732,30 @@ def test_rank_1_older_than_rank_0_will_not_join_so_the_pair_restarts(tmp_path):
     judge = wd.Judge(config(tmp_path, role="head", peer_url="http://b/state", status_listen={"address": "a", "port": 1}))
     head_unit = unit(name="vllm-split.service", started_mono=1000.0, invocation_id="inv-9")
     worker_unit = unit(name="vllm-split.service")
-    # Rank 0 was restarted alone at t=1000; rank 1 has run since t=0.
-    old_worker = {"unit_state": worker_unit.as_dict(), "started_at": WALL0}
+    # Rank 0 was restarted alone at t=1000; rank 1 has run since t=0 (its watchdog measured 1004 s).
+    old_worker = {"unit_state": worker_unit.as_dict(), "running_for": 1004.0}
     verdict = judge.assess(look(1005, health="loading", u=head_unit, peer=old_worker))
     assert (verdict.state, verdict.action) == (wd.DEAD, wd.RESTART) and "older session" in verdict.reason
     # Started together (within pair_skew): rank 0 just waits for rank 1.
     judge.reset()
-    fresh_worker = {"unit_state": worker_unit.as_dict(), "started_at": WALL0 + 990}
+    fresh_worker = {"unit_state": worker_unit.as_dict(), "running_for": 15.0}
     assert judge.assess(look(1005, health="loading", u=head_unit, peer=fresh_worker)).action == wd.NONE
+
+
+def test_an_expired_lock_on_the_peer_does_not_stop_the_head(tmp_path):
+    """Rank 1's host judges its own lock's expiry; an expired one stops neither rank."""
+    clock, commands, head_world, _worker_world, head, worker, lines = split_pair(tmp_path)
+    _lock(tmp_path / "b" / "maintenance", json.dumps({"holder": "switch-to-split", "expires": WALL0 - 60}), WALL0 - 9000)
+    worker.tick()
+    head.tick()
+    head_world.counters, head_world.generate = counters(gen=1, running=2), TIMEOUT
+    for _look in range(40):
+        worker.tick()
+        if head.tick().action == wd.RESTART:
+            break
+        clock.now += 5
+    assert ("spark-a", "restart") in commands and ("spark-b", "restart") in commands
+    assert "lock_expired" in events(lines)
 
 
 def test_lock_on_the_peer_stops_the_head(tmp_path):

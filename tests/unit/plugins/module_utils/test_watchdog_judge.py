@@ -509,21 +509,26 @@ def test_new_run_of_the_unit_starts_a_new_baseline_and_grace(tmp_path):
 # --- the budget ---------------------------------------------------------------------------------------
 
 
+def _ages(now):
+    """Each record's age at ``now``, on the same clock as its ``t``."""
+    return lambda record: now - record["t"]
+
+
 def test_budget_allows_the_first_restart_at_once_then_backs_off_then_is_exhausted():
     budget = wd.Budget(max_restarts=3, window=3600, backoff=60, backoff_max=600)
-    assert budget.check([], 1000).allowed
-    history = [{"time": 1000}]
-    check = budget.check(history, 1030)
+    assert budget.check([], _ages(1000)).allowed
+    history = [{"t": 1000}]
+    check = budget.check(history, _ages(1030))
     assert (check.allowed, check.exhausted, round(check.wait)) == (False, False, 30)
-    assert budget.check(history, 1060).allowed
-    history.append({"time": 1100})
-    assert round(budget.check(history, 1150).wait) == 70  # 120 s after the second
-    assert budget.check(history, 1220).allowed
-    history.append({"time": 1300})
-    check = budget.check(history, 1400)
+    assert budget.check(history, _ages(1060)).allowed
+    history.append({"t": 1100})
+    assert round(budget.check(history, _ages(1150)).wait) == 70  # 120 s after the second
+    assert budget.check(history, _ages(1220)).allowed
+    history.append({"t": 1300})
+    check = budget.check(history, _ages(1400))
     assert (check.allowed, check.exhausted) == (False, True) and "max_restarts 3" in check.why
     # Restarts older than the window no longer count.
-    assert budget.check(history, 1000 + 3600).used == 2
+    assert budget.check(history, _ages(1000 + 3600)).used == 2
 
 
 # --- the split pair: what rank 1 does with a request ----------------------------------------------
@@ -531,10 +536,13 @@ def test_budget_allows_the_first_restart_at_once_then_backs_off_then_is_exhauste
 
 @pytest.mark.parametrize("seen, asked, decision", [
     (None, None, "none"),
-    ("r1", {"id": "r1", "time": WALL0}, "none"),
-    ("r1", {"id": "r2", "time": WALL0 - 9999}, "follow"),   # made while rank 1's watchdog was down
-    (None, {"id": "r1", "time": WALL0 - 9999}, "adopt"),    # first contact, an old request
-    (None, {"id": "r1", "time": WALL0 - 5}, "follow"),      # first contact, rank 0 is waiting for it
+    ("r1", {"id": "r1", "age": 1.0}, "none"),
+    ("r1", {"id": "r2", "age": 9999.0}, "follow"),   # made while rank 1's watchdog was down
+    (None, {"id": "r1", "age": 9999.0}, "adopt"),    # first contact, an old request
+    (None, {"id": "r1", "age": 5.0}, "follow"),      # first contact, rank 0 is waiting for it
+    # Made before rank 0's watchdog last started (no age): old. Its UNIX time is never read.
+    (None, {"id": "r1", "time": WALL0, "age": None}, "adopt"),
+    (None, {"id": "r1", "time": WALL0}, "adopt"),
 ])
 def test_follow_decision(seen, asked, decision):
-    assert wd.follow_decision(seen, asked, WALL0, 60) == decision
+    assert wd.follow_decision(seen, asked, 60) == decision

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import json
+
 from ansible_collections.factory_floor.llm.plugins.modules import keepalived_check
 from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_keepalived import pair
 
@@ -35,3 +37,20 @@ def test_hosts_must_be_dicts(run_module):
     code, result = run_module(keepalived_check, {"hosts": {"spark-a": "eth0", "spark-b": {}}})
     assert code == 1
     assert result["msg"] == "hosts must map each proxy host to a dict of its settings; not a dict for: spark-a"
+
+
+def test_different_auth_is_refused_and_no_secret_is_printed(run_module):
+    secrets = {"spark-a": "Vr9-aaaa", "spark-b": "Vr9-bbbb"}
+    code, result = run_module(keepalived_check, {"hosts": pair(), "auth_pass": secrets})
+    assert code == 1
+    assert [error["check"] for error in result["errors"]] == ["auth_differs"]
+    assert "The proxy hosts do not have the same keepalived_auth_pass" in result["msg"]
+    assert not any(secret in json.dumps(result) for secret in secrets.values())
+
+
+def test_auth_pass_must_name_every_host(run_module):
+    code, result = run_module(keepalived_check, {"hosts": pair(), "auth_pass": {"spark-a": "Vr9-aaaa"}})
+    assert code == 1
+    assert result["msg"] == ("auth_pass must map every proxy host to its keepalived_auth_pass (a string); "
+                             "missing for: spark-b")
+    assert "Vr9-aaaa" not in json.dumps(result)

@@ -94,3 +94,22 @@ def test_seconds_bounded(fake_socket, run_module):
     code, result = run_module(vrrp_info, {"interface": "eth0", "seconds": 600})
     assert code == 1
     assert result["msg"] == "seconds is 600.0: listen 0-60 seconds"
+
+
+def test_the_listening_time_is_measured_on_the_monotonic_clock(fake_socket):
+    """The wall clock steps back an hour at every reading (NTP, an operator): the listen still ends
+    after its 0.3 s of monotonic time, and each advertisement is stamped with the wall clock."""
+    mono, wall = [100.0], [1_796_000_000.0]
+
+    def monotonic():
+        mono[0] += 0.05
+        return mono[0]
+
+    def stepping_wall():
+        wall[0] -= 3600.0
+        return wall[0]
+
+    adverts, ignored = vrrp_info.listen("eth0", 0.3, clock=monotonic, wall=stepping_wall)
+    assert len(adverts) == 3 and ignored == 1
+    assert mono[0] - 100.0 <= 0.3 + 0.1
+    assert all(a["received"] in {1_796_000_000.0 - 3600.0 * n for n in range(1, 5)} for a in adverts)

@@ -1,0 +1,91 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""What the floating address follows, as the keepalived role configures it (keepalived.conf.j2 rendered
+as the role renders it; the decision of the engines check itself: test_keepalived.py).
+
+- nginx's /healthz: a failure is FAULT (weight 0), the address leaves at once;
+- an engine in rotation on this proxy: a failure lowers the priority by the weight, never FAULT, so when
+  no proxy has one the holder keeps the address;
+- equal priorities and preemption with a delay: a backup takes over only while it outranks the holder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import yaml
+
+from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, render
+
+
+def inventory(**extra):
+    values = {"inventory_hostname": "spark-a", "groups": {"proxy": ["spark-a", "spark-b"]},
+              "ansible_facts": {"default_ipv4": {"interface": "eth0", "address": "10.89.7.10"}},
+              "__keepalived_peers": {"unicast_src_ip": "10.89.7.10", "unicast_peer": ["10.89.7.11"]},
+              "__keepalived_address": "10.89.7.100/24"}
+    values.update(extra)
+    return values
+
+
+def block(text, name):
+    """The lines of the block that starts with ``name`` (vrrp_script X, vrrp_instance X), folded."""
+    lines, depth, inside = [], 0, False
+    for line in text.splitlines():
+        stripped = line.split("#", 1)[0].strip()
+        if not inside and stripped.startswith(name + " {"):
+            inside, depth = True, 0
+        if inside:
+            if stripped:
+                lines.append(re.sub(r"\s+", " ", stripped))
+            depth += stripped.count("{") - stripped.count("}")
+            if depth == 0:
+                return lines
+    return lines
+
+
+def test_the_address_follows_nginx_and_the_engines_by_default():
+    text = render("keepalived", "keepalived.conf.j2", **inventory())
+    healthz = block(text, "vrrp_script proxy_healthz")
+    assert not any(line.startswith("weight") for line in healthz)      # weight 0: a failure is FAULT
+    engines = block(text, "vrrp_script proxy_engines")
+    assert engines[1] == ('script "/usr/bin/python3 /usr/local/lib/factory-floor/_keepalived.py --state-file '
+                          '/run/factory-floor/upstream.json --stale-after 30"')
+    assert {"weight -50", "fall 3", "rise 2", "init_fail", "interval 1"} <= set(engines)
+    instance = block(text, "vrrp_instance factory_floor")
+    assert "priority 250" in instance and "preempt_delay 5" in instance and "nopreempt" not in instance
+    track = instance[instance.index("track_script {") + 1:]
+    assert track[:2] == ["proxy_healthz", "proxy_engines"]
+
+
+def test_every_proxy_host_has_the_same_priority():
+    """A host that comes back never outranks the holder: no second break of every client's connection."""
+    defaults = yaml.safe_load(open(os.path.join(ROOT, "roles", "keepalived", "defaults", "main.yml"), encoding="utf-8"))
+    assert defaults["keepalived_priority"] == 250 and defaults["keepalived_nopreempt"] is False
+    assert defaults["keepalived_engines_script_weight"] < defaults["keepalived_priority"]
+    for host in ("spark-a", "spark-b"):
+        text = render("keepalived", "keepalived.conf.j2", **inventory(inventory_hostname=host))
+        assert "priority 250" in block(text, "vrrp_instance factory_floor")
+
+
+def test_nopreempt_follows_nginx_only():
+    text = render("keepalived", "keepalived.conf.j2", **inventory(keepalived_nopreempt=True))
+    instance = block(text, "vrrp_instance factory_floor")
+    assert "nopreempt" in instance and not any(line.startswith("preempt_delay") for line in instance)
+
+
+def test_without_the_engines_check():
+    text = render("keepalived", "keepalived.conf.j2", **inventory(keepalived_track_engines=False))
+    assert "proxy_engines" not in text
+    instance = block(text, "vrrp_instance factory_floor")
+    assert instance[instance.index("track_script {") + 1] == "proxy_healthz"
+
+
+def test_the_engines_check_reads_the_file_the_membership_checker_writes():
+    ours = yaml.safe_load(open(os.path.join(ROOT, "roles", "keepalived", "vars", "main.yml"), encoding="utf-8"))
+    nginx = yaml.safe_load(open(os.path.join(ROOT, "roles", "nginx_proxy", "vars", "main.yml"), encoding="utf-8"))
+    assert ours["_keepalived_checker_state_file"] == nginx["_nginx_proxy_state_file"]
+    assert os.path.dirname(ours["_keepalived_engines_check"]) == nginx["_nginx_proxy_lib_dir"]
+    assert os.path.exists(os.path.join(ROOT, "plugins", "module_utils", os.path.basename(ours["_keepalived_engines_check"])))
