@@ -365,7 +365,7 @@ class Syncer:
     """One membership loop; every side effect goes through injectable callables."""
 
     def __init__(self, config, probe=None, run=None, log=None, clock=time.time, resolve=resolve_address,
-                 workers=None, sleep=time.sleep, nginx_up=None):
+                 workers=None, sleep=time.sleep, nginx_up=None, monotonic=time.monotonic):
         self.config = config
         # Whether nginx's master runs (its pid file names a live nginx process).
         self.nginx_up = nginx_up or (lambda: nginx_running(config.get("pid_file", "/run/nginx.pid")))
@@ -389,7 +389,10 @@ class Syncer:
         self.run = run or (lambda argv: subprocess.run(argv, capture_output=True, text=True, check=False))
         # Writes one journal line (stdout under systemd); tests collect them.
         self.write_line = log or daemon.emit
+        # Wall clock for what people read (``updated``); waits on the monotonic clock, which no
+        # clock step moves.
         self.clock = clock
+        self.monotonic = monotonic
         self.last_status = {}
         # nginx -t accepted the servers file but the reload failed: nginx still runs
         # the old upstream, so the next pass reloads again although the file matches.
@@ -515,12 +518,12 @@ class Syncer:
         read (no pid file) are not waited for."""
         if before is None:
             return
-        deadline = self.clock() + float(self.config.get("reload_timeout", 10))
+        deadline = self.monotonic() + float(self.config.get("reload_timeout", 10))
         while True:
             now = self.workers()
             if now is None or now - before:
                 return
-            if self.clock() >= deadline:
+            if self.monotonic() >= deadline:
                 self.log(daemon.WARNING, "reload_unconfirmed", timeout=float(self.config.get("reload_timeout", 10)),
                          note="nginx reloaded but no new worker within the timeout: the state may run ahead of nginx")
                 return

@@ -1217,7 +1217,7 @@ def test_a_reload_is_waited_for_until_nginx_runs_a_new_worker(tmp_path, generati
         world.now += seconds
 
     world.syncer = up.Syncer(world.config, probe=world.probe, run=world.run, log=world.logs.append, clock=world.clock,
-                             workers=workers, sleep=sleep)
+                             workers=workers, sleep=sleep, monotonic=world.clock)
     world.statuses["spark-a"] = vh.SERVING
     world.statuses["spark-b"] = vh.SERVING
     for _pass in range(up.DEFAULT_PASSES + 1):
@@ -1231,3 +1231,31 @@ def test_a_reload_is_waited_for_until_nginx_runs_a_new_worker(tmp_path, generati
     assert bool(unconfirmed) is was_logged
     assert all(prio == daemon.WARNING and record["timeout"] == 10 for prio, record in unconfirmed)
     assert world.state()["members"] == ["spark-a", "spark-b"]
+
+
+def test_the_reload_wait_ignores_a_wall_clock_step_back(tmp_path):
+    """The wait for nginx's new worker is bounded on the monotonic clock: a wall clock stepped back
+    by an hour mid-wait (NTP, an operator) neither stretches it nor ends it early."""
+    world = World(tmp_path)
+    ticks = {"mono": 0.0}
+    steps = []
+
+    def wall():
+        return 1_000_000.0 - 3600.0 * len(steps)
+
+    def sleep(seconds):
+        steps.append(seconds)
+        ticks["mono"] += seconds
+
+    world.syncer = up.Syncer(world.config, probe=world.probe, run=world.run, log=world.logs.append, clock=wall,
+                             workers=lambda: {1, 2}, sleep=sleep, monotonic=lambda: ticks["mono"])
+    world.statuses["spark-a"] = vh.SERVING
+    world.statuses["spark-b"] = vh.SERVING
+    for _pass in range(up.DEFAULT_PASSES + 1):
+        steps.clear()
+        world.once()
+        if "nginx-reload" in world.ran():
+            break
+    assert "nginx-reload" in world.ran()
+    assert 99 <= len(steps) <= 101
+    assert logged(world.logs, "reload_unconfirmed")
