@@ -183,10 +183,10 @@ def running_share(words):
     found = None
     words = [str(word) for word in words or []]
     for index, word in enumerate(words):
-        flag, _, value = word.partition("=")
+        flag, equals, value = word.partition("=")
         if flag.replace("_", "-") != "--gpu-memory-utilization":
             continue
-        if not _:
+        if not equals:
             value = words[index + 1] if index + 1 < len(words) else ""
         try:
             share = float(value)

@@ -42,8 +42,8 @@ options:
               tool_gate_spread]
   hosts:
     description:
-      - The hosts the run includes - C(ansible_play_hosts_all) of a play over C(all) (or the engine and proxy
-        groups): the inventory hosts C(--limit) lets in.
+      - The hosts the run includes, C(ansible_play_hosts_all) of a play over C(all) (or the engine and proxy
+        groups) - the inventory hosts C(--limit) lets in.
     type: list
     elements: str
     required: true

@@ -351,6 +351,13 @@ SEED_REPORT = dict(device_total_gib=121.7, workloads=SEED_REPORT_WORKLOADS, weig
                    floor_gib=9.0)          # "9 GiB free" once vLLM has its memory: MemAvailable kept, the floor
 
 
+def seed_report(**changes):
+    """SEED_REPORT with some figures changed."""
+    args = dict(SEED_REPORT)
+    args.update(changes)
+    return args
+
+
 def seed_report_meminfo(os_gib):
     """The host with the OS at ``os_gib`` and both workloads at their peaks, vLLM stopped."""
     total_kb = SEED_REPORT_MEMTOTAL_KB
@@ -403,20 +410,18 @@ def test_seed_report_with_the_declared_reserves_names_the_one_that_makes_the_dif
         assert "min_kv_gib 12.00 needs gpu_memory_utilization 0.72 on host spark-b: 6.33 GiB more" in str(err.value)
         assert "floor_gib alone makes the difference (floor_gib 2.67 instead of 9.00)" in str(err.value)
         assert "The reference share: " + why in str(err.value)
-        plan = plan_host("spark-b", meminfo, min_kv_gib=min_kv_gib, **dict(SEED_REPORT, floor_gib=2.67))
+        plan = plan_host("spark-b", meminfo, min_kv_gib=min_kv_gib, **seed_report(floor_gib=2.67))
         assert plan["gpu_memory_utilization"] == 0.72 and plan["fits"]
     # "By how much" is exact: the named floor gives the team's share back, on the same memory.
-    kwargs = dict(SEED_REPORT, floor_gib=_reserve_named(why, "floor_gib"))
-    plan = plan_host("spark-b", meminfo, min_kv_gib=min_kv_gib, **kwargs)
+    plan = plan_host("spark-b", meminfo, min_kv_gib=min_kv_gib, **seed_report(floor_gib=_reserve_named(why, "floor_gib")))
     assert plan["gpu_memory_utilization"] == 0.74
     assert plan["available_after_start_bytes"] >= plan["floor_bytes"]
 
 
 def test_seed_report_read_as_headroom_names_every_reserve():
     """The 9 GiB declared as headroom on top of the 2 GiB floor: no one reserve alone covers 10.76 GiB."""
-    kwargs = dict(SEED_REPORT, floor_gib=2.0, headroom_gib=9.0)
     plan = plan_host("spark-b", seed_report_meminfo(4.0), min_kv_gib=3.0, reference_gpu_memory_utilization=0.74,
-                     **kwargs)
+                     **seed_report(floor_gib=2.0, headroom_gib=9.0))
     assert plan["gpu_memory_utilization"] == 0.65
     assert plan["difference"].endswith(
         "no declared reserve alone makes the difference: together os_reserve_gib 4.00 + cuda_context_gib 5.60 + "
