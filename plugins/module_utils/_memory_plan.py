@@ -110,16 +110,18 @@ def plan_host(name, meminfo, weights_gib, min_kv_gib, activation_gib=DEFAULT_ACT
     else:
         held = sum(engine["held_bytes"] for engine in running)
         held_source = "engines" if running else "none running"
-    if reference_gpu_memory_utilization is None:
+    reference = reference_source = None
+    if reference_gpu_memory_utilization is not None:
+        reference = fraction_hundredths(reference_gpu_memory_utilization,
+                                        "host %s: reference_gpu_memory_utilization" % name)
+        reference_source = "reference_gpu_memory_utilization"
+    else:
         shares = [engine["gpu_memory_utilization"] for engine in running
                   if engine["gpu_memory_utilization"] is not None]
-        reference = max(shares) if shares else None
-        reference_source = "running engine" if shares else None
-    else:
-        reference = reference_gpu_memory_utilization
-        reference_source = "reference_gpu_memory_utilization"
-    if reference is not None:
-        reference = fraction_hundredths(reference, "host %s: reference_gpu_memory_utilization" % name)
+        if shares:
+            # Whatever the engine was started with (0.745 by hand): the hundredth at or below it.
+            reference = int(math.floor(max(shares) * 100 + 1e-9))
+            reference_source = "running engine"
     plan = {
         "host": name,
         "mem_total_bytes": mem_total,

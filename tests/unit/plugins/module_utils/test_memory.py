@@ -316,6 +316,20 @@ def test_the_running_engine_gives_its_memory_back_to_its_restart():
                   headroom_gib=SEED_HEADROOM, engines_held_gib=0, **MODEL)
 
 
+def test_an_engine_running_above_the_share_is_the_reference_and_the_line_says_why():
+    """The engine runs with 0.78 (set by hand, as in the report); the host as declared allows 0.74."""
+    text = meminfo_text(free_kb=4 * 1024 * 1024, available_kb=4 * 1024 * 1024)
+    engines = [{"unit": "vllm-replica.service", "gpu_memory_utilization": 0.785, "measured_bytes": None}]
+    plan = plan_host("spark-a", text, device_total_gib=DEVICE_TOTAL, workloads=SEED_WORKLOADS,
+                     headroom_gib=SEED_HEADROOM, engines=engines, **MODEL)
+    assert plan["gpu_memory_utilization"] == 0.74
+    assert plan["reference_hundredths"] == 78 and plan["reference_source"] == "running engine"
+    assert plan["difference"].startswith("gpu_memory_utilization 0.78 on host spark-a: 3.93 GiB more than its "
+                                         "declarations leave")
+    assert plan["difference"].endswith("os_reserve_gib or cuda_context_gib alone make the difference "
+                                       "(os_reserve_gib 0.06 instead of 4.00, cuda_context_gib 1.66 instead of 5.60)")
+
+
 @pytest.mark.parametrize("share, measured, expected_gib, basis", [
     (0.74, None, 95.66, "its --gpu-memory-utilization 0.74 + cuda_context_gib"),
     (0.74, 100 * GIB, 100.0, "measured"),       # it holds more than it was admitted with
