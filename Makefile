@@ -17,7 +17,7 @@ export LAB_PIP := $(BIN)/pip
 
 APT_PACKAGES := podman runc debootstrap netavark aardvark-dns iptables nftables curl git python3-venv openssh-client
 
-.PHONY: help deps apt doctor lab-doctor venv collection promtool lab-image lab-network lab-up lab-down demo test test-quick units lint sanity molecule build clean
+.PHONY: help deps apt doctor lab-doctor venv collection promtool nginx lab-image lab-network lab-up lab-down demo test test-quick units lint sanity molecule build clean
 
 help:
 	@echo "make demo        build the lab, deploy the split topology, switch to replicas, print the report"
@@ -94,8 +94,23 @@ $(PROMTOOL): | $(APT_STAMP)
 	  dpkg-deb --fsys-tarfile prometheus_*.deb | tar -x ./usr/bin/promtool && rm -f prometheus_*.deb
 	$(PROMTOOL) --version | head -n 1
 
-units: venv collection $(PROMTOOL)
-	PROMTOOL=$(abspath $(PROMTOOL)) $(PY) -m pytest -q --import-mode=importlib tests/unit
+# nginx with its Lua module for the proxy's tests (tests/unit/roles/test_nginx_proxy_nginx.py),
+# taken out of Debian's packages without installing them: installed, the nginx package starts a
+# service on this machine, and its stop reaches other nginx masters here by name (the lab's).
+# The binary, modules and Lua libraries stay under .cache/nginx/root; the tests run it on
+# loopback under their own prefix and stop it by its PID.
+NGINX_DEBS := nginx nginx-common libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core lua-resty-lrucache \
+              libluajit2-5.1-2 lua-cjson libpcre3
+NGINX_ROOT := .cache/nginx/root
+nginx: $(NGINX_ROOT)/usr/sbin/nginx
+$(NGINX_ROOT)/usr/sbin/nginx: | $(APT_STAMP)
+	rm -rf .cache/nginx && mkdir -p $(NGINX_ROOT)
+	cd .cache/nginx && apt-get download -qq -o APT::Sandbox::User=root $(NGINX_DEBS) && \
+	  for deb in *.deb; do dpkg-deb -x "$$deb" root; done && rm -f *.deb
+	LD_LIBRARY_PATH=$(NGINX_ROOT)/usr/lib/x86_64-linux-gnu:$(NGINX_ROOT)/lib/x86_64-linux-gnu $@ -v
+
+units: venv collection $(PROMTOOL) $(NGINX_ROOT)/usr/sbin/nginx
+	PROMTOOL=$(abspath $(PROMTOOL)) FF_NGINX_ROOT=$(abspath $(NGINX_ROOT)) $(PY) -m pytest -q --import-mode=importlib tests/unit
 
 lint: venv collection
 	ansible-lint --profile production

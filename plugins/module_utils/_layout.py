@@ -80,6 +80,7 @@ HOST_VARS = (
     "vllm_split_head",
     "vllm_split_tensor_parallel_size",
     "vllm_split_pipeline_parallel_size",
+    "vllm_served_model_name",
 )
 
 _LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")

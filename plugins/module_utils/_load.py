@@ -286,8 +286,11 @@ def make_session():
 
 
 def auth_headers(api_key):
-    """Only the API key's header (none without a key)."""
-    return client.headers(api_key, accept=None)
+    """Only the API key's header (none without a key); LoadError, without the key, when it is not a bearer token."""
+    try:
+        return client.headers(api_key, accept=None)
+    except client.ClientConfigError as exc:
+        raise LoadError(str(exc)) from None
 
 
 def _has_output(choice):
@@ -349,10 +352,15 @@ def stream_chat(session, url, payload, headers=None, timeout=DEFAULT_TIMEOUT, cl
                         record["last_token"] = now
                 if not done and record["error"] is None:
                     record["error"] = "the stream ended without data: [DONE]"
-    except ValueError as exc:
-        record["error"] = "an event was not JSON: %s" % exc
     except Exception as exc:  # pylint: disable=broad-except  # requests' and the socket's errors alike
-        record["error"] = "%s: %s" % (type(exc).__name__, exc)
+        # Refused before it was sent (requests' InvalidHeader is a ValueError too): named, never quoted.
+        words = client.config_error(exc)
+        if words is not None:
+            record["error"] = "%s: not sent: %s" % (type(exc).__name__, words)
+        elif isinstance(exc, client.EventNotJSON):
+            record["error"] = "an event was not JSON: %s" % exc
+        else:
+            record["error"] = "%s: %s" % (type(exc).__name__, exc)
     record["end"] = clock()
     record["e2e"] = record["end"] - record["start"]
     if record["ttft"] is None:
@@ -417,6 +425,9 @@ def engine_model(session, base_url, model, headers=None, timeout=10.0):
     try:
         response = session.get(url, headers=headers or {}, timeout=timeout)
     except Exception as exc:  # pylint: disable=broad-except
+        words = client.config_error(exc)
+        if words is not None:
+            raise LoadError("GET %s not sent: %s" % (url, words)) from None
         raise LoadError("GET %s failed: %s: %s; is the engine serving, and may this host reach it "
                         "(the API port accepts loopback, the proxy hosts and vllm_allowed_clients)?"
                         % (url, type(exc).__name__, exc)) from None

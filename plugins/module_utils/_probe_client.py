@@ -49,7 +49,9 @@ def _closed_before_answer(exc):
         for arg in getattr(exc, "args", ()):
             if isinstance(arg, BaseException) and _closed_before_answer(arg):
                 return True
-        exc = exc.__cause__ or exc.__context__ or getattr(exc, "reason", None)
+        reason = getattr(exc, "reason", None)
+        # An ssl error's reason is a word (CERTIFICATE_VERIFY_FAILED), urllib3's an exception.
+        exc = exc.__cause__ or exc.__context__ or (reason if isinstance(reason, BaseException) else None)
     return False
 
 
@@ -82,15 +84,21 @@ def one_request(session, url, payload, headers, timeout, retry_connection_errors
         if response.status_code != 200:
             record["error"] = response.text[:200]
     except Exception as exc:  # every failure is data for the report
-        record["error"] = "%s: %s" % (type(exc).__name__, exc)
+        # A request refused before it was sent is named, never quoted (requests' text holds the header).
+        words = vllm_client.config_error(exc)
+        record["error"] = "%s: %s" % (type(exc).__name__, words if words is not None else exc)
     record["end"] = time.time()
     record["latency"] = round(record["end"] - started, 4)
     return record
 
 
 def run(url, model, out, interval=0.5, concurrency=1, timeout=60.0, api_key=None, duration=None,
-        max_tokens=1, stop=None, retry_connection_errors=False):
-    """Loop until ``stop`` is set (or ``duration`` seconds passed), appending records to ``out``."""
+        max_tokens=1, stop=None, retry_connection_errors=False, ca_file=None):
+    """Loop until ``stop`` is set (or ``duration`` seconds passed), appending records to ``out``.
+
+    ``ca_file``: for an ``https`` URL (the proxy with TLS), the CA file its certificate is
+    verified with; None, requests' own trust store. The certificate is always verified.
+    """
     stop = stop or threading.Event()
     lock = threading.Lock()
     headers = vllm_client.headers(api_key, accept=None)
@@ -109,6 +117,8 @@ def run(url, model, out, interval=0.5, concurrency=1, timeout=60.0, api_key=None
 
     def worker():
         session = vllm_client.session()
+        if ca_file:
+            session.verify = ca_file
         while not stop.is_set() and (deadline is None or time.time() < deadline):
             record = one_request(session, url, payload(), headers, timeout, retry_connection_errors)
             with lock, open(out, "a", encoding="utf-8") as handle:
@@ -132,6 +142,7 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     parser.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     parser.add_argument("--api-key-file", default=None, help="file holding the API key")
+    parser.add_argument("--ca-file", default=None, help="CA file to verify an https proxy's certificate with")
     parser.add_argument("--retry-connection-errors", action="store_true",
                         help="resend once on a new connection after any connection error (the record keeps the first)")
     args = parser.parse_args(argv)
@@ -141,12 +152,17 @@ def main(argv=None):
     api_key = None
     if args.api_key_file:
         with open(args.api_key_file, encoding="utf-8") as handle:
-            api_key = handle.read().strip() or None
+            # A file's own line end is not the key's; anything else is, and is checked below.
+            api_key = handle.read().rstrip("\n") or None
+    problem = vllm_client.api_key_problem(api_key)
+    if problem is not None:
+        sys.stderr.write("the key in %s %s\n" % (args.api_key_file, problem))
+        return 2
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *args: stop.set())
     signal.signal(signal.SIGINT, lambda *args: stop.set())
     run(args.url, args.model, args.out, args.interval, args.concurrency, args.timeout, api_key,
-        args.duration, stop=stop, retry_connection_errors=args.retry_connection_errors)
+        args.duration, stop=stop, retry_connection_errors=args.retry_connection_errors, ca_file=args.ca_file)
     return 0
 
 

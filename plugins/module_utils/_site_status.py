@@ -25,10 +25,15 @@ try:  # installed next to a daemon on a host (not today; kept as the other modul
 except ImportError:  # inside the collection
     from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd as systemd
 
+from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_record as tr
+
 UNITS = {"replicas": "vllm-replica.service", "split": "vllm-split.service"}
 WATCHDOG_UNITS = {"replicas": "vllm-replica-watchdog.service", "split": "vllm-split-watchdog.service"}
 # The proxy checker's state older than this (seconds) is stale: it writes it every few seconds.
 STALE_ROTATION = 60.0
+# Passes in a row whose upstream nginx did not load before the status view names it (the
+# checker's own err line comes at 3 too: _upstream.DEFAULT_ESCALATE_AFTER).
+RELOAD_FAILURES = 3
 # The watchdog's status older than this (seconds) is stale: it writes it after every look.
 STALE_VERDICT = 300.0
 
@@ -206,6 +211,14 @@ def _topology(engines, inventory):
                         "since": rec.get("since"), "run": rec.get("run"), "note": rec.get("note")}
     if kinds and kinds != [inventory]:
         view["advice"] = next((r.get("message") for r in recorded.values() if r.get("message")), None)
+    # Each host's record next to what its units run, and records that differ between hosts
+    # (_topology_record's comparison, as deploy.yml and the switches make it).
+    observed = {}
+    for host, e in engines.items():
+        units = _units(e)
+        states = [(units.get(UNITS[name]) or {}).get("active_state") or "unknown" for name in tr.UNIT_ORDER] if units else None
+        observed[host] = {"record": (e.get("record") or {}).get("record"), "runs": tr.runs(states)}
+    view["disagreements"] = tr.compare(list(engines), observed)["disagreements"]
     return view
 
 
@@ -365,13 +378,22 @@ def build(engines, proxies, inventory_topology, split_head=None, gate=None, floa
             attention.append("%s: clients bypass the proxy: %s" % (host, ", ".join(view["peers"][-1]["bypassing"])))
     for host, proxy in proxies_ok.items():
         state = _json(proxy.get("rotation")) or {}
+        units = parse_units(proxy.get("checker")) if isinstance(proxy.get("checker"), str) else {}
+        nginx = state.get("nginx") if isinstance(state.get("nginx"), dict) else {}
         row = {"host": host, "reachable": proxy.get("reachable", True), "error": proxy.get("error"),
-               "checker": unit_words((parse_units(proxy.get("checker")) if isinstance(proxy.get("checker"), str)
-                                      else {}).get("factory-floor-upstream.service")),
+               "checker": unit_words(units.get("factory-floor-upstream.service")),
+               # nginx.service as systemd has it (NRestarts: how often Restart= brought it back) and as the
+               # checker saw it at its last pass.
+               "nginx": unit_words(units.get("nginx.service")),
+               "nginx_restarts": (units.get("nginx.service") or {}).get("n_restarts"),
+               "nginx_up": nginx.get("up"), "reload_failures": nginx.get("reload_failures") or 0,
+               "io_error": nginx.get("io_error"),
                "mode": state.get("mode"), "in_rotation": state.get("in_rotation") or [],
                "drained": state.get("drained") or [], "updated": state.get("updated"),
                "stale": bool(state) and state.get("updated") is not None and now - float(state["updated"]) > STALE_ROTATION}
         view["proxies"].append(row)
+        if row["reachable"]:
+            attention.extend("proxy %s: %s" % (host, words) for words in _nginx_attention(row, units.get("nginx.service")))
         if not row["reachable"]:
             attention.append("proxy %s could not be read: %s" % (host, row["error"] or "unreachable"))
         elif not state:
@@ -383,7 +405,23 @@ def build(engines, proxies, inventory_topology, split_head=None, gate=None, floa
     if not topology["agrees"]:
         attention.append("topology: the hosts run %s (recorded %s), the inventory says %s" % (
             topology["running"], topology["recorded"], inventory_topology))
+    attention.extend("topology records: %s" % words for words in topology["disagreements"])
     return view
+
+
+def _nginx_attention(row, unit):
+    """What needs attention about one proxy host's nginx: not running, or not loading the checker's upstream."""
+    found = []
+    if unit and not _up(unit):
+        found.append("nginx.service is %s: this proxy answers nothing (systemctl status nginx.service)" % row["nginx"])
+    elif row["nginx_up"] is False and not row["stale"]:
+        found.append("the membership checker found nginx's master not running at its last pass")
+    if row["reload_failures"] >= RELOAD_FAILURES:
+        found.append("nginx has not loaded the membership checker's upstream for %d passes in a row "
+                     "(journalctl -p warning -u factory-floor-upstream.service)" % row["reload_failures"])
+    if row["io_error"]:
+        found.append("the membership checker cannot write its files: %s" % row["io_error"])
+    return found
 
 
 def _lock(host, e, now):
@@ -495,8 +533,9 @@ def table(view, now):
             if not p["reachable"]:
                 lines.append("  %s: could not be read (%s)" % (p["host"], p["error"] or "unreachable"))
                 continue
-            lines.append("  %s: checker %s, state %s; in rotation: %s; drained: %s" % (
-                p["host"], p["checker"], when(p["updated"], now) if p["updated"] else "missing",
+            lines.append("  %s: nginx %s%s, checker %s, state %s; in rotation: %s; drained: %s" % (
+                p["host"], p["nginx"], ", restarted %d times" % p["nginx_restarts"] if p.get("nginx_restarts") else "",
+                p["checker"], when(p["updated"], now) if p["updated"] else "missing",
                 ", ".join(p["in_rotation"]) or "none", ", ".join(p["drained"]) or "none"))
     # The floating proxy address (keepalived, its own role) is shown here once it feeds floating_addresses.
     lines.append("floating proxy address: " + (", ".join(

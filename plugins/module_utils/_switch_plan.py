@@ -15,10 +15,20 @@ Inputs, by host inventory name:
 - ``drains``: what each proxy host's drain files say, host -> holder ("" for none); a
   holder ``switch-to-*`` is a switch's own drain, left behind if that switch was
   interrupted;
-- ``failed``: the engine hosts whose start or gate failed in this run.
+- ``failed``: the engine hosts whose start or gate failed in this run;
+- ``play_hosts``: the engine hosts still in the run (Ansible's ``ansible_play_hosts``): an
+  engine host that is not (unreachable, or dropped after a failure) is *lost*. What it runs
+  and whether its engine passed the gate are unknown: a lost host counts as failed, is never
+  taken off the proxy's drain list, and the old topology comes back only where it can
+  without it (each replica on its own host; the split needs every engine host);
+- ``notes``: what each engine host noted (the maintenance window's); the gate's verdict is
+  its ``gate``. In a gated switch an engine rejoins the proxy only with a passing verdict
+  of its own (the split: rank 0's): no verdict is a failure.
 """
 
 from __future__ import annotations
+
+from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_record as tr
 
 # The topologies in the order of the states in ``units``.
 UNIT_ORDER = ("replicas", "split")
@@ -98,63 +108,114 @@ def decide(topology, engines, head, units, drains=(), gated=False):
     }
 
 
-def gate_hosts(plan, engines, head, failed=()):
+def lost(engines, play_hosts=None):
+    """The engine hosts no longer in the run (``play_hosts`` None: every one is)."""
+    if play_hosts is None:
+        return []
+    return [host for host in engines if host not in set(play_hosts)]
+
+
+def can_roll_back(plan, engines, lost_hosts=()):
+    """Whether the old topology can be started again on the engine hosts still in the run.
+
+    The replicas come back host by host (a lost host keeps what it has); the split needs
+    every engine host, so it cannot come back without one.
+    """
+    lost_hosts = set(lost_hosts or [])
+    if not lost_hosts:
+        return True
+    if plan["other"] == "split":
+        return False
+    return any(host not in lost_hosts for host in engines)
+
+
+def passed_gate(engines, notes=None):
+    """The engine hosts whose notes hold a passing tool-calling verdict (``gate.passed``)."""
+    notes = notes or {}
+    return [host for host in engines if ((notes.get(host) or {}).get("gate") or {}).get("passed") in (True, "true", "True")]
+
+
+def gate_hosts(plan, engines, head, failed=(), lost_hosts=()):
     """After the new engines started: the engines the tool-calling gate tests.
 
-    A switch gates every new engine, all or nothing (none when any failed to start). A
-    re-run that finishes an interrupted switch gates each drained engine that serves
-    (replicas), or rank 0 (split).
+    A switch gates every new engine, all or nothing (none when any failed to start: the
+    old topology comes back). When the old topology cannot come back (an engine host is
+    lost and the old one is the split), the gate tests each new engine that did start, so
+    that those that pass can serve. A re-run that finishes an interrupted switch gates
+    each drained engine that serves (replicas), or rank 0 (split). A lost host is never
+    gated (nothing can reach it).
     """
     if not plan["gated"]:
         return []
-    failed = set(failed or [])
+    failed = set(failed or []) | set(lost_hosts or [])
+    back = can_roll_back(plan, engines, lost_hosts)
     hosts = []
     for host in api_engines(plan["topology"], engines, head):
+        if host in failed:
+            continue
         if plan["heal"]:
-            if host not in failed and (host in plan["heal_hosts"] or plan["topology"] == "split"):
+            if host in plan["heal_hosts"] or plan["topology"] == "split":
                 hosts.append(host)
-        elif not failed:
+        elif not failed or not back:
             hosts.append(host)
     return hosts
 
 
-def conclude(plan, engines, head, failed=()):
+def conclude(plan, engines, head, failed=(), lost_hosts=(), passed=()):
     """After the gate: roll back or not, who rejoins the proxy, who must be in rotation.
 
-    ``rollback``: a switch whose new engine failed to start or failed the gate puts the
-    old topology back; never when finishing an interrupted switch (the old topology is
-    long gone; going back is a switch of its own). ``undrain``: the engines to take off
-    the drain list now (a gated switch that went through: all; finishing an
-    interrupted switch: ``heal_ready``, each drained engine that serves and passed, or
-    for split every drained engine once rank 0 did). ``heal_left``: the ones that stay
-    drained (none of them may reach a client). ``expected_in_rotation``: the engines of
-    the topology that serves now that the proxy must have in rotation (not those left
-    drained by this run, nor, on the target, those drained by anyone else).
+    ``rollback``: a switch whose new engine failed to start or failed the gate, or whose
+    engine host was lost, puts the old topology back where it can (:func:`can_roll_back`);
+    never when finishing an interrupted switch (the old topology is long gone; going back
+    is a switch of its own). ``undrain``: the engines to take off the drain list now - in a
+    gated switch that is not rolled back, each one with a passing verdict in ``passed``
+    (the split: every engine host once rank 0 passed and none failed); finishing an
+    interrupted switch, ``heal_ready``, each drained engine that serves and passed (gated),
+    or for split every drained engine once rank 0 did. A lost host is never undrained: its
+    engine never reaches a client without a verdict. ``heal_left``: the ones that stay
+    drained. ``expected_in_rotation``: the engines of the topology that serves now that the
+    proxy must have in rotation (not those left drained, nor lost, nor failed and not
+    rolled back, nor, on the target, those drained by anyone else). ``lost_hosts``: the
+    engine hosts no longer in the run.
     """
-    failed = [host for host in engines if host in set(failed or [])]
-    rollback = bool(failed) and not plan["heal"]
+    lost_hosts = [host for host in engines if host in set(lost_hosts or [])]
+    failed = [host for host in engines if host in set(failed or []) or host in lost_hosts]
+    passed = set(passed or [])
+    topology, gated = plan["topology"], plan["gated"]
+    rollback = bool(failed) and not plan["heal"] and can_roll_back(plan, engines, lost_hosts)
     ready = []
     if plan["heal"]:
-        if plan["topology"] == "replicas":
-            ready = [host for host in plan["heal_hosts"] if host not in failed]
-        elif head not in failed:
-            ready = list(plan["heal_hosts"])
+        if topology == "replicas":
+            ready = [host for host in plan["heal_hosts"] if host not in failed and (not gated or host in passed)]
+        elif head not in failed and (not gated or head in passed):
+            ready = [host for host in plan["heal_hosts"] if host not in lost_hosts]
     left = [host for host in plan["heal_hosts"] if host not in ready]
-    joined = plan["gated"] and not plan["heal"] and not failed and not plan["on_target"]
-    serving = other(plan["topology"]) if rollback else plan["topology"]
+    undrain = ready
+    if gated and not plan["heal"] and not plan["on_target"] and not rollback:
+        if topology == "replicas":
+            undrain = [host for host in engines if host not in failed and host in passed]
+        else:
+            undrain = list(engines) if not failed and head in passed else []
+    joined = gated and not plan["heal"] and not plan["on_target"] and bool(undrain)
+    serving = other(topology) if rollback else topology
+    switched_gated = gated and not plan["heal"] and not plan["on_target"] and not rollback
+    expected = [host for host in api_engines(serving, engines, head)
+                if host not in left and host not in lost_hosts and (rollback or host not in failed)
+                and not (plan["on_target"] and host in plan.get("drained_other", {}))
+                and (not switched_gated or host in undrain)]
     return {
         # Not "failed": Ansible reads that key of a module's result as the task's failure.
         "failed_hosts": failed,
+        "lost_hosts": lost_hosts,
         "rollback": rollback,
         "serving_topology": serving,
         "joined": joined,
-        "undrain": list(engines) if joined else ready,
+        "undrain": undrain,
         "heal_ready": ready,
         "heal_left": left,
         # Not those left drained: by this run's heal or, on the target, by anyone else (a switch
         # drains every engine at its cut-over and lets them all back, an on-target run touches no one's drain).
-        "expected_in_rotation": [host for host in api_engines(serving, engines, head) if host not in left and not (
-            plan["on_target"] and host in plan.get("drained_other", {}))],
+        "expected_in_rotation": expected,
     }
 
 
@@ -241,22 +302,120 @@ def startup_records(plan, engines, notes=None):
     return records
 
 
+def gate_bar_refusal(topology, min_score, incumbent_score=None, why=""):
+    """Why a gated run stops before anything changes when its gate has no bar ("" when it has one).
+
+    With ``tool_gate_min_score`` at 0 (its default) the only bar is the incumbent's score
+    minus ``tool_gate_tolerance``; without that score, a candidate that passes a single case
+    passes the gate. ``min_score`` None: not known yet (no refusal). ``why``: why there is no
+    incumbent score, in words.
+    """
+    if min_score is None or float(min_score) > 0 or (incumbent_score or {}).get("score") is not None:
+        return ""
+    return ("The tool-calling gate has no bar for %s: tool_gate_min_score is %s and there is no incumbent score to compare "
+            "with (%s), so a candidate that passes a single case would pass. Nothing was changed. Set tool_gate_min_score "
+            "above 0 in the inventory (group_vars/gb10.yml; playbooks/tool-gate-spread.yml measures a good build's spread to "
+            "choose it), or for this run -e tool_gate_min_score=N; or score the build that serves now while it serves "
+            "(tool_gate_measure_incumbent: true)%s."
+            % (topology or "the new build", _number(min_score), why or "none is stored",
+               ("; or leave %s out of tool_gate_topologies (its new engines then take traffic untested, and the switch says "
+                "so)" % topology) if topology else ""))
+
+
+def _number(value):
+    value = float(value)
+    return "%d" % value if value == int(value) else "%s" % value
+
+
+def _no_incumbent_words(plan, incumbent_score):
+    if plan["heal"]:
+        return "finishing an interrupted switch: the build that served before is gone"
+    if not plan["incumbent"]["host"]:
+        return "nothing serves now"
+    build = (incumbent_score or {}).get("build_id")
+    if not build:
+        return "no score is known for the build the %s serves now" % plan["incumbent"]["topology"]
+    return "no score is stored for the incumbent build %s (%s), and it was not measured" % (
+        str(build)[:16], plan["incumbent"]["topology"])
+
+
+def records_view(engines, records):
+    """What every engine host's topology record says next to what its units run (``_topology_record.compare``).
+
+    ``records``: per host, the ``topology_record`` module's result there (read with
+    ``units``); None when not given.
+    """
+    if not records:
+        return None
+    return tr.compare(engines, records)
+
+
 def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=None, incumbent_score=None, failed=None,
-                notes=None):
+                notes=None, play_hosts=None, min_score=None, records=None):
     """Everything the switch asks, from what it has seen so far (``failed`` None: nothing started yet).
 
     ``notes``: what each engine host noted so far (the maintenance window's); a host
-    whose notes say ``failed`` counts as failed too.
+    whose notes say ``failed`` counts as failed too, and its ``gate`` verdict decides
+    whether it rejoins the proxy. ``play_hosts``: the engine hosts still in the run (None:
+    all); the others are lost (:func:`lost`). ``min_score``: tool_gate_min_score, for
+    ``refusal`` (a gated switch whose gate has no bar). ``records``: each engine host's
+    topology record as read with its units, for ``records`` (their disagreements, named
+    in the announcement).
     """
     plan = decide(topology, engines, head, units, drains, gated)
     if notes:
         failed = list(failed or []) + [host for host in noted_failed(engines, notes) if host not in (failed or [])]
+    lost_hosts = lost(engines, play_hosts)
     plan["incumbent_score"] = dict(incumbent_score or {})
+    plan["records"] = records_view(engines, records)
     plan["announcement"] = announcement(plan, startup, incumbent_score)
-    plan["gate_hosts"] = gate_hosts(plan, engines, head, failed)
-    plan.update(conclude(plan, engines, head, failed))
+    if plan["records"] and not plan["records"]["agrees"]:
+        plan["announcement"] += (" %s This switch records on each host what it runs once every host's outcome is known."
+                                 % tr.disagreement(plan["records"]))
+    plan["refusal"] = (gate_bar_refusal(topology, min_score, incumbent_score, _no_incumbent_words(plan, incumbent_score))
+                       if plan["gated"] else "")
+    plan["gate_hosts"] = gate_hosts(plan, engines, head, failed, lost_hosts)
+    plan.update(conclude(plan, engines, head, failed, lost_hosts, passed_gate(engines, notes)))
     plan["startup_records"] = startup_records(plan, engines, notes)
     return plan
+
+
+def record_writes(plan, engines, observed, models=None):
+    """At the end of a switch, once every host's outcome is known: what to write in each engine host's topology record.
+
+    One decision for every host, from what each one runs now (``observed``: per host the
+    ``topology_record`` module's result, read with ``units``; absent for a host that could
+    not be read). A host is recorded on the topology whose engine unit runs there - the
+    target after a switch that went through, the old one after a rollback - with that
+    topology's model (``models``, by topology); a host that runs none or both, or could not
+    be read, keeps its record and is named in ``unrecorded``. A switch that went through
+    rewrites the record of each host that runs the target (this run, this time); otherwise
+    only a record that names another topology or model is written.
+
+    Returns ``write`` ({host: {topology, model, note}}) and ``unrecorded`` ({host: why}).
+    """
+    models = models or {}
+    went_through = not plan["on_target"] and not plan["rollback"]
+    note = "the switch to %s rolled back" % plan["topology"] if plan["rollback"] else ""
+    write, unrecorded = {}, {}
+    view = tr.compare(engines, observed)
+    for host in engines:
+        seen = view["hosts"][host]
+        if not seen["read"]:
+            unrecorded[host] = ("lost from the run (unreachable or failed)" if host in (plan.get("lost_hosts") or [])
+                                else "could not be read")
+            continue
+        running = seen["runs"]
+        if running not in tr.TOPOLOGIES:
+            unrecorded[host] = ("no engine unit runs there" if running == tr.NONE else
+                                "both topologies' engine units run there" if running == tr.BOTH else
+                                "its engine units could not be read")
+            continue
+        model = models.get(running) or ""
+        if (went_through and running == plan["topology"]) or seen["recorded"] != running or (
+                model and seen["model"] != model):
+            write[host] = {"topology": running, "model": model, "note": note}
+    return {"write": write, "unrecorded": unrecorded}
 
 
 # --- The rolling upgrade (switch-model.yml) -----------------------------------------------------
@@ -294,7 +453,8 @@ def _candidate(replica: dict) -> dict:
     return dict(replica, **{key: candidate.get(key, "") for key in ("model", "image", "image_id")})
 
 
-def upgrade_plan(engines, replicas, target="", startup=None, incumbents=None, notes=None, model="", image=""):
+def upgrade_plan(engines, replicas, target="", startup=None, incumbents=None, notes=None, model="", image="",
+                 min_score=None):
     """What the rolling upgrade does, from what the replicas serve and what happened so far.
 
     ``todo``: the replicas that do not serve the candidate yet, in inventory order. ``stop``:
@@ -304,6 +464,9 @@ def upgrade_plan(engines, replicas, target="", startup=None, incumbents=None, no
     serving). ``announcement``: what the preflight prints. ``target``: ``target``, else worded
     from ``model`` and ``image`` (what the operator asked for). ``report``: what the report
     needs of the plan (switch_report's ``plan``), with the first replica's old build.
+    ``refusal``: why the upgrade stops before anything changes when its gate has no bar
+    (``min_score``, tool_gate_min_score, at 0 and a replica to upgrade whose build has no
+    score in ``incumbents``); "" otherwise, or while ``min_score`` is None (not known yet).
     """
     notes = notes or {}
     target = target or upgrade_target(model, image)
@@ -311,8 +474,17 @@ def upgrade_plan(engines, replicas, target="", startup=None, incumbents=None, no
     failed = [host for host in engines if (notes.get(host) or {}).get("failed")]
     restore_failed = [host for host in engines if (notes.get(host) or {}).get("restore_failed")]
     upgraded = [host for host in engines if (notes.get(host) or {}).get("upgraded")]
+    refusal = ""
+    for host in todo:
+        incumbent = (incumbents or {}).get(host) or {}
+        refusal = gate_bar_refusal("", min_score, incumbent, "no score is stored for the build %s serves (%s, build %s), "
+                                   "and it was not measured" % (host, incumbent.get("model_path", "?"),
+                                                                _keep16(incumbent.get("build_id", "?"))))
+        if refusal:
+            break
     return {
         "todo": todo,
+        "refusal": refusal,
         "stop": bool(failed),
         "roll_back": upgraded if failed and not restore_failed else [],
         "announcement": upgrade_announcement(engines, todo, target, startup, incumbents),

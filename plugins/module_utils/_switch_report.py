@@ -14,9 +14,12 @@ Definitions (all times epoch seconds, durations seconds):
   the new topology passed its health probe), falling back to ``in_rotation``;
 - ``after_serving``: every non-200 a client saw that *started* after
   first_serving; the product promises none (a switch never leaves clients without a model).
-- ``ok_with_failures``: the outcome of a switch that went through (``ok``) while
-  more requests than ``max_failures_after_serving`` failed after first_serving,
-  when the caller sets that bar (switch-model.yml: 0, the model serves throughout).
+- ``ok_with_failures``: the outcome of a switch or an upgrade that went through (``ok``)
+  while more requests than ``max_failures_after_serving`` failed after first_serving,
+  when the caller sets that bar (both set 0: once a new engine serves, and throughout an
+  upgrade, no request may fail). It fails the run: the new topology or build is kept
+  (rolling back would cost another outage), but a client saw what the product promises
+  it never sees, and automation must not read it as ``ok``.
 
 The probe client appends to its log, so it may also hold an earlier switch's
 requests: only those that started at or after the timeline's ``start`` count.
@@ -196,12 +199,14 @@ def switch_timeline(hosts, now, start=None):
     return {k: v for k, v in timeline.items() if v is not None}
 
 
-def switch_engines(hosts):
-    """{host: its health status, with its tool score and verdict when the gate ran on it}."""
+def switch_engines(hosts, lost=()):
+    """{host: its health status, with its tool score and verdict when the gate ran on it}; a lost host says so."""
     engines = {}
     for host in hosts:
         gate = host.get("gate") or {}
         line = host.get("health") or "not probed"
+        if host["name"] in (lost or ()):
+            line = "LOST from the run (unreachable or dropped); last seen " + line
         if gate.get("score") is not None:
             line += ", tool score %s%s" % (gate["score"], " (passed)" if gate.get("passed") else " (FAILED the gate)")
         engines[host["name"]] = line
@@ -271,6 +276,7 @@ def switch_report(records, hosts, plan, now):
     it should (``rotation_error``), has outcome ``not_in_rotation`` and fails.
     """
     topology, inventory = plan["topology"], plan.get("inventory") or {}
+    lost = [h["name"] for h in hosts if h["name"] in (plan.get("lost_hosts") or [])] or list(plan.get("lost_hosts") or [])
     gate = tool_gate_summary(hosts, plan)
     if plan.get("on_target") and not plan.get("heal"):
         report = {"outcome": "unchanged", "reason": None, "table": ["already on %s: nothing changed" % topology]}
@@ -283,24 +289,104 @@ def switch_report(records, hosts, plan, now):
         outcome = "failed" if rollback_failed else ("rolled_back" if plan.get("rollback") else "ok")
         reason = "; ".join(h["reason"] for h in hosts if h.get("reason") is not None) if plan.get("rollback") else None
         scores = [float(g["score"]) for g in _gates(hosts).values() if g.get("score") is not None]
-        report = summarize(records, switch_timeline(hosts, now, plan.get("start")), switch_engines(hosts),
-                           min(scores) if scores else None, outcome, reason)
+        # Once a new engine serves, no request through the proxy may fail (the switch's promise).
+        report = summarize(records, switch_timeline(hosts, now, plan.get("start")), switch_engines(hosts, lost),
+                           min(scores) if scores else None, outcome, reason, 0)
         lines = report["table"] + gate["summary"]
+    site = plan.get("site") or {}
+    if site and not site.get("agrees", True):
+        lines = lines + ["topology records: " + "; ".join(site.get("disagreements") or [])]
     if inventory.get("advice") is not None:
         lines = lines + [inventory["advice"]]
-    message = ""
+    parts = []
     if report["outcome"] in ("rolled_back", "failed"):
-        message = (("The switch to %s failed and so did the rollback: NO MODEL MAY BE SERVING. " if report["outcome"] == "failed"
-                    else "The switch to %s failed and was rolled back; the old topology serves again. ") % topology
-                   + "\nWhy: %s" % ("see above" if report.get("reason") is None else report["reason"]))
-        if not inventory.get("agrees", True):
-            message += " %s" % inventory.get("advice")
+        parts.append((("The switch to %s failed and so did the rollback: NO MODEL MAY BE SERVING. " if report["outcome"] == "failed"
+                       else "The switch to %s failed and was rolled back; the old topology serves again. ") % topology
+                      + "\nWhy: %s" % ("see above" if report.get("reason") is None else report["reason"])
+                      + (" %s" % inventory.get("advice") if not inventory.get("agrees", True) else "")))
     elif report["outcome"] == "heal_failed":
-        message = _heal_message(report, plan)
-    elif plan.get("rotation_error"):
+        parts.append(_heal_message(report, plan))
+    if lost:
+        if report["outcome"] in ("ok", "ok_with_failures", "heal_failed", "healed"):
+            report = dict(report, outcome="host_lost", reason="lost from the run: %s" % ", ".join(lost))
+        parts.append(_lost_message(lost, plan))
+    if plan.get("rotation_error") and report["outcome"] in ("ok", "ok_with_failures", "unchanged", "healed"):
+        parts.append(_rotation_message(plan))
         report = dict(report, outcome="not_in_rotation", reason=plan["rotation_error"])
-        message = _rotation_message(plan)
-    return dict(report, tool_gate=gate, inventory=inventory, lines=lines, message=message)
+    if report.get("failures_after_serving") and report["outcome"] in ("ok_with_failures", "not_in_rotation", "host_lost"):
+        parts.append(_failures_message(report, plan, "The switch to %s went through (its new engines serve; it is kept, "
+                                                     "not rolled back)" % topology))
+    if site and not site.get("agrees", True):
+        if report["outcome"] in ("ok", "unchanged", "healed"):
+            report = dict(report, outcome="not_recorded", reason="; ".join(site.get("disagreements") or []))
+        parts.append(_records_message(site, plan))
+    return dict(report, tool_gate=gate, inventory=inventory, lines=lines, message="\n".join(parts), lost_hosts=lost)
+
+
+def _failures_message(report, plan, head):
+    """Why a run that went through still fails: clients saw failed requests after the model served."""
+    first = ["%s (%s)" % (round(float(r["t"]) - float(plan["start"]), 1) if plan.get("start") is not None else "?",
+                          r.get("status")) for r in report["failures_after_serving_sample"]]
+    return ("%s, but the probe client saw %d of %d requests through the proxy fail after the first new engine served (%d "
+            "answered 502; by status %s). The first ones, at s since start (HTTP status, 0 = no answer): %s. Compare them "
+            "with the timeline above and the proxy host's journal (nginx and factory-floor-upstream.service). Outcome "
+            "%s: once an engine serves, no request may fail." % (
+                head, report["failures_after_serving"], report["requests"], report["count_502_after_serving"],
+                json.dumps(report["by_status"], sort_keys=True), ", ".join(first), report["outcome"]))
+
+
+def _lost_message(lost, plan):
+    """What a switch that lost engine hosts left, the locks it could not release, and the ways on."""
+    topology, gated = plan["topology"], bool(plan.get("gated"))
+    many = len(lost) > 1
+    names = ", ".join(lost)
+    words = ["%s dropped out of the run (unreachable over SSH, or a task failed there and Ansible dropped %s): what %s "
+             "now is unknown." % (names, "them" if many else "it", "they run" if many else "it runs")]
+    if gated and not plan.get("on_target"):
+        words.append("%s stay%s drained from the proxy (holder switch-to-%s): %s engine%s reach%s no client without a "
+                     "tool-calling verdict." % (names, "" if many else "s", topology, "their" if many else "its",
+                                                "s" if many else "", "" if many else "es"))
+    elif not gated and not plan.get("on_target"):
+        words.append("The gate is off for %s: %s engine%s joined the proxy's rotation at the cut-over and take%s requests "
+                     "whenever %s serve%s." % (topology, "their" if many else "its", "s" if many else "", "" if many else "s",
+                                               "they" if many else "it", "" if many else "s"))
+    if plan.get("rollback"):
+        words.append("The other engine hosts went back to %s." % plan.get("other", "the old topology"))
+    elif plan.get("undrain"):
+        words.append("%s passed the gate and serve%s %s." % (", ".join(plan["undrain"]), "s" if len(plan["undrain"]) == 1
+                                                             else "", topology))
+    elif gated and not plan.get("on_target"):
+        words.append("No engine passed the gate: nothing serves through the proxy.")
+    locks = plan.get("lost_locks") or {}
+    held = {host: lock for host, lock in locks.items() if host in lost and not (lock or {}).get("released")}
+    released = [host for host in lost if (locks.get(host) or {}).get("released")]
+    if released:
+        words.append("This run's maintenance lock on %s was released (the host answered again at the end)." % ", ".join(
+            released))
+    for host in lost:
+        if host in released:
+            continue
+        lock = held.get(host) or {}
+        words.append("%s still holds this run's maintenance lock (%s, run %s): %s; remove it once %s answers again "
+                     "(factory_floor.llm.maintenance_lock state absent with that run, or rm), or the next switch and "
+                     "deploy.yml refuse until it expires." % (
+                         host, lock.get("path") or "its maintenance_window_lock_file", plan.get("run") or "this run",
+                         lock.get("error") or "it could not be reached to release it", host))
+    words.append("The ways on: once %s answer%s again, check %s with playbooks/status.yml, then run switch-to-%s.yml again: "
+                 "on the target it gates each engine this run left drained and puts back those that pass; off it, it "
+                 "switches again." % (names, "" if many else "s", "them" if many else "it", topology))
+    return " ".join(words)
+
+
+def _records_message(site, plan):
+    """Why a run fails when the engine hosts' topology records disagree with each other or with what runs."""
+    errors = plan.get("record_errors") or {}
+    return ("The engine hosts' topology records and what they run disagree: %s.%s deploy.yml refuses each host that is not "
+            "on the inventory's topology; run switch-to-%s.yml again once every engine host answers (it records on each "
+            "host what it runs), or see playbooks/status.yml." % (
+                "; ".join(site.get("disagreements") or []),
+                "".join(" The record could not be written on %s: %s." % (host, error) for host, error in errors.items()),
+                plan["topology"]))
 
 
 def _rotation_message(plan):

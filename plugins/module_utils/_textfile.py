@@ -207,6 +207,7 @@ def upstream_families(state, candidates):
     members = set(state.get("members") or ())
     drained = set(state.get("drained") or ())
     statuses = state.get("statuses") or {}
+    nginx = state.get("nginx") or {}
     return [
         ("factory_floor_upstream_in_rotation", "gauge",
          "1 for an engine in nginx's upstream whose latest probe passed (it gets requests), 0 otherwise.",
@@ -229,4 +230,13 @@ def upstream_families(state, candidates):
         ("factory_floor_upstream_updated_timestamp_seconds", "gauge",
          "When the membership checker last probed the engines, Unix time.",
          [({}, state.get("updated"))]),
+        ("factory_floor_upstream_nginx_up", "gauge",
+         "1 when nginx's master process runs (its pid file names a live nginx), 0 when the proxy answers nothing.",
+         [({}, None if "up" not in nginx else (1 if nginx["up"] else 0))]),
+        ("factory_floor_upstream_reload_failures", "gauge",
+         "Membership checker passes in a row whose upstream nginx did not get (nginx -t, reload or write failed); 0 when it runs it.",
+         [({}, nginx.get("reload_failures"))]),
+        ("factory_floor_upstream_io_error", "gauge",
+         "1 when the membership checker's latest pass could not write a file (disk full, I/O error).",
+         [({}, None if "io_error" not in nginx else (1 if nginx["io_error"] else 0))]),
     ]

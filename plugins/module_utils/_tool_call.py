@@ -102,7 +102,7 @@ def post(session, url: str, body: dict, api_key, timeout: float) -> Exchange:
         exchange.error = "no answer from %s: %s" % (url, _reason(exc))
     except requests.exceptions.Timeout:
         exchange.error = "no answer from %s within %ss" % (url, timeout)
-    except requests.exceptions.RequestException as exc:
+    except (requests.exceptions.RequestException, client.ClientConfigError, UnicodeError) as exc:
         exchange.error = "request to %s failed: %s" % (url, _reason(exc))
     exchange.latency = time.monotonic() - started
     if exchange.error is None and exchange.latency > timeout:
@@ -111,6 +111,10 @@ def post(session, url: str, body: dict, api_key, timeout: float) -> Exchange:
 
 
 def _reason(exc) -> str:
+    # Refused before it was sent: named, never quoted (requests' own text holds the header).
+    words = client.config_error(exc)
+    if words is not None:
+        return "not sent: %s" % words
     text = str(exc)
     if "Connection refused" in text or "Errno 111" in text:
         return "connection refused"
@@ -320,7 +324,7 @@ def first_model(url: str, api_key=None, timeout: float = 10.0, session=None) -> 
     getter = session or requests
     try:
         response = getter.get(target, headers=_headers(api_key), timeout=timeout, proxies=client.no_proxies())
-    except requests.exceptions.RequestException as exc:
+    except (requests.exceptions.RequestException, client.ClientConfigError, UnicodeError) as exc:
         raise AbortRun("GET %s: %s" % (target, _reason(exc))) from exc
     if response.status_code != 200:
         raise AbortRun("GET %s answered HTTP %s: %s" % (target, response.status_code, response.text[:300]))

@@ -8,16 +8,29 @@ topology switch when it completes (one that rolls back keeps, or writes again, t
 topology). One JSON object in ``/var/lib/factory-floor/topology.json`` on each engine host::
 
     {"topology": "replicas", "since": 1795950000.0, "by": "ops@controller",
-     "playbook": "switch-to-replicas.yml", "run": "20261129T110000Z-3f9a1c", "note": ""}
+     "playbook": "switch-to-replicas.yml", "run": "20261129T110000Z-3f9a1c", "note": "",
+     "model": "/models/Qwen3-Next-80B-A3B-Instruct-NVFP4"}
 
 - ``topology``: ``replicas`` or ``split``;
+- ``model``: the model directory the host's engine was brought to serve (``switch-model.yml``
+  writes the candidate it put there; absent in records written before models were recorded);
 - ``since``: epoch seconds (the controller's clock) when the playbook brought the host to it;
 - ``by``: who ran it (user@controller); ``playbook``: its file name; ``run``: its run id;
 - ``note``: anything else for people (a rolled-back switch says so).
 
-``deploy.yml`` compares the record with the topology it deploys and refuses when they
+``deploy.yml`` compares the host with the topology it deploys and refuses when they
 differ: after a switch, a routine deploy with the inventory's old ``topology`` would stop
-the topology that serves with no drain, no tool-calling gate and no maintenance lock.
+the topology that serves with no drain, no tool-calling gate and no maintenance lock. What
+the host is on is the topology whose engine unit runs there (``systemctl is-active``), else
+(nothing runs) the one its record names: a host with no record that runs the other
+topology's engine is refused too. It compares the record's ``model`` with the model it
+deploys the same way: after ``switch-model.yml``, a routine deploy with the inventory's old
+``vllm_model`` would put the old model back with no tool-calling gate.
+
+:func:`compare` puts every engine host's record next to what its units run and names each
+disagreement (a record that names another topology than the host runs, hosts whose records
+or units differ, a host that could not be read); every playbook that reads the records says
+them (deploy.yml, the switches, switch-model.yml, status.yml).
 Pure logic plus one file read (the path and the time are passed in), unit-tested without
 Ansible.
 """
@@ -31,9 +44,20 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._maintenance_loc
 
 PATH = "/var/lib/factory-floor/topology.json"
 TOPOLOGIES = ("replicas", "split")
-FIELDS = ("topology", "since", "by", "playbook", "run", "note")
-# deploy.yml's override (the vllm role's variable), named in the refusal.
+FIELDS = ("topology", "since", "by", "playbook", "run", "note", "model")
+# deploy.yml's overrides (the vllm role's variables), named in the refusals.
 OVERRIDE = "vllm_deploy_topology_change"
+MODEL_OVERRIDE = "vllm_deploy_model_change"
+# The engine unit of each topology, in the order ``systemctl is-active`` is asked about them.
+UNIT_ORDER = TOPOLOGIES
+UNITS = {"replicas": "vllm-replica.service", "split": "vllm-split.service"}
+# The inventory variable that names each topology's model directory.
+MODEL_VARIABLES = {"replicas": "vllm_model", "split": "vllm_split_model"}
+# ``systemctl is-active`` states of a unit that runs (or is on its way to).
+UP_STATES = ("active", "activating", "reloading")
+# What a host runs, besides a topology.
+NONE = "none"          # no engine unit runs
+BOTH = "both"          # both topologies' units run (Conflicts= should make that impossible)
 
 # The record, compared with the topology a run deploys.
 ABSENT = "absent"      # no file: a first deploy, or hosts set up before records were written
@@ -68,7 +92,7 @@ def parse(text: str) -> dict:
         record["error"] = "not a JSON object: %r" % text.strip()[:60]
         return record
     record.update(since=json_number(data.get("since")), by=json_text(data.get("by")), playbook=json_text(data.get("playbook")),
-                  run=json_text(data.get("run")), note=json_text(data.get("note")))
+                  run=json_text(data.get("run")), note=json_text(data.get("note")), model=json_text(data.get("model")) or None)
     if data.get("topology") in TOPOLOGIES:
         record["topology"] = data["topology"]
     else:
@@ -90,8 +114,27 @@ def _unreadable(reason: str) -> dict:
     return record
 
 
-def state_of(record: dict | None, topology: str) -> str:
-    """:data:`ABSENT`, :data:`AGREES`, :data:`DIFFERS` or :data:`INVALID`, for a run that deploys ``topology``."""
+def runs(states) -> str | None:
+    """What a host runs, from ``systemctl is-active`` of the engine units in :data:`UNIT_ORDER`.
+
+    A topology, :data:`NONE` or :data:`BOTH`; None when the states were not read (no list).
+    """
+    if not isinstance(states, (list, tuple)) or not states:
+        return None
+    up = [name for name, state in zip(UNIT_ORDER, states) if str(state).strip() in UP_STATES]
+    if len(up) == 1:
+        return up[0]
+    return NONE if not up else BOTH
+
+
+def state_of(record: dict | None, topology: str, running: str | None = None) -> str:
+    """:data:`ABSENT`, :data:`AGREES`, :data:`DIFFERS` or :data:`INVALID`, for a run that deploys ``topology``.
+
+    With ``running`` (:func:`runs`) a topology, the host is on that one whatever its record
+    says; otherwise (nothing runs, or not read) it is on what the record names.
+    """
+    if running in TOPOLOGIES:
+        return AGREES if running == topology else DIFFERS
     if record is None:
         return ABSENT
     if record.get("topology") is None:
@@ -139,12 +182,29 @@ def switch_command(topology: str, sources) -> str:
     return "ansible-playbook %s playbooks/switch-to-%s.yml" % (" ".join("-i " + source for source in sources), topology)
 
 
-def refusal(record: dict, topology: str, sources, now: float) -> str:
-    """Why deploy.yml stops before anything changes, and the ways on ("" when it need not stop)."""
-    state = state_of(record, topology)
+def refusal(record: dict, topology: str, sources, now: float, running: str | None = None) -> str:
+    """Why deploy.yml stops before anything changes, and the ways on ("" when it need not stop).
+
+    ``running``: what the host runs (:func:`runs`); a topology there decides, whatever the record says.
+    """
+    state = state_of(record, topology, running)
     where = inventory_file(sources)
     override = ("To change the topology through deploy.yml all the same (an outage of one start-up, no drain, "
                 "no tool-calling gate): -e %s=true." % OVERRIDE)
+    if state == DIFFERS and running in TOPOLOGIES and (record is None or record.get("topology") != running):
+        if record is None:
+            said = "it has no topology record (%s)" % PATH
+        elif record.get("topology") is None:
+            said = "its record cannot be read (%s: %s)" % (record.get("path") or PATH, record.get("error"))
+        else:
+            said = "its record says %s: %s (%s), which is not what runs" % (
+                record["topology"], describe(record, now), record.get("path") or PATH)
+        return ("This host runs %s (%s is active), not %s; %s. deploy.yml brings the hosts to the topology it is given "
+                "(topology: %s) and would stop %s with no drain, no tool-calling gate and no maintenance lock, so it "
+                "stops here; nothing was changed. To keep %s: change the inventory line to `topology: %s` in %s and run "
+                "deploy.yml again (it records %s). To go to %s: %s (drained, gated, rolled back on failure). %s"
+                % (running, UNITS[running], topology, said, topology, running, running, running, where, running,
+                   topology, switch_command(topology, sources), override))
     if state == DIFFERS:
         recorded = record["topology"]
         return ("This host is on %s, not %s: %s (%s). deploy.yml brings the hosts to the topology it is given "
@@ -183,3 +243,143 @@ def inventory_advice(topology: str, inventory_topology: str | None, sources) -> 
         advice = "inventory: set `%s` in %s, so that deploy.yml agrees with the hosts." % (line, where)
     return {"topology": topology, "inventory_topology": inventory_topology or "", "agrees": agrees, "file": where,
             "line": line, "advice": advice}
+
+
+# --- the model a host was brought to serve ---------------------------------------------------------
+
+
+def model_state(record: dict | None, topology: str, model: str | None) -> str:
+    """The record's ``model`` compared with the ``model`` a run deploys for ``topology``.
+
+    :data:`AGREES` when they are the same, :data:`DIFFERS` when the record names another
+    model for that topology, :data:`ABSENT` when there is nothing to compare (no record, no
+    model recorded, the record is of the other topology, or no ``model`` given).
+    """
+    if not record or not model or not record.get("model") or record.get("topology") != topology:
+        return ABSENT
+    return AGREES if record["model"] == model else DIFFERS
+
+
+def model_file(sources) -> str:
+    """The group_vars file that sets the engines' model in the first inventory source (``gb10.yml`` next to ``all.yml``)."""
+    return posixpath.join(posixpath.dirname(inventory_file(sources)), "gb10.yml")
+
+
+def model_refusal(record: dict | None, topology: str, model: str | None, sources, now: float) -> str:
+    """Why deploy.yml stops when the host was brought to another model than it deploys ("" when it need not stop)."""
+    if model_state(record, topology, model) != DIFFERS:
+        return ""
+    recorded, variable = record["model"], MODEL_VARIABLES.get(topology, "vllm_model")
+    playbook = record.get("playbook") or "a playbook"
+    who = "%s put it there%s%s%s" % (
+        playbook, " (run %s)" % record["run"] if record.get("run") else "", " by %s" % record["by"] if record.get("by") else "",
+        " on %s" % when(record["since"], now) if record.get("since") is not None else "")
+    sources_args = " ".join("-i " + source for source in [s for s in sources or [] if s] or ["inventory/<site>"])
+    if topology == "replicas":
+        gated = ("To go to %s, one replica at a time and gated: ansible-playbook %s playbooks/switch-model.yml "
+                 "-e switch_model=%s." % (model, sources_args, model))
+    else:
+        gated = "The split stops to change its model whichever way (an outage of one start-up)."
+    return ("This host's engine was brought to %s (%s; %s), not %s. deploy.yml would restart it on %s (the inventory's "
+            "%s) with no tool-calling gate, so it stops here; nothing was changed. To keep %s: change the inventory line "
+            "to `%s: %s` in %s (and the tool-call parser and chat template if they changed with it) and run deploy.yml "
+            "again. %s To restart it on %s through deploy.yml all the same (no tool-calling gate): -e %s=true."
+            % (recorded, who, record.get("path") or PATH, model, model, variable, recorded, variable, recorded,
+               model_file(sources), gated, model, MODEL_OVERRIDE))
+
+
+# --- every engine host at once ----------------------------------------------------------------------
+
+
+def _host_words(hosts):
+    return ", ".join("%s %s" % (host, value) for host, value in hosts)
+
+
+def compare(engines, observed) -> dict:
+    """Every engine host's record next to what its engine units run, and each disagreement in words.
+
+    ``observed``: per host, what it said - ``record`` (:func:`read`'s, or None) and ``runs``
+    (:func:`runs`'s, or None when not read) - or None, {} or absent for a host that could not be read.
+    Returns ``hosts`` ({host: {read, recorded, runs, model}}), ``running`` (the one topology
+    the hosts run; :data:`NONE`; ``mixed``; or ``unknown`` when no host's units were read),
+    ``recorded`` (the one topology the records name, ``mixed``, or None), ``agrees`` and
+    ``disagreements`` (sentences, host by host first).
+    """
+    observed = observed or {}
+    hosts, problems = {}, []
+    for host in engines:
+        seen = observed.get(host)
+        if not isinstance(seen, dict) or not seen or seen.get("unreachable") or seen.get("failed"):
+            hosts[host] = {"read": False, "recorded": None, "runs": None, "model": None}
+            problems.append("%s could not be read%s: its record and engine units are unknown" % (
+                host, " (%s)" % str(seen.get("msg"))[:120] if isinstance(seen, dict) and seen.get("msg") else ""))
+            continue
+        record = seen.get("record")
+        running = seen.get("runs") or None
+        recorded = (record or {}).get("topology")
+        hosts[host] = {"read": True, "recorded": recorded, "runs": running, "model": (record or {}).get("model")}
+        if record is not None and recorded is None:
+            problems.append("%s's topology record cannot be read (%s)" % (host, record.get("error")))
+        elif recorded and running in TOPOLOGIES and recorded != running:
+            problems.append("%s records %s but runs %s" % (host, recorded, running))
+        elif record is None and running in TOPOLOGIES:
+            problems.append("%s has no topology record and runs %s" % (host, running))
+        if running == BOTH:
+            problems.append("%s runs both topologies' engine units" % host)
+    read = [(host, view) for host, view in hosts.items() if view["read"]]
+    ran = [(host, view["runs"]) for host, view in read if view["runs"] in TOPOLOGIES]
+    if len({topology for _host, topology in ran}) > 1:
+        problems.append("the hosts run different topologies: %s" % _host_words(ran))
+    named = [(host, view["recorded"]) for host, view in read if view["recorded"]]
+    if len({topology for _host, topology in named}) > 1:
+        problems.append("the hosts' records differ: %s" % _host_words(named))
+    models = [(host, view["model"]) for host, view in read if view["model"] and view["recorded"]]
+    if len({topology for _host, topology in named}) == 1 and len({model for _host, model in models}) > 1:
+        problems.append("the hosts' records name different models: %s" % _host_words(models))
+    kinds = sorted({topology for _host, topology in ran})
+    if not [view for _host, view in read if view["runs"] is not None]:
+        running = "unknown"
+    else:
+        running = kinds[0] if len(kinds) == 1 else (NONE if not kinds else "mixed")
+    recorded = sorted({topology for _host, topology in named})
+    return {"hosts": hosts, "running": running,
+            "recorded": recorded[0] if len(recorded) == 1 else ("mixed" if recorded else None),
+            "agrees": not problems, "disagreements": problems}
+
+
+def disagreement(view: dict) -> str:
+    """:func:`compare`'s disagreements as one sentence for people ("" when the hosts agree)."""
+    if view.get("agrees", True):
+        return ""
+    return "The engine hosts' topology records and what they run disagree: %s." % "; ".join(view["disagreements"])
+
+
+def site_advice(view: dict, inventory_topology: str | None, sources) -> dict:
+    """What the inventory must say for deploy.yml to agree with what the hosts run (``view``, :func:`compare`'s).
+
+    :func:`inventory_advice`'s keys; ``advice`` names what the hosts run, not what a record
+    says. When they do not run one topology, ``topology`` and ``line`` are "" and ``advice``
+    says so instead of naming an inventory line.
+    """
+    running = view.get("running")
+    where = inventory_file(sources)
+    if running in TOPOLOGIES:
+        result = inventory_advice(running, inventory_topology, sources)
+        line = result["line"]
+        if result["agrees"]:
+            result["advice"] = "inventory: the hosts run %s, and `%s` in %s says so: deploy.yml agrees." % (running, line, where)
+        elif inventory_topology:
+            result["advice"] = ("inventory: the hosts run %s: change the line `topology: %s` to `%s` in %s, so that deploy.yml "
+                                "agrees with them (until then it refuses and names this switch)."
+                                % (running, inventory_topology, line, where))
+        else:
+            result["advice"] = "inventory: the hosts run %s: set `%s` in %s, so that deploy.yml agrees with them." % (
+                running, line, where)
+        return result
+    words = {NONE: "no engine", "unknown": "something this run could not read", "mixed": "no one topology"}.get(
+        running, str(running))
+    return {"topology": "", "inventory_topology": inventory_topology or "", "agrees": False, "file": where, "line": "",
+            "advice": "inventory: the hosts run %s (%s), so no `topology:` line in %s agrees with all of them; deploy.yml "
+                      "refuses each host that differs from it (see playbooks/status.yml)."
+                      % (words, ", ".join("%s: %s" % (host, h["runs"] or "not read") for host, h in view["hosts"].items()),
+                         where)}

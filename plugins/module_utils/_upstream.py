@@ -40,6 +40,19 @@ Rules (an engine that serves must be in rotation at once: nginx's own passive ch
   ``nginx -t`` and loaded by one reload, so the balancer always hashes over exactly
   the engines nginx's upstream holds.
 
+- nginx's own failures are escalated, not repeated: a reload (or ``nginx -t``, or a write)
+  that fails is retried every pass; the first ``escalate_after`` (3) failures in a row are
+  warnings, then one ``err`` line (``reload_failing``), again every 60 failures, and a
+  ``notice`` once it works again. The same for nginx's master not running (``nginx_down``;
+  systemd's ``Restart=always`` drop-in of the role brings it back). Both are in the state
+  file (``nginx``) and the textfile metrics (``factory_floor_upstream_nginx_up``,
+  ``factory_floor_upstream_reload_failures``);
+- an I/O error (a full disk, EIO) never ends the checker: the files nginx loads are
+  written to temporary files first (fsync'ed), renamed over the old ones only when
+  every one was written, and put back from a hard link when ``nginx -t`` rejects them;
+  the pass goes on, the error is an ``err`` line and ``factory_floor_upstream_io_error``
+  is 1 until a pass writes everything again.
+
 Stdlib only (plus requests through _vllm_health), no Ansible imports. The daemon's
 shell (command line, journal lines, atomic writes, sd_notify) is ``_daemon.py``'s;
 ``--check-config`` validates the configuration before the role installs it.
@@ -58,12 +71,12 @@ try:  # inside the collection
     from ansible_collections.factory_floor.llm.plugins.module_utils import _daemon as daemon
     from ansible_collections.factory_floor.llm.plugins.module_utils import _textfile as textfile
     from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as health
-    from ansible_collections.factory_floor.llm.plugins.module_utils._daemon import write_atomic
+    from ansible_collections.factory_floor.llm.plugins.module_utils._daemon import write_atomic, write_temp
 except ImportError:  # installed next to the daemon on a proxy host
     import _daemon as daemon  # type: ignore[no-redef]
     import _textfile as textfile  # type: ignore[no-redef]
     import _vllm_health as health  # type: ignore[no-redef]
-    from _daemon import write_atomic  # type: ignore[no-redef]
+    from _daemon import write_atomic, write_temp  # type: ignore[no-redef]
 
 MODE_LIVE = "live"
 MODE_FALLBACK = "fallback"
@@ -76,6 +89,10 @@ PLACEHOLDER = "server 127.0.0.1:9 down;  # every engine drained: nginx answers 5
 # (nginx's health_check fails= and passes=).
 DEFAULT_FAILS = 3
 DEFAULT_PASSES = 2
+# Passes in a row with nginx failing (a reload, nginx -t, nginx not running) before an err line.
+DEFAULT_ESCALATE_AFTER = 3
+# Once escalated, the err line again every this many failing passes (a minute at 1 s).
+REPEAT_EVERY = 60
 
 
 def known_gone(status, http_status=None):
@@ -227,6 +244,19 @@ def _read_text(path):
         return None
 
 
+def nginx_running(pid_file, proc="/proc"):
+    """Whether nginx's master runs: the PID in its pid file is a live process named nginx.
+
+    A master killed with SIGKILL leaves its pid file behind; one that quit removes it."""
+    text = _read_text(pid_file)
+    try:
+        master = int((text or "").strip())
+        with open("%s/%d/comm" % (proc, master), encoding="utf-8") as handle:
+            return handle.read().strip().startswith("nginx")
+    except (OSError, ValueError):
+        return False
+
+
 def nginx_workers(pid_file, proc="/proc"):
     """The PIDs of the nginx master's children (its workers), or None when they cannot be read."""
     text = _read_text(pid_file)
@@ -238,12 +268,61 @@ def nginx_workers(pid_file, proc="/proc"):
         return None
 
 
+def install_files(files):
+    """Install each ``(path, text)`` of ``files`` all-or-nothing; return what :func:`undo_files` needs.
+
+    Every text goes to a temporary file next to its path first, on disk (fsync): a full disk
+    or an I/O error raises OSError before any file is replaced, and a crash never leaves a
+    file cut short for nginx's next start. The files replaced are kept as hard links (no
+    space needed) until :func:`drop_backups` or :func:`undo_files`.
+    """
+    temps = []
+    try:
+        for path, text in files:
+            temps.append((path, write_temp(path, text, 0o644, sync=True)))
+    except BaseException:
+        for dummy, tmp in temps:
+            _unlink(tmp)
+        raise
+    undo = []
+    for path, tmp in temps:
+        backup = None
+        if os.path.exists(path):
+            backup = tmp + ".previous"
+            os.link(path, backup)
+        os.replace(tmp, path)
+        undo.append((path, backup))
+    return undo
+
+
+def undo_files(undo):
+    """Put back what :func:`install_files` replaced (a file that was not there is removed)."""
+    for path, backup in undo:
+        if backup:
+            os.replace(backup, path)
+        else:
+            _unlink(path)
+
+
+def drop_backups(undo):
+    for dummy, backup in undo:
+        if backup:
+            _unlink(backup)
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 # The configuration the nginx_proxy role writes (upstream.json.j2), key by key.
 # members_file: with conversation affinity, the member list nginx's Lua balancer reads.
 # pid_file: nginx's master, whose new workers show that a reload is live.
 _STRINGS = ("model", "api_key", "servers_file", "state_file", "drain_dir", "members_file", "pid_file")
 _POSITIVE = ("interval", "probe_timeout", "reload_timeout")
-_COUNTS = ("fails", "passes")
+_COUNTS = ("fails", "passes", "escalate_after")
 _COMMANDS = ("test_command", "reload_command")
 
 
@@ -286,8 +365,18 @@ class Syncer:
     """One membership loop; every side effect goes through injectable callables."""
 
     def __init__(self, config, probe=None, run=None, log=None, clock=time.time, resolve=resolve_address,
-                 workers=None, sleep=time.sleep):
+                 workers=None, sleep=time.sleep, nginx_up=None):
         self.config = config
+        # Whether nginx's master runs (its pid file names a live nginx process).
+        self.nginx_up = nginx_up or (lambda: nginx_running(config.get("pid_file", "/run/nginx.pid")))
+        self.escalate_after = config.get("escalate_after", DEFAULT_ESCALATE_AFTER)
+        # Passes in a row whose upstream nginx did not get (test rejected, reload or write failed),
+        # and passes in a row with nginx's master not running.
+        self.reload_failures = 0
+        self.down_passes = 0
+        # The I/O error of this pass's writes (None: everything written), and the last pass's.
+        self.io_error = None
+        self.last_io_error = None
         # nginx's workers, read around a reload (``systemctl reload nginx`` returns once the
         # master got the signal, before it has started workers with the new upstream).
         self.workers = workers or (lambda: nginx_workers(config.get("pid_file", "/run/nginx.pid")))
@@ -376,28 +465,48 @@ class Syncer:
         files = [(self.config["servers_file"], text)]
         if members_text is not None:
             files.append((self.config["members_file"], members_text))
-        previous = [(path, _read_text(path)) for path, dummy in files]
-        for path, new in files:
-            write_atomic(path, new)
+        try:
+            undo = install_files(files)
+        except OSError as exc:
+            # Nothing was replaced: nginx keeps (and a restart loads) the last good files.
+            self.io_error = "%s: %s" % (exc.filename or files[0][0], exc.strerror or exc)
+            self._failed("write_failed", daemon.WARNING, error=self.io_error,
+                         note="the upstream was not written (disk full?); nginx keeps the last good one, tried again next pass")
+            return False
         rc, output = self._call(self.config.get("test_command", ["nginx", "-t", "-q"]))
         if rc != 0:
-            for path, old in previous:
-                if old is None:
-                    os.unlink(path)
-                else:
-                    write_atomic(path, old)
-            self.log(daemon.ERR, "nginx_test_rejected", rc=rc, output=output,
-                     note="nginx -t rejected the new upstream, kept the old one; tried again next pass")
+            undo_files(undo)
+            # An error from the first time: nginx refusing what the checker wrote is no hiccup.
+            self._failed("nginx_test_rejected", daemon.ERR, rc=rc, output=output,
+                         note="nginx -t rejected the new upstream, kept the old one; tried again next pass")
             return False
+        drop_backups(undo)
         before = self.workers()
         rc, output = self._call(self.config.get("reload_command", ["systemctl", "reload", "nginx"]))
         self.reload_pending = rc != 0
         if rc != 0:
-            self.log(daemon.ERR, "reload_failed", rc=rc, output=output,
-                     note="nginx kept the old upstream; the reload is retried next pass")
+            self._failed("reload_failed", daemon.WARNING, rc=rc, output=output,
+                         note="nginx kept the old upstream; the reload is retried next pass")
             return False
         self._wait_reloaded(before)
+        if self.reload_failures:
+            self.log(daemon.NOTICE, "reload_recovered", failures=self.reload_failures,
+                     note="nginx runs the upstream of this pass again")
+        self.reload_failures = 0
         return True
+
+    def _failed(self, event, priority, **fields):
+        """Count one pass whose upstream nginx did not get. ``event`` is logged at ``priority`` while
+        the failures in a row are below ``escalate_after``; then one ``reload_failing`` at err, again
+        every REPEAT_EVERY failures, instead of a line every pass."""
+        self.reload_failures += 1
+        count = self.reload_failures
+        if count < self.escalate_after:
+            self.log(priority, event, failures=count, nginx_up=self.nginx_up(), **fields)
+        elif (count - self.escalate_after) % REPEAT_EVERY == 0:
+            fields["note"] = ("nginx has not run the checker's upstream for %d passes in a row (%s): "
+                              "systemctl status nginx.service, /var/log/nginx/error.log" % (count, fields.get("note")))
+            self.log(daemon.ERR, "reload_failing", failures=count, cause=event, nginx_up=self.nginx_up(), **fields)
 
     def _wait_reloaded(self, before):
         """Wait until nginx runs a worker that was not there before the reload: from then on new
@@ -428,6 +537,7 @@ class Syncer:
 
     def once(self):
         """Probe all candidates, update nginx if membership changed; return the state."""
+        self.io_error = None
         statuses = {}
         resolved = []
         for named in self.candidates:
@@ -486,13 +596,57 @@ class Syncer:
             "statuses": statuses,
             "drained": self.applied_drained,
             "membership": self.membership.snapshot(),
+            # nginx itself: its master runs (up), passes in a row whose upstream it did not get
+            # (reload_failures), and this pass's I/O error (io_error, null when all was written).
+            "nginx": {"up": self._watch_nginx(), "reload_failures": self.reload_failures, "io_error": self.io_error},
         }
         if self.config.get("state_file"):
-            os.makedirs(os.path.dirname(os.path.abspath(self.config["state_file"])), exist_ok=True)
-            write_atomic(self.config["state_file"], json.dumps(state, sort_keys=True) + "\n")
+            try:
+                write_atomic(self.config["state_file"], json.dumps(state, sort_keys=True) + "\n")
+            except OSError as exc:
+                self.io_error = state["nginx"]["io_error"] = "%s: %s" % (self.config["state_file"], exc.strerror or exc)
+        self._note_io_error()
         # The verdict for node_exporter's textfile collector (when the unit names its directory).
         textfile.write_textfile("factory_floor_upstream", textfile.upstream_families(state, [c["name"] for c in self.candidates]))
         return state
+
+    def tick(self):
+        """One pass of the daemon's loop: :meth:`once`, and an error in it is a journal line, never the
+        end of the checker (systemd would restart it in a loop with the member list frozen)."""
+        try:
+            return self.once()
+        except Exception as exc:  # the loop must go on: the next pass may work (disk freed, file back)
+            self.log(daemon.ERR, "pass_failed", error="%s: %s" % (type(exc).__name__, exc),
+                     note="this pass ended early; the next one runs as usual")
+            return None
+
+    def _watch_nginx(self):
+        """Whether nginx's master runs now; an err line once it has not for ``escalate_after`` passes in a
+        row (again every REPEAT_EVERY), a notice when it is back."""
+        running = bool(self.nginx_up())
+        if running:
+            if self.down_passes >= self.escalate_after:
+                self.log(daemon.NOTICE, "nginx_up", down_passes=self.down_passes, note="nginx's master runs again")
+            self.down_passes = 0
+            return True
+        self.down_passes += 1
+        if self.down_passes >= self.escalate_after and (self.down_passes - self.escalate_after) % REPEAT_EVERY == 0:
+            self.log(daemon.ERR, "nginx_down", down_passes=self.down_passes,
+                     note="nginx's master is not running (pid file %s): the proxy answers nothing. nginx.service "
+                          "restarts it (Restart=always) unless it was stopped on purpose: systemctl status nginx.service"
+                     % self.config.get("pid_file", "/run/nginx.pid"))
+        return False
+
+    def _note_io_error(self):
+        """An err line when this pass could not write a file and the last one could (or another error),
+        a notice when the passes write everything again."""
+        if self.io_error != self.last_io_error:
+            if self.io_error:
+                self.log(daemon.ERR, "io_error", error=self.io_error,
+                         note="the checker goes on probing; nginx keeps the last good upstream")
+            else:
+                self.log(daemon.NOTICE, "io_recovered", note="every file of this pass was written")
+        self.last_io_error = self.io_error
 
 
 def main(argv=None):
@@ -509,7 +663,7 @@ def main(argv=None):
     if args.once:
         syncer.once()
         return 0
-    daemon.loop(syncer.once, float(config.get("interval", 1.0)), daemon.stop_event())
+    daemon.loop(syncer.tick, float(config.get("interval", 1.0)), daemon.stop_event())
     return 0
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 
 # Settings passed as ``--flag value``, in this order. Key = vLLM's flag with
 # dashes turned into underscores (``max_num_seqs`` -> ``--max-num-seqs``).
@@ -35,6 +36,8 @@ VALUE_FLAGS = (
     "tool_call_parser",
     "chat_template",
     "shutdown_timeout",
+    # vLLM reads more arguments from this YAML file (the role's root-only key list during a key rotation).
+    "config",
 )
 # Settings that are JSON objects on the command line.
 JSON_FLAGS = ("speculative_config",)
@@ -102,8 +105,45 @@ def build_args(settings, extra_args=None):
     for key in SWITCH_FLAGS:
         if settings.get(key):
             args.append(flag(key))
+    if extra_args is not None and not isinstance(extra_args, (list, tuple)):
+        # A string would become one argument per character.
+        raise VllmArgsError("extra args (vllm_extra_args) must be a list, one item per argument, got %s: write "
+                            "vllm_extra_args: [first, second] in the inventory" % type(extra_args).__name__)
     args += [str(a) for a in (extra_args or [])]
     return args
+
+
+# Words systemd passes on as they are, unquoted (readable unit files for the usual arguments).
+_SYSTEMD_PLAIN_WORD = re.compile(r"[A-Za-z0-9_@+=:,./-]+\Z")
+_SYSTEMD_ESCAPES = {"\\": "\\\\", '"': '\\"', "%": "%%", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def systemd_exec_line(argv):
+    """The value of an ``ExecStart=`` line whose words systemd passes to the program exactly as ``argv``.
+
+    systemd changes a command line on its way (systemd.service(5), "Command lines"): it
+    expands ``%`` specifiers, unescapes C escapes (``\\b`` is a backspace, also inside single
+    quotes), and substitutes ``$VAR`` and ``${VAR}``. So each word that is not plain is
+    written in double quotes with ``\\`` and ``"`` escaped, ``%`` doubled and control
+    characters as C escapes; and the line starts with the ``:`` prefix (systemd 249 and
+    later), which turns environment variable substitution off for the whole command
+    (nothing the roles run relies on it). Raises VllmArgsError for an empty command or a
+    NUL, which no command line can hold.
+    """
+    words = [str(word) for word in (argv or [])]
+    if not words:
+        raise VllmArgsError("an empty command line")
+    quoted = []
+    for word in words:
+        if "\0" in word:
+            raise VllmArgsError("a command line argument holds a NUL character, which no command line can pass")
+        if _SYSTEMD_PLAIN_WORD.match(word):
+            quoted.append(word)
+            continue
+        text = "".join(_SYSTEMD_ESCAPES.get(char) or ("\\x%02x" % ord(char) if ord(char) < 32 or ord(char) == 127 else char)
+                       for char in word)
+        quoted.append('"%s"' % text)
+    return ":" + " ".join(quoted)
 
 
 def probe_host(listen_host, override=None):

@@ -35,6 +35,11 @@ and the module share):
 ``wrong_model``
     ``/health`` answered 200 and ``/v1/models`` answered, but the expected model
     is not among the served ids.
+``config_error``
+    The request never left this client: its own configuration is wrong (an API key
+    that is not a bearer token, a URL requests refuses). It says nothing about the
+    server, so no caller may take it for ``dead``: waiting cannot end it and a
+    restart cannot fix it. The message names what to fix and never quotes a header.
 """
 
 from __future__ import annotations
@@ -60,7 +65,8 @@ LOADING = "loading"
 UNREACHABLE = "unreachable"
 DEAD = "dead"
 WRONG_MODEL = "wrong_model"
-STATUSES = (SERVING, LOADING, UNREACHABLE, DEAD, WRONG_MODEL)
+CONFIG_ERROR = "config_error"
+STATUSES = (SERVING, LOADING, UNREACHABLE, DEAD, WRONG_MODEL, CONFIG_ERROR)
 
 PROBE_KINDS = ("health", "models", "generate")
 
@@ -169,11 +175,18 @@ class _Failed(Exception):
         self.http_status = http_status
 
 
+def _config_failure(method: str, url: str, exc: BaseException) -> "_Failed | None":
+    """A _Failed with status config_error when ``exc`` was raised before the request was sent."""
+    words = client.config_error(exc)
+    return None if words is None else _Failed(CONFIG_ERROR, "%s %s not sent: %s" % (method, url, words))
+
+
 def _get(session, url, headers, timeout):
     try:
         return session.get(url, headers=headers, timeout=timeout, proxies=_no_proxies(), allow_redirects=False)
-    except requests.exceptions.RequestException as exc:
-        raise _Failed(classify_connection_error(exc), _describe_error("GET", url, exc, timeout)) from exc
+    except (requests.exceptions.RequestException, UnicodeError) as exc:
+        raise (_config_failure("GET", url, exc)
+               or _Failed(classify_connection_error(exc), _describe_error("GET", url, exc, timeout))) from exc
 
 
 def _http_error(method: str, url: str, response) -> _Failed:
@@ -217,8 +230,9 @@ def _generate(session, base: str, headers: dict, model: str, timeout: float, gen
     except requests.exceptions.ReadTimeout as exc:
         raise _Failed(DEAD, "1-token generation did not finish within %ss (POST %s, model %s)" % (
             _fmt(generate_timeout), url, model)) from exc
-    except requests.exceptions.RequestException as exc:
-        raise _Failed(classify_connection_error(exc), _describe_error("POST", url, exc, timeout)) from exc
+    except (requests.exceptions.RequestException, UnicodeError) as exc:
+        raise (_config_failure("POST", url, exc)
+               or _Failed(classify_connection_error(exc), _describe_error("POST", url, exc, timeout))) from exc
     took = time.monotonic() - started
     if response.status_code != 200:
         raise _http_error("POST", url, response)
@@ -268,7 +282,10 @@ def probe(
     if kind not in PROBE_KINDS:
         raise ValueError("kind must be one of %s, got %r" % (", ".join(PROBE_KINDS), kind))
     base = client.base_url(base_url)
-    headers = _headers(api_key)
+    try:
+        headers = _headers(api_key)
+    except client.ClientConfigError as exc:
+        return ProbeResult(status=CONFIG_ERROR, error="%s: no request sent (fix the key the caller was given)" % exc)
     own_session = session is None
     if own_session:
         session = client.session()
@@ -311,7 +328,8 @@ def probe(
             _generate(session, base, headers, target, timeout, generate_timeout)
     except _Failed as failed:
         result.status = failed.status
-        result.error = failed.error
+        # An answer's text is the server's: it never holds the key, unless a proxy echoes headers.
+        result.error = client.redact(failed.error, [api_key])
         result.http_status = failed.http_status
     finally:
         result.latency = time.monotonic() - started

@@ -152,7 +152,10 @@ def make_fetch(timeout=DEFAULT_TIMEOUT, api_key=None):
         raise MetricsError("the Python library requests is required: %s" % REQUESTS_IMPORT_ERROR)
     session = client.session()
     # Classic text format (what vLLM serves unless OpenMetrics is asked for).
-    headers = client.headers(api_key, accept="text/plain;version=0.0.4", **{"User-Agent": "factory_floor.llm.vllm_metrics"})
+    try:
+        headers = client.headers(api_key, accept="text/plain;version=0.0.4", **{"User-Agent": "factory_floor.llm.vllm_metrics"})
+    except client.ClientConfigError as exc:
+        raise MetricsError(str(exc)) from None
 
     def fetch(url):
         try:
@@ -162,8 +165,10 @@ def make_fetch(timeout=DEFAULT_TIMEOUT, api_key=None):
             raise ScrapeError("GET %s: no answer within %gs" % (url, timeout)) from None
         except requests.exceptions.ConnectionError as exc:
             raise ScrapeError("GET %s: cannot connect: %s" % (url, _short_reason(exc))) from None
-        except requests.exceptions.RequestException as exc:
-            raise ScrapeError("GET %s: %s" % (url, exc)) from None
+        except (requests.exceptions.RequestException, UnicodeError) as exc:
+            # A request refused before it was sent: requests' own text would quote the header.
+            words = client.config_error(exc)
+            raise ScrapeError("GET %s: %s" % (url, words if words is not None else exc)) from None
         if response.status_code != 200:
             raise ScrapeError("GET %s: HTTP %d %s" % (url, response.status_code, response.reason or ""))
         return response.text

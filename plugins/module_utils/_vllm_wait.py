@@ -18,6 +18,7 @@ import time
 from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd as systemd
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_client as client
 from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_health import (
+    CONFIG_ERROR,
     GENERATE_TIMEOUT,
     PROBE_KINDS,
     REJECTED,
@@ -139,7 +140,8 @@ class WaitResult:
     the single probe's state is simply reported. ``reason`` is one of ``reached``,
     ``probed`` (timeout 0), ``timeout``, ``unit_down``, ``crash_loop`` (the unit
     crashed :data:`CRASH_LOOP_CRASHES` times since the wait began), ``rejected`` (the
-    server refused the api_key). ``elapsed`` is in seconds, measured with the ``clock``
+    server refused the api_key), ``config_error`` (the probe could not send its request:
+    this side's configuration is wrong, whichever state was waited for). ``elapsed`` is in seconds, measured with the ``clock``
     given to :func:`wait`. ``message`` explains a failure (``None`` when ok).
     ``crashes`` counts the unit's runs that ended since the wait began (0 without a unit).
     ``reason`` ``waiting`` (``ok`` True): the wait goes on, ``report_after`` seconds of this
@@ -193,6 +195,9 @@ def wait(
     Fails fast, without waiting for the deadline, when:
 
     * the server answers 401/403 (api_key rejected; waiting cannot fix that);
+    * the probe could not send its request (status ``config_error``: an api_key that is not
+      a bearer token, a URL requests refuses), also when waiting for ``dead``: the server was
+      never asked, so it cannot be taken for gone;
     * waiting for ``serving``, ``unit_state()`` returns a :class:`UnitState` that is
       :attr:`UnitState.down`. ``unit_journal()`` is then called once and its lines
       land in ``WaitResult.journal``. ``unit_state`` is only read while the
@@ -253,6 +258,10 @@ def wait(
         last = probe(base, api_key=api_key, model=model, kind=kind, timeout=request_timeout,
                      session=session, generate_timeout=generate_timeout)
         seen = "last status %s, last error: %s" % (last.status, last.error)
+
+        if last.status == CONFIG_ERROR:
+            message = "could not ask vLLM at %s: %s" % (base, last.error)
+            return _ended(False, "config_error", last, base, clock() - started, attempts, message, crashes=crashes.crashes)
 
         if last.http_status in REJECTED:
             message = "vLLM at %s rejected the api_key (HTTP %s); waiting cannot fix that; %s" % (

@@ -62,7 +62,7 @@ try:  # inside the collection
     from ansible_collections.factory_floor.llm.plugins.module_utils._daemon import ERR, INFO, NOTICE, WARNING, write_atomic
     # DEAD, HUNG and SLOW are read through this module by its tests (the verdicts it logs).
     from ansible_collections.factory_floor.llm.plugins.module_utils._watchdog_config import (  # pylint: disable=unused-import
-        BUSY, Budget, Config, DEAD, DROPIN_NAME, FOLLOWING, GAVE_UP, GIVE_UP, HISTORY_KEPT,
+        BUSY, Budget, CONFIG_ERROR, Config, DEAD, DROPIN_NAME, FOLLOWING, GAVE_UP, GIVE_UP, HISTORY_KEPT,
         HUNG, MAINTENANCE, NONE, NOT_WANTED, PROBE, RESTART, ROLE_HEAD, ROLE_WORKER, SERVING, SLOW, STARTING,
         UNIT_PROPERTIES, UnitInfo, follow_decision, load_config, unit_info,
     )
@@ -80,7 +80,7 @@ except ImportError:  # installed next to the daemon on an engine host
     import _vllm_metrics as metrics  # type: ignore[no-redef]
     from _daemon import ERR, INFO, NOTICE, WARNING, write_atomic  # type: ignore[no-redef]
     from _watchdog_config import (  # type: ignore[no-redef]  # pylint: disable=unused-import
-        BUSY, Budget, Config, DEAD, DROPIN_NAME, FOLLOWING, GAVE_UP, GIVE_UP, HISTORY_KEPT,
+        BUSY, Budget, CONFIG_ERROR, Config, DEAD, DROPIN_NAME, FOLLOWING, GAVE_UP, GIVE_UP, HISTORY_KEPT,
         HUNG, MAINTENANCE, NONE, NOT_WANTED, PROBE, RESTART, ROLE_HEAD, ROLE_WORKER, SERVING, SLOW, STARTING,
         UNIT_PROPERTIES, UnitInfo, follow_decision, load_config, unit_info,
     )
@@ -247,7 +247,7 @@ class Watchdog:
         elif (key != self._last_logged or verdict.action != NONE or self._last_log_time is None
                 or now - self._last_log_time >= self.config.log_every):
             priority = INFO if verdict.state in (STARTING, SERVING, BUSY, NOT_WANTED, FOLLOWING, MAINTENANCE) else WARNING
-            if verdict.state == GAVE_UP:
+            if verdict.state in (GAVE_UP, CONFIG_ERROR):
                 priority = ERR
             self.log(priority, "verdict", verdict=verdict.state, action=verdict.action, reason=verdict.reason,
                      evidence=verdict.evidence)

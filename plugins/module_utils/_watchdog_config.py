@@ -45,6 +45,9 @@ HUNG = "hung"
 DEAD = "dead"
 DOWN = "down"
 WRONG_MODEL = "wrong_model"
+# The watchdog cannot ask the engine (its own api_key or url is refused by the client):
+# never a restart, an error in the journal until the configuration is fixed.
+CONFIG_ERROR = "config_error"
 NOT_WANTED = "not_wanted"
 MAINTENANCE = "maintenance"
 GAVE_UP = "gave_up"
@@ -170,6 +173,9 @@ def load_config(raw: dict) -> Config:
         config.url = client.base_url(config.url)
     except ValueError as exc:
         raise ConfigError("url: %s" % exc) from None
+    if config.api_key is not None and client.api_key_problem(config.api_key) is not None:
+        # Never echoed: the key goes to the journal otherwise.
+        raise ConfigError("api_key %s" % client.api_key_problem(config.api_key))
     if config.stall_window < config.interval:
         raise ConfigError("stall_window (%gs) must be at least interval (%gs): one look cannot judge progress"
                           % (config.stall_window, config.interval))

@@ -61,6 +61,10 @@ pure :class:`Judge` turns the samples into a :class:`Verdict`:
     seconds: systemd will not start it again by itself -> start it. A unit that hit
     systemd's own ``StartLimitBurst=`` (``Result=start-limit-hit``) is left alone and
     reported (``gave_up``): the watchdog never resets systemd's budget.
+``config_error``
+    No action: the watchdog's own request could not be sent (``_vllm_health``'s
+    ``config_error``: its api_key is not a bearer token, its url is refused). It says
+    nothing about the engine, so it never counts towards ``dead``; logged at ``err``.
 ``wrong_model``, ``not_wanted``, ``maintenance``
     No action: another model is served (a restart cannot fix configuration); the unit
     is not enabled (not ours to run: the other topology runs); the maintenance lock
@@ -86,15 +90,15 @@ try:  # inside the collection
     from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as health
     from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_metrics as metrics
     from ansible_collections.factory_floor.llm.plugins.module_utils._watchdog_config import (
-        BUSY, Config, DEAD, DOWN, GIVE_UP, HUNG, NONE, NOT_WANTED, PROBE, RESTART, ROLE_HEAD, SERVING, SLOW,
-        STARTING, SUSPECT, UNKNOWN, UnitInfo, WRONG_MODEL,
+        BUSY, CONFIG_ERROR, Config, DEAD, DOWN, GIVE_UP, HUNG, NONE, NOT_WANTED, PROBE, RESTART, ROLE_HEAD, SERVING,
+        SLOW, STARTING, SUSPECT, UNKNOWN, UnitInfo, WRONG_MODEL,
     )
 except ImportError:  # installed next to the daemon on an engine host
     import _vllm_health as health  # type: ignore[no-redef]
     import _vllm_metrics as metrics  # type: ignore[no-redef]
     from _watchdog_config import (  # type: ignore[no-redef]
-        BUSY, Config, DEAD, DOWN, GIVE_UP, HUNG, NONE, NOT_WANTED, PROBE, RESTART, ROLE_HEAD, SERVING, SLOW,
-        STARTING, SUSPECT, UNKNOWN, UnitInfo, WRONG_MODEL,
+        BUSY, CONFIG_ERROR, Config, DEAD, DOWN, GIVE_UP, HUNG, NONE, NOT_WANTED, PROBE, RESTART, ROLE_HEAD, SERVING,
+        SLOW, STARTING, SUSPECT, UNKNOWN, UnitInfo, WRONG_MODEL,
     )
 
 
@@ -351,6 +355,10 @@ class Judge:
                 extra["startup_took"] = _secs(now - self.started)
             self.bad_since = None
             return self._progress(sample, extra)
+        if status == health.CONFIG_ERROR:
+            return Verdict(CONFIG_ERROR, evidence=self._evidence(sample), reason=(
+                "cannot ask the engine: %s; fix the watchdog's configuration (vllm_api_key, the engine's address); "
+                "not judged, not restarted" % (sample.health.error,)))
         if status == health.WRONG_MODEL:
             return Verdict(WRONG_MODEL, evidence=self._evidence(sample), reason=(
                 "serves another model than %r: a restart cannot fix configuration" % cfg.model))
@@ -489,6 +497,9 @@ class Judge:
             return Verdict(BUSY, evidence=evidence, reason=(
                 "a 1-token generation did not finish within %gs, but work was done meanwhile (tokens, engine steps): "
                 "busy, not hung" % cfg.probe_timeout))
+        if result.status == health.CONFIG_ERROR:
+            return Verdict(CONFIG_ERROR, evidence=evidence, reason=(
+                "the 1-token generation could not be sent: %s; not judged, not restarted" % result.error))
         if result.http_status is not None and 400 <= result.http_status < 500:
             self.last_progress = now
             return Verdict(SUSPECT, evidence=evidence, reason=(

@@ -28,6 +28,10 @@ description:
     engine group; both ranks on one machine; C(vllm_split_head) outside the group; ranks that disagree on the
     parallel sizes or the head; C(vllm_split_tensor_parallel_size) x C(vllm_split_pipeline_parallel_size) not
     equal to the number of hosts (one rank per host)."
+  - "Also refused, each naming the variable and the hosts, never a value: a variable the roles declare C(type: list)
+    or C(type: dict) set to something else (O(value_types); Ansible's own check turns a string into a list or a dict
+    for the check only, and the role then takes it character by character); an API key that is not a bearer token
+    (O(api_keys)); engine hosts that disagree on C(vllm_served_model_name) or C(vllm_api_key)."
   - A machine is identified by where Ansible connects to it - C(ansible_host) (default, the inventory name) and
     C(ansible_port) when set to other than ssh's 22. C(ansible_connection=local), and loopback addresses without
     C(ansible_port), are the controller itself.
@@ -59,8 +63,29 @@ options:
         first host of the split's group).
       - "Variables read: C(topology), C(ansible_host), C(ansible_port), C(ansible_connection), C(vllm_port),
         C(vllm_listen_host), C(nginx_proxy_port), C(ff_proxy_port), C(nginx_proxy_backend_address),
-        C(vllm_split_head), C(vllm_split_tensor_parallel_size), C(vllm_split_pipeline_parallel_size). Ports are TCP
-        port numbers; parallel sizes are counts of ranks."
+        C(vllm_split_head), C(vllm_split_tensor_parallel_size), C(vllm_split_pipeline_parallel_size),
+        C(vllm_served_model_name) (the engine hosts must agree on it). Ports are TCP port numbers; parallel sizes are
+        counts of ranks."
+    type: dict
+    default: {}
+  value_types:
+    description:
+      - Per inventory host, the type of each variable of O(expected_types) that is set for it, as Jinja's
+        C(type_debug) names it (V(str), V(list), V(dict), V(NoneType), V(int), ...). Types only, no value, are passed.
+    type: dict
+    default: {}
+  expected_types:
+    description:
+      - "The variables the roles declare C(type: list) or C(type: dict) in their C(meta/argument_specs.yml), each with
+        V(list) or V(dict). A variable of O(value_types) whose type differs is reported (check V(value_type))."
+    type: dict
+    default: {}
+  api_keys:
+    description:
+      - Per inventory host, the API key variables set for it (C(vllm_api_key), C(tool_gate_api_key),
+        C(nginx_proxy_api_key), C(metrics_api_key)). Each must be a bearer token (RFC 6750 b64token - letters, digits,
+        C(-._~+/), then C(=) only at its end); the engine hosts' C(vllm_api_key) must be the same. Never shown in a
+        message or a result (C(no_log)).
     type: dict
     default: {}
   engine_group:
@@ -131,7 +156,7 @@ errors:
         - Which check failed - V(topology), V(topology_differs), V(topology_groups), V(no_engines), V(no_proxy),
           V(port_value), V(port_shared), V(upstream_shared), V(proxy_port_shared), V(loopback_backend),
           V(loopback_listen), V(split_group), V(split_hosts), V(split_settings_differ), V(split_head), V(split_parallel),
-          V(split_machines).
+          V(split_machines), V(value_type), V(api_key), V(served_model_name_differs), V(api_key_differs).
       type: str
       sample: split_hosts
     hosts:
@@ -191,6 +216,11 @@ layout:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._inventory_values import (
+    check_agreement,
+    check_api_keys,
+    check_types,
+)
 from ansible_collections.factory_floor.llm.plugins.module_utils._layout import (
     ENGINE_GROUP,
     PROXY_GROUP,
@@ -209,6 +239,9 @@ def run_module():
             engine_group=dict(type="str", default=ENGINE_GROUP),
             proxy_group=dict(type="str", default=PROXY_GROUP),
             split_group=dict(type="str", default=SPLIT_GROUP),
+            value_types=dict(type="dict", default={}),
+            expected_types=dict(type="dict", default={}),
+            api_keys=dict(type="dict", default={}, no_log=True),
         ),
         supports_check_mode=True,
     )
@@ -223,8 +256,18 @@ def run_module():
     if bad:
         module.fail_json(msg="groups must map each group to a list of host names; not a list for: %s" % ", ".join(bad))
 
+    for name in ("value_types", "api_keys"):
+        bad = sorted(host for host, values in params[name].items() if values is not None and not isinstance(values, dict))
+        if bad:
+            module.fail_json(msg="%s must map each host to a dict of variables; not a dict for: %s" % (name, ", ".join(bad)))
+
     result = check_layout(params["topology"], groups, hostvars, engine_group=params["engine_group"],
                           proxy_group=params["proxy_group"], split_group=params["split_group"])
+    # The values the roles could not take as they are (types, keys, engines that must agree).
+    result["errors"] += (check_types(params["expected_types"], params["value_types"])
+                         + check_api_keys(params["api_keys"])
+                         + check_agreement(result["layout"]["engines"], hostvars, params["api_keys"],
+                                           params["engine_group"]))
     if result["errors"]:
         module.fail_json(msg=format_errors(result["errors"]), changed=False, **result)
     module.exit_json(changed=False, **result)

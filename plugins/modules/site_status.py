@@ -95,8 +95,9 @@ topology:
   description:
     - C(running) (V(replicas), V(split), V(none), or both), C(recorded) (what the hosts' topology records name), C(inventory),
       C(agrees), C(by_host) (each host's record), C(last) (the latest record - C(topology), C(by), C(playbook), C(since)
-      epoch seconds, C(run), C(note)) and C(advice) (C(factory_floor.llm.topology_record)'s message when the inventory
-      differs).
+      epoch seconds, C(run), C(note)), C(advice) (C(factory_floor.llm.topology_record)'s message when the inventory
+      differs) and C(disagreements) (one sentence each - a host whose record is not what its units run, records that
+      differ between hosts; each is also in RV(attention)).
   returned: always
   type: dict
   sample: {running: replicas, recorded: replicas, inventory: split, agrees: false}

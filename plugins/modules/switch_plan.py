@@ -19,6 +19,14 @@ description:
     tool calling (RV(gated)), the announcement, which engines the gate tests (RV(gate_hosts)), whether to roll back
     (RV(rollback)), which engines rejoin the proxy (RV(undrain)) and which the proxy must have in rotation
     (RV(expected_in_rotation)).
+  - An engine host no longer in the run (not in O(play_hosts) - unreachable, or dropped after a failure) is lost
+    (RV(lost_hosts)) - it counts as failed, is never taken off the proxy's drain list, and the old topology comes back
+    only where it can without it (each replica on its own host; the split needs every engine host). In a gated switch an
+    engine rejoins the proxy only with a passing verdict of its own in O(notes) (the split - rank 0's), so no verdict is
+    a failure.
+  - A gated run whose gate has no bar - O(min_score) at 0 and no incumbent score - is refused (RV(refusal)).
+  - With O(procedure=record), at the end of a switch once every host's outcome is known, what each engine host's
+    topology record is to say (RV(write), RV(unrecorded)), one decision for every host from what each one runs now.
   - With O(procedure=upgrade), the decisions of C(playbooks/switch-model.yml) - which replicas to upgrade (RV(todo)),
     whether the upgrade stops (RV(stop)), which upgraded replicas go back to the old build (RV(roll_back)), and the
     announcement.
@@ -27,9 +35,11 @@ extends_documentation_fragment:
   - factory_floor.llm.attributes.READ_ONLY
 options:
   procedure:
-    description: V(switch) for a topology switch, V(upgrade) for a rolling model or image upgrade.
+    description:
+      - V(switch) for a topology switch, V(upgrade) for a rolling model or image upgrade, V(record) for the topology
+        records at the end of a switch.
     type: str
-    choices: [switch, upgrade]
+    choices: [switch, upgrade, record]
     default: switch
   topology:
     description: The topology the switch goes to (required with O(procedure=switch)).
@@ -107,6 +117,33 @@ options:
         C(failed), C(upgraded), C(restore_failed)).
       - (switch) The same, per engine host - a host whose notes say C(failed) counts as in O(failed); its C(events)
         (epoch seconds C(old_stopped), C(serving), C(gate_done)) give RV(startup_records).
+    type: dict
+    default: {}
+  play_hosts:
+    description:
+      - (switch) The hosts still in the run (the magic variable C(ansible_play_hosts)); an engine host of O(engines) that
+        is not among them is lost (RV(lost_hosts)). Not given, every engine host is in the run.
+    type: list
+    elements: str
+  min_score:
+    description:
+      - (switch, upgrade) C(tool_gate_min_score), points (percent of the suite's cases), as the C(tool_gate) role
+        holds it (its fact C(tool_gate_bar)). With 0 and no incumbent score the gate has no bar and the run is refused
+        (RV(refusal)). Not given, not checked.
+    type: float
+  records:
+    description:
+      - (switch) Per engine host, the M(factory_floor.llm.topology_record) result there (read with its C(units)), for
+        RV(records) - their disagreements, named in the announcement.
+      - (record) The same, read once every host's outcome is known.
+    type: dict
+    default: {}
+  plan:
+    description: (record) The switch's final decision (this module's result with O(procedure=switch)).
+    type: dict
+    default: {}
+  models:
+    description: (record) The model directory each topology's engines serve, by topology (C(vllm_model), C(vllm_split_model)).
     type: dict
     default: {}
 author:
@@ -219,7 +256,7 @@ api_engines:
   elements: str
 announcement:
   description: The sentence the switch or the upgrade prints before anything changes.
-  returned: always
+  returned: with O(procedure=switch) or O(procedure=upgrade)
   type: str
 gate_hosts:
   description: The engines the tool-calling gate tests, given O(failed).
@@ -263,6 +300,38 @@ expected_in_rotation:
   returned: with O(procedure=switch)
   type: list
   elements: str
+lost_hosts:
+  description:
+    - (switch) The engine hosts no longer in the run (not in O(play_hosts)), in inventory order; they are in
+      RV(failed_hosts) too, never in RV(undrain) nor in RV(expected_in_rotation).
+  returned: with O(procedure=switch)
+  type: list
+  elements: str
+  sample: [spark-b]
+refusal:
+  description:
+    - Why the run stops before anything changes - a gated run whose gate has no bar (O(min_score) at 0 and no incumbent
+      score; any candidate that passes one case would pass). Empty otherwise.
+  returned: with O(procedure=switch) or O(procedure=upgrade)
+  type: str
+records:
+  description:
+    - (switch) The engine hosts' topology records next to what their units run (C(hosts), C(running), C(recorded),
+      C(agrees), C(disagreements)), from O(records); null without it.
+  returned: with O(procedure=switch)
+  type: dict
+write:
+  description:
+    - (record) Per engine host whose record is written, C(topology) (what its engine unit runs), C(model) (that
+      topology's, O(models)) and C(note) (a rolled-back switch says so).
+  returned: with O(procedure=record)
+  type: dict
+  sample: {"spark-a": {"topology": "replicas", "model": "/models/New", "note": ""}}
+unrecorded:
+  description: (record) Per engine host whose record is not written, why (lost, could not be read, runs no engine or both).
+  returned: with O(procedure=record)
+  type: dict
+  sample: {"spark-b": "lost from the run (unreachable or failed)"}
 startup_records:
   description:
     - After a switch that went through (not RV(on_target), not RV(rollback)), per engine host whose engine served, the
@@ -301,13 +370,13 @@ report:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._switch_plan import switch_plan, upgrade_plan
+from ansible_collections.factory_floor.llm.plugins.module_utils._switch_plan import record_writes, switch_plan, upgrade_plan
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            procedure=dict(type="str", default="switch", choices=["switch", "upgrade"]),
+            procedure=dict(type="str", default="switch", choices=["switch", "upgrade", "record"]),
             topology=dict(type="str", choices=["replicas", "split"]),
             engines=dict(type="list", elements="str", required=True),
             head=dict(type="str"),
@@ -323,15 +392,26 @@ def main():
             image=dict(type="str", default=""),
             incumbents=dict(type="dict", default={}),
             notes=dict(type="dict", default={}),
+            play_hosts=dict(type="list", elements="str"),
+            min_score=dict(type="float"),
+            records=dict(type="dict", default={}),
+            plan=dict(type="dict", default={}),
+            models=dict(type="dict", default={}),
         ),
-        required_if=[("procedure", "switch", ("topology", "head"))],
+        required_if=[("procedure", "switch", ("topology", "head")), ("procedure", "record", ("plan",))],
         supports_check_mode=True,
     )
     params = module.params
     if params["procedure"] == "upgrade":
         module.exit_json(changed=False, **upgrade_plan(params["engines"], params["replicas"], params["target"],
                                                        params["startup"], params["incumbents"], params["notes"],
-                                                       params["model"], params["image"]))
+                                                       params["model"], params["image"], params["min_score"]))
+    if params["procedure"] == "record":
+        plan = params["plan"]
+        missing = [key for key in ("topology", "on_target", "rollback") if key not in plan]
+        if missing:
+            module.fail_json(msg="plan must be this module's result with procedure switch; it lacks %s" % ", ".join(missing))
+        module.exit_json(changed=False, **record_writes(plan, params["engines"], params["records"], params["models"]))
     if params["head"] not in params["engines"]:
         module.fail_json(msg="head %s is not one of the engine hosts %s" % (params["head"], ", ".join(params["engines"])))
     try:
@@ -340,7 +420,8 @@ def main():
         module.fail_json(msg="startup must map names to seconds: %s" % exc)
     try:
         plan = switch_plan(params["topology"], params["engines"], params["head"], params["units"], params["drains"],
-                           params["gated"], startup, params["incumbent_score"], params["failed"], params["notes"])
+                           params["gated"], startup, params["incumbent_score"], params["failed"], params["notes"],
+                           params["play_hosts"], params["min_score"], params["records"])
     except (TypeError, ValueError) as exc:
         module.fail_json(msg="notes' events must be epoch seconds: %s" % exc)
     module.exit_json(changed=False, **plan)

@@ -112,9 +112,12 @@ options:
       - With O(procedure), what the run decided and what the closing play read.
       - V(switch) reads C(start) (epoch seconds; else the first host's C(start) event), C(topology), C(on_target),
         C(heal), C(heal_hosts), C(heal_holders), C(heal_ready), C(heal_left), C(drained_other) (host to drain holder),
-        C(gated), C(incumbent), C(incumbent_score), C(rollback), C(api_engines) (the factory_floor.llm.switch_plan
-        module's keys), C(inventory) (the topology record's), C(rotation_error) and
-        C(inventory_sources).
+        C(gated), C(incumbent), C(incumbent_score), C(rollback), C(other), C(undrain), C(lost_hosts), C(api_engines)
+        (the factory_floor.llm.switch_plan module's keys), C(site) (the engine hosts' topology records next to what they
+        run once the switch recorded them - M(factory_floor.llm.topology_record)'s C(site)), C(inventory) (what the
+        inventory must say for what the hosts run, its C(inventory)), C(lost_locks) (per lost host - C(released), C(path),
+        C(error)), C(run) (the run's id), C(record_errors) (per engine host, why its record could not be written),
+        C(rotation_error) and C(inventory_sources).
       - V(upgrade) reads C(target) (in words), C(todo) (the replicas to upgrade), C(start) (epoch seconds), C(old)
         (C(model), C(image)), C(switch_model) and C(switch_image).
     type: dict
@@ -156,9 +159,16 @@ tool_gate:
   returned: when O(procedure=switch)
   type: dict
 inventory:
-  description: (switch) The topology record's view of the inventory (C(plan.inventory)), for the JSON report.
+  description:
+    - (switch) What the inventory must say for what the hosts run (C(plan.inventory)), for the JSON report; its
+      C(advice) is the last line printed.
   returned: when O(procedure=switch)
   type: dict
+lost_hosts:
+  description: (switch) The engine hosts the run lost (C(plan.lost_hosts)); any fails the run (outcome V(host_lost)).
+  returned: when O(procedure=switch)
+  type: list
+  elements: str
 topology:
   description: (switch, finishing an interrupted switch) The topology the hosts are on.
   returned: when O(procedure=switch) finished an interrupted switch
@@ -233,6 +243,10 @@ outcome:
     - With O(procedure), the outcome worked out; O(procedure=switch) adds V(healed) and V(heal_failed) for a re-run that
       finished an interrupted switch, and V(not_in_rotation) when the switch went through or had nothing to do but the
       proxy did not put every engine that should serve in its rotation (C(rotation_error) in O(plan)); the run fails.
+    - A switch that went through while requests failed after its first new engine served is V(ok_with_failures) (the bar
+      is 0); an engine host lost from the run gives V(host_lost); engine hosts whose topology records disagree with each
+      other or with what they run after the switch give V(not_recorded). Each fails the run (RV(message)); the new
+      topology is kept.
   returned: always
   type: str
   sample: ok

@@ -20,7 +20,19 @@ description:
     with no drain, no tool-calling gate and no maintenance lock. The message names both topologies, who switched,
     when and with which playbook and run, the switch playbook to run instead, the inventory line to change, and
     C(deploy.yml)'s override, C(vllm_deploy_topology_change).
-  - A host with no record (a first deploy, or hosts set up before records were written) agrees with any topology.
+  - With O(units), it also asks systemd which engine unit runs (C(systemctl is-active)); the host is then on the
+    topology whose unit runs, whatever the record says, and only on the record's when none runs. A host with no record
+    that runs the other topology's engine is refused like one whose record names it; one with no record that runs
+    nothing (a first deploy) agrees with any topology.
+  - With O(model), it compares the model directory the record names (C(switch-model.yml) writes the one it put there)
+    with the one this run deploys (RV(model_state), RV(model_message)). After C(switch-model.yml), a routine
+    C(deploy.yml) with the inventory's old C(vllm_model) would put the old model back with no tool-calling gate. The
+    message names the inventory line to change, C(switch-model.yml) and C(deploy.yml)'s override,
+    C(vllm_deploy_model_change).
+  - With O(hosts), it reads no file and compares what every engine host said (this module's results there) and
+    names each disagreement - a record that names another topology than the host runs, hosts whose records or units
+    differ, a host that could not be read (RV(site), RV(message)); RV(inventory) then says what the inventory must
+    say for what the hosts run. Run it once, on the controller.
   - RV(inventory) says what the inventory must say for C(deploy.yml) to agree with O(topology); the switches
     print its C(advice) last.
   - The module only reads.
@@ -54,6 +66,25 @@ options:
     type: list
     elements: str
     default: []
+  units:
+    description:
+      - The engine units of the topologies C(replicas) and C(split), in that order (the C(site) role's
+        C(_site_engine_units)). When given, C(systemctl is-active) is asked about them and RV(runs) says which runs.
+    type: list
+    elements: str
+    default: []
+  model:
+    description:
+      - The model directory this run deploys for O(topology) (C(vllm_model), or C(vllm_split_model) for the split),
+        compared with the record's C(model) (RV(model_state)). Empty, no comparison.
+    type: str
+    default: ""
+  hosts:
+    description:
+      - Per engine host (inventory name, in inventory order), this module's result there (read with O(units)), or
+        null/a failed or unreachable result for a host that could not be read. When given, no file is read and the hosts
+        are compared (RV(site)).
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -78,16 +109,76 @@ EXAMPLES = r"""
 - name: Print it
   ansible.builtin.debug:
     msg: "{{ record.inventory.advice }}"
+
+- name: Read the record, what runs, and compare the model (deploy.yml's preflight, on each engine host)
+  factory_floor.llm.topology_record:
+    topology: "{{ topology }}"
+    units: [vllm-replica.service, vllm-split.service]
+    model: "{{ vllm_model }}"
+    inventory_sources: "{{ ansible_inventory_sources }}"
+  register: record
+
+- name: Name every disagreement between the hosts (once, on the controller)
+  factory_floor.llm.topology_record:
+    topology: "{{ topology }}"
+    hosts: "{{ dict(groups['gb10'] | zip(groups['gb10'] | map('extract', hostvars, 'record'))) }}"
+    inventory_sources: "{{ ansible_inventory_sources }}"
+  delegate_to: localhost
+  run_once: true
+  register: site
 """
 
 RETURN = r"""
 state:
   description:
-    - The record compared with O(topology) - V(absent) (no file), V(agrees) (it names O(topology)), V(differs) (it names
-      the other topology) or V(invalid) (a file whose topology cannot be read).
+    - The host compared with O(topology) - V(absent) (no file, and no engine unit runs or O(units) was not given),
+      V(agrees), V(differs) or V(invalid) (a file whose topology cannot be read, and no engine unit runs). What the host
+      is on is the topology whose engine unit runs (RV(runs)), else the one its record names.
+    - With O(hosts), V(agrees) or V(disagrees) (RV(site)).
   returned: always
   type: str
   sample: differs
+record_state:
+  description:
+    - The record alone compared with O(topology) (RV(state) without what runs); what decides whether the record is
+      written again.
+  returned: when O(hosts) is not given
+  type: str
+  sample: agrees
+runs:
+  description:
+    - What the host runs by C(systemctl is-active) of O(units) - V(replicas), V(split), V(none), V(both), or empty when
+      O(units) was not given or systemd could not be asked.
+  returned: when O(hosts) is not given
+  type: str
+  sample: replicas
+model_state:
+  description:
+    - The record's C(model) compared with O(model) - V(agrees), V(differs), or V(absent) (nothing to compare - no model
+      recorded, a record of the other topology, or no O(model)).
+  returned: when O(hosts) is not given
+  type: str
+  sample: differs
+model_message:
+  description: With RV(model_state) V(differs), why C(deploy.yml) stops and the ways on; empty otherwise.
+  returned: when O(hosts) is not given
+  type: str
+  sample: >-
+    This host's engine was brought to /models/New-Build (switch-model.yml put it there (run 20261129T110000Z-3f9a1c) by
+    ops@controller on 2026-11-29 11:00:00 UTC (2.0 h ago); /var/lib/factory-floor/topology.json), not /models/Old-Build. ...
+site:
+  description:
+    - With O(hosts), every host's record next to what it runs - C(hosts) (per host C(read), C(recorded), C(runs),
+      C(model)), C(running) (the one topology the hosts run, V(none), V(mixed), or V(unknown) when no host's units were
+      read), C(recorded) (the one topology the records name, V(mixed), or null), C(agrees) and C(disagreements) (one
+      sentence each).
+  returned: with O(hosts)
+  type: dict
+  sample:
+    running: replicas
+    recorded: mixed
+    agrees: false
+    disagreements: ["spark-a records split but runs replicas", "the hosts' records differ: spark-a split, spark-b replicas"]
 recorded:
   description: The topology the record names; empty when there is no record or it cannot be read.
   returned: always
@@ -95,7 +186,7 @@ recorded:
   sample: split
 record:
   description: The record's fields as read from O(path), or null when there is no file.
-  returned: always
+  returned: always (null with O(hosts))
   type: dict
   contains:
     topology:
@@ -122,6 +213,10 @@ record:
       description: Anything else for people (a rolled-back switch says so).
       type: str
       sample: ""
+    model:
+      description: The model directory the host's engine was brought to serve; null in records written before models were.
+      type: str
+      sample: /models/Qwen3-Next-80B-A3B-Instruct-NVFP4
     error:
       description: Why the topology cannot be read (not JSON, an unknown topology, unreadable); null otherwise.
       type: str
@@ -138,13 +233,16 @@ message:
   description:
     - With RV(state) V(differs) or V(invalid), why C(deploy.yml) stops before anything changes and the ways on; empty
       otherwise.
+    - With O(hosts), every disagreement in one sentence; empty when the hosts agree.
   returned: always
   type: str
   sample: >-
     This host is on split, not replicas: switched to split by ops@controller with switch-to-split.yml (run
     20261129T110000Z-3f9a1c) on 2026-11-29 11:00:00 UTC (2.0 h ago) (/var/lib/factory-floor/topology.json). ...
 inventory:
-  description: What the inventory must say for C(deploy.yml) to agree with hosts that are on O(topology).
+  description:
+    - What the inventory must say for C(deploy.yml) to agree with hosts that are on O(topology); with O(hosts), with what
+      the hosts run (C(topology) and C(line) empty when they do not run one topology).
   returned: always
   type: dict
   contains:
@@ -184,6 +282,19 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_record as tr
 
 
+def _runs(module, units):
+    """What ``systemctl is-active`` says runs of ``units`` ("" when not asked or systemd cannot be asked)."""
+    if not units:
+        return ""
+    systemctl = module.get_bin_path("systemctl")
+    if not systemctl:
+        return ""
+    # is-active exits non-zero when a unit is inactive: the states are what counts.
+    _rc, out, _err = module.run_command([systemctl, "is-active", "--"] + list(units))
+    states = out.split()
+    return (tr.runs(states) or "") if len(states) == len(units) else ""
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -191,20 +302,33 @@ def main():
             topology=dict(type="str", choices=list(tr.TOPOLOGIES), required=True),
             inventory_topology=dict(type="str"),
             inventory_sources=dict(type="list", elements="str", default=[]),
+            units=dict(type="list", elements="str", default=[]),
+            model=dict(type="str", default=""),
+            hosts=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
     params = module.params
     topology, sources = params["topology"], params["inventory_sources"]
     inventory_topology = params["inventory_topology"] if params["inventory_topology"] is not None else topology
+    if params["hosts"] is not None:
+        site = tr.compare(list(params["hosts"]), params["hosts"])
+        module.exit_json(changed=False, state=tr.AGREES if site["agrees"] else "disagrees", recorded=site["recorded"] or "",
+                         record=None, site=site, message=tr.disagreement(site),
+                         inventory=tr.site_advice(site, inventory_topology, sources))
     record = tr.read(params["path"])
-    state = tr.state_of(record, topology)
+    running = _runs(module, params["units"])
+    now = time.time()
     module.exit_json(
         changed=False,
-        state=state,
+        state=tr.state_of(record, topology, running or None),
+        record_state=tr.state_of(record, topology),
         recorded=record["topology"] if record and record.get("topology") else "",
+        runs=running,
         record=record,
-        message=tr.refusal(record, topology, sources, time.time()),
+        message=tr.refusal(record, topology, sources, now, running or None),
+        model_state=tr.model_state(record, topology, params["model"]),
+        model_message=tr.model_refusal(record, topology, params["model"], sources, now),
         inventory=tr.inventory_advice(topology, inventory_topology, sources),
     )
 

@@ -30,7 +30,9 @@ options:
     elements: str
     default: []
   fingerprint:
-    description: The configuration fingerprint the unit would start with now; unset, RV(config_differs) is false.
+    description:
+      - The configuration fingerprint the unit would start with now; unset, RV(config_differs) is false.
+      - Derived from the API key and the environment, so never shown (C(no_log)), like the key itself.
     type: str
   proc:
     description: Where C(/proc) is (tests).
@@ -109,7 +111,8 @@ def main():
         argument_spec=dict(
             unit=dict(type="str", required=True),
             argv=dict(type="list", elements="str", default=[]),
-            fingerprint=dict(type="str"),
+            # Derived from the API key: never shown (a guess of the key could be checked against it).
+            fingerprint=dict(type="str", no_log=True),
             proc=dict(type="path", default="/proc"),
             systemctl=dict(type="path", default="/usr/bin/systemctl"),
         ),

@@ -13,7 +13,7 @@ short_description: Wait until a vLLM server is serving (or is no longer serving)
 version_added: 0.1.0
 description:
   - Polls one vLLM OpenAI-compatible server and reports whether it is serving.
-  - Each probe ends in one of five statuses, decided from what the endpoint does.
+  - Each probe ends in one of six statuses, decided from what the endpoint does (or, for the last, from this side).
   - "V(serving) - C(GET /health) answered 200 and whatever else O(probe) and O(model) ask for succeeded."
   - "V(loading) - the TCP connection was refused. vLLM binds its port only once the engine is ready, so this is what
     start-up looks like. A stopped server looks the same; give O(unit) to tell them apart."
@@ -24,6 +24,9 @@ description:
     C(/v1/models) or the completion answered an HTTP error, or the 1-token generation did not finish within
     O(generate_timeout). A hung engine still answers C(/health) 200; only a generation shows it."
   - "V(wrong_model) - C(/v1/models) answered but does not list O(model)."
+  - "V(config_error) - no request was sent: O(api_key) is not a bearer token (RFC 6750: letters, digits, C(-._~+/), then
+    C(=) only at its end; a trailing newline is the usual cause), or requests refused the URL. It says nothing about the
+    server: the module fails at once, whatever O(wait_for), with RV(reason=config_error). No message quotes the key."
   - Waits, polling every O(interval) seconds, until the status is O(wait_for) or O(timeout) seconds passed,
     and fails at once, without waiting for the timeout, when O(unit) stops, when O(unit) crashes the second time
     since the wait began (a crash loop), or when the server rejects O(api_key).
@@ -204,8 +207,8 @@ EXAMPLES = r"""
 RETURN = r"""
 status:
   description:
-    - The status the last probe saw, V(serving), V(loading), V(unreachable), V(dead) or V(wrong_model)
-      (see the description for what each means).
+    - The status the last probe saw, V(serving), V(loading), V(unreachable), V(dead), V(wrong_model) or
+      V(config_error) (see the description for what each means).
   returned: always
   type: str
   sample: serving
@@ -269,7 +272,8 @@ reason:
   description:
     - How the wait ended. V(reached) (the status O(wait_for) was seen), V(probed) (O(timeout=0)), V(timeout),
       V(unit_down) (O(unit) stopped and systemd will not start it again), V(crash_loop) (O(unit) crashed the second time
-      since the wait began) or V(rejected) (the server refused O(api_key)).
+      since the wait began), V(rejected) (the server refused O(api_key)) or V(config_error) (no request could be sent,
+      O(api_key) is not a bearer token or the URL is not valid).
     - V(waiting) from a run that returned after O(progress_interval) to report (see RV(progress)); the action plugin
       runs the module again, so a task's result never ends so.
   returned: always

@@ -4,7 +4,8 @@
 -- role README, "Conversation affinity".
 --
 --   init(settings_json)  init_by_lua: settings, and the members the membership checker
---                        exported (members_file), read at every nginx (re)load and -t
+--                        exported (members_file), read at every nginx start and reload
+--                        (nginx -t runs no Lua: files/nginx-check runs init() for it)
 --   access()             access_by_lua in location /v1/: the request's routing key
 --   balance()            balancer_by_lua: the engine for this try
 --   log()                log_by_lua: the request no longer holds its engine
@@ -55,6 +56,15 @@ local function fail(message)
     error("factory_floor_affinity: " .. message, 0)
 end
 
+-- A member list that cannot be used (empty, cut short, not the checker's) must never keep
+-- nginx from starting: it counts as no list at all, nginx balances over its own server
+-- lines (the same pass wrote them) and the checker writes the list again at its next pass.
+local function unusable(path, why)
+    ngx.log(ngx.ERR, "factory_floor_affinity: ", path, " ignored (", why,
+            "): balancing over nginx's server lines until the membership checker writes it again")
+    return {}, "unusable"
+end
+
 local function read_members(path)
     local handle = io.open(path, "rb")
     if not handle then
@@ -64,15 +74,15 @@ local function read_members(path)
     end
     local text = handle:read("*a")
     handle:close()
-    local doc, err = cjson.decode(text)
+    local doc, err = cjson.decode(text or "")
     if type(doc) ~= "table" or type(doc.members) ~= "table" then
-        fail(path .. " is not the checker's member list: " .. tostring(err or "no members array"))
+        return unusable(path, "not the checker's member list: " .. tostring(err or "no members array"))
     end
     local out = {}
     for _, m in ipairs(doc.members) do
         if type(m) ~= "table" or type(m.name) ~= "string" or type(m.host) ~= "string"
                 or type(m.port) ~= "number" then
-            fail(path .. ": each member needs name, host and port")
+            return unusable(path, "a member without name, host or port")
         end
         local host = m.host
         if host:find(":", 1, true) and byte(host, 1) ~= 91 then
@@ -89,6 +99,23 @@ local function read_members(path)
     return out, type(doc.mode) == "string" and doc.mode or "unknown"
 end
 
+-- A JSON array (a table keyed 1..n, possibly empty) of non-empty strings.
+local function is_list_of_names(value)
+    if type(value) ~= "table" then
+        return false
+    end
+    local n = 0
+    for _ in pairs(value) do
+        n = n + 1
+    end
+    for i = 1, n do
+        if type(value[i]) ~= "string" or value[i] == "" then
+            return false
+        end
+    end
+    return true
+end
+
 function _M.init(settings_json)
     local given, err = cjson.decode(settings_json)
     if type(given) ~= "table" then
@@ -102,6 +129,21 @@ function _M.init(settings_json)
     end
     if type(settings.balance_factor) ~= "number" or settings.balance_factor < 1 then
         fail("balance_factor must be a number >= 1")
+    end
+    -- Checked here, at load (nginx -t), not at the first request: a string where a list
+    -- belongs (nginx_proxy_affinity_body_fields: user) made every POST answer 500.
+    if not is_list_of_names(settings.body_fields) then
+        fail("body_fields (nginx_proxy_affinity_body_fields) must be a list of field names, got "
+             .. cjson.encode(settings.body_fields))
+    end
+    if type(settings.prefix) ~= "boolean" then
+        fail("prefix (nginx_proxy_affinity_prefix) must be true or false")
+    end
+    if type(settings.members_file) ~= "string" or settings.members_file == "" then
+        fail("members_file must be a path")
+    end
+    if type(settings.dict) ~= "string" or ngx.shared[settings.dict] == nil then
+        fail("dict must name a lua_shared_dict of nginx.conf")
     end
     header_var = "http_" .. settings.header:lower():gsub("-", "_")
     members, mode = read_members(settings.members_file)

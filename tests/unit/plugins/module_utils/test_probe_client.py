@@ -17,6 +17,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -29,6 +30,7 @@ import yaml
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _probe_client as pc
 from ansible_collections.factory_floor.llm.tests.unit.plugins.fake_vllm import free_port
+from ansible_collections.factory_floor.llm.tests.unit.roles import nginx_proxy_harness as harness
 
 PATH = "/v1/chat/completions"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -37,7 +39,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.d
 class FakeProxy:
     """A loopback HTTP server answering chat completions; change its attributes to change its answers."""
 
-    def __init__(self):
+    def __init__(self, certificate=None):
+        # (certificate, key) files: the fake answers https, as the proxy with TLS.
+        self.certificate = certificate
         self.status = 200
         self.upstream = "10.0.0.1:8000"
         self.proxy_host = None  # X-Factory-Floor-Proxy: which proxy host answered
@@ -50,6 +54,8 @@ class FakeProxy:
 
     @property
     def url(self):
+        if self.certificate:
+            return "https://localhost:%d%s" % (self.port, PATH)
         return "http://127.0.0.1:%d%s" % (self.port, PATH)
 
     def start(self):
@@ -82,6 +88,10 @@ class FakeProxy:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if self.certificate:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*self.certificate)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self.port = self._server.server_address[1]
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
@@ -242,6 +252,25 @@ def test_main(proxy, tmp_path, keep_signals):
     assert code == 0
     assert read_records(out)[0]["status"] == 200
     assert proxy.requests[0][1]["Authorization"] == "Bearer sk-file"
+
+
+def test_main_through_a_proxy_with_tls(tmp_path, keep_signals):
+    """nginx_proxy_tls_certificate set: the probe client speaks https and verifies the proxy's certificate
+    with the CA file it is given; a certificate it cannot verify is a failed request, not an answer."""
+    cert, key = harness.self_signed(tmp_path, "localhost")
+    fake = FakeProxy(certificate=(cert, key)).start()
+    try:
+        out = tmp_path / "probe.jsonl"
+        assert pc.main(["--url", fake.url, "--model", "tiny-llama", "--out", str(out), "--interval", "0.05",
+                        "--duration", "0.2", "--ca-file", str(cert)]) == 0
+        assert read_records(out)[0]["status"] == 200
+        untrusted = tmp_path / "untrusted.jsonl"
+        assert pc.main(["--url", fake.url, "--model", "tiny-llama", "--out", str(untrusted), "--interval", "0.05",
+                        "--duration", "0.2"]) == 0
+        first = read_records(untrusted)[0]
+        assert first["status"] == 0 and "certificate verify failed" in first["error"].lower()
+    finally:
+        fake.stop()
 
 
 def test_main_without_requests(tmp_path, monkeypatch, capsys):

@@ -74,7 +74,7 @@ def proxy(in_rotation=("spark-a", "spark-b"), drained=(), updated=NOW - 2):
             "rotation": {"mode": "live", "members": ["spark-a", "spark-b"], "in_rotation": list(in_rotation),
                          "drained": list(drained), "statuses": {"spark-a": "serving", "spark-b": "serving"},
                          "updated": updated},
-            "checker": show(("factory-floor-upstream.service", "active", "running"))}
+            "checker": show(("factory-floor-upstream.service", "active", "running"), ("nginx.service", "active", "running"))}
 
 
 GATE = {"spark-a": {"host": "spark-a", "role": "candidate", "passed": True, "score": 38.9, "measured_at": "2026-12-01T21:05:00Z",
@@ -118,7 +118,8 @@ def test_the_table_reads_topology_engines_gate_watchdogs_memory_locks_peers_prox
     assert re.search(r"spark-a +vllm-split-watchdog.service +inactive \(dead\), disabled +none \(no status file\) +-", text)
     assert re.search(r"spark-a +0.74 +0.74 +30.5 GiB +2.0 GiB +28.5 GiB +gpu_memory_utilization", text)
     assert "  spark-a: free" in text and "  spark-b: allowed 2" in text
-    assert "gateway: checker active (running), state 2026-12-01 20:59 UTC (2 s ago); in rotation: spark-a, spark-b" in text
+    assert ("gateway: nginx active (running), checker active (running), state 2026-12-01 20:59 UTC (2 s ago); "
+            "in rotation: spark-a, spark-b") in text
     assert "floating proxy address: none configured" in text
     assert lines[-1] == "attention: none"
 
@@ -166,6 +167,18 @@ def test_hosts_that_record_another_topology_than_the_inventory():
     assert not result["topology"]["agrees"] and result["topology"]["advice"].startswith("This host is on replicas")
     assert "topology: the hosts run replicas (recorded replicas), the inventory says split" in result["attention"]
     assert " - DIFFERS" in site.table(result, NOW)[1]
+
+
+def test_a_record_that_is_not_what_runs_is_named():
+    # Issue 33, item 2: after a half-failed switch spark-a recorded split, spark-b replicas; both ran replicas.
+    engines = {"spark-a": engine("spark-a"), "spark-b": engine("spark-b")}
+    engines["spark-a"]["record"]["record"]["topology"] = "split"
+    result = view(engines=engines)
+    assert result["topology"]["disagreements"] == ["spark-a records split but runs replicas",
+                                                   "the hosts' records differ: spark-a split, spark-b replicas"]
+    assert "topology records: spark-a records split but runs replicas" in result["attention"]
+    assert "topology records: the hosts' records differ: spark-a split, spark-b replicas" in result["attention"]
+    assert view()["topology"]["disagreements"] == []
 
 
 def test_the_split_head_serves_and_rank_1_is_headless():
@@ -329,3 +342,39 @@ def test_parse_units_and_words():
 
 def test_columns_align():
     assert site.columns([["A", "BB", "C"], ["long", "x", "yyy"], ["z"]]) == ["A     BB  C", "long  x   yyy", "z"]
+
+
+def test_a_proxy_whose_nginx_is_down_or_not_reloading_needs_attention():
+    """Seen: nginx's master stopped from outside, nginx.service inactive (dead), the checker failing its reload
+    every second; the status view showed the checker running and nothing else."""
+    down = proxy(in_rotation=[])
+    down["checker"] = show(("factory-floor-upstream.service", "active", "running"), ("nginx.service", "inactive", "dead"))
+    down["rotation"]["nginx"] = {"up": False, "reload_failures": 42, "io_error": None}
+    full = proxy()
+    full["host"] = "gateway-2"
+    full["checker"] = show(("factory-floor-upstream.service", "active", "running"), ("nginx.service", "active", "running"))
+    full["checker"] = full["checker"].replace("NRestarts=0", "NRestarts=3", 2)
+    full["rotation"]["nginx"] = {"up": True, "reload_failures": 0,
+                                 "io_error": "/etc/nginx/factory-floor-upstream.conf: No space left on device"}
+    result = view(proxies={"gateway": down, "gateway-2": full})
+    attention = result["attention"]
+    assert ("proxy gateway: nginx.service is inactive (dead): this proxy answers nothing (systemctl status nginx.service)"
+            in attention)
+    assert any(line.startswith("proxy gateway: nginx has not loaded the membership checker's upstream for 42 passes")
+               for line in attention)
+    assert ("proxy gateway-2: the membership checker cannot write its files: "
+            "/etc/nginx/factory-floor-upstream.conf: No space left on device") in attention
+    assert not any(line.startswith("proxy gateway-2: nginx") for line in attention)
+    text = "\n".join(site.table(result, NOW))
+    assert "gateway: nginx inactive (dead), checker active (running)" in text
+    assert "gateway-2: nginx active (running), restarted 3 times, checker active (running)" in text
+
+
+def test_a_checker_that_found_nginx_down_is_named_without_the_unit_read():
+    stopped = proxy()
+    stopped["rotation"]["nginx"] = {"up": False, "reload_failures": 0, "io_error": None}
+    result = view(proxies={"gateway": stopped})
+    assert ("proxy gateway: the membership checker found nginx's master not running at its last pass"
+            in result["attention"])
+    # A healthy proxy: nothing about nginx.
+    assert not [line for line in view()["attention"] if "nginx" in line]

@@ -83,42 +83,112 @@ ON_TARGET_OPS_DRAIN = plan_for("replicas", units(REPLICAS, REPLICAS), [{"spark-b
 SWITCH_OPS_DRAIN = plan_for("replicas", units(SPLIT, SPLIT), [{"spark-b": "ops"}])
 
 
-@pytest.mark.parametrize("row, plan, failed, gate_hosts, expected", [
-    ("switch, every engine serves: all gated, all join", SWITCH, [], ENGINES,
+# ``passed``: the engines whose gate verdict passed (their notes' ``gate.passed``); in a
+# gated switch no verdict is a failure: only those rejoin the proxy.
+@pytest.mark.parametrize("row, plan, failed, passed, gate_hosts, expected", [
+    ("switch, every engine serves: all gated, all join", SWITCH, [], ENGINES, ENGINES,
      dict(rollback=False, serving_topology="replicas", joined=True, undrain=ENGINES, heal_ready=[], heal_left=[],
           expected_in_rotation=ENGINES)),
-    ("switch to split: rank 0 is gated, both ranks join", SWITCH_SPLIT, [], [HEAD],
+    ("switch to split: rank 0 is gated, both ranks join", SWITCH_SPLIT, [], [HEAD], [HEAD],
      dict(rollback=False, joined=True, undrain=ENGINES, expected_in_rotation=[HEAD])),
-    ("switch, one engine did not start: no gate, roll back", SWITCH, ["spark-b"], [],
+    ("switch, one engine did not start: no gate, roll back", SWITCH, ["spark-b"], [], [],
      dict(rollback=True, serving_topology="split", joined=False, undrain=[], expected_in_rotation=[HEAD])),
-    ("switch to split failed: the replicas come back", SWITCH_SPLIT, ["spark-a"], [],
+    ("switch to split failed: the replicas come back", SWITCH_SPLIT, ["spark-a"], [], [],
      dict(rollback=True, serving_topology="replicas", expected_in_rotation=ENGINES)),
-    ("ungated switch: no gate, joined already at the cut-over", UNGATED, [], [],
+    ("ungated switch: no gate, joined already at the cut-over", UNGATED, [], [], [],
      dict(rollback=False, joined=False, undrain=[], expected_in_rotation=ENGINES)),
-    ("nothing to do", ON_TARGET, [], [],
+    ("nothing to do", ON_TARGET, [], [], [],
      dict(rollback=False, joined=False, undrain=[], heal_ready=[], heal_left=[], expected_in_rotation=ENGINES)),
-    ("nothing to do, spark-b drained by an operator: not expected in rotation", ON_TARGET_OPS_DRAIN, [], [],
+    ("nothing to do, spark-b drained by an operator: not expected in rotation", ON_TARGET_OPS_DRAIN, [], [], [],
      dict(rollback=False, undrain=[], expected_in_rotation=["spark-a"])),
     ("switch with spark-b drained by an operator: the cut-over's drain replaces it, both join", SWITCH_OPS_DRAIN, [],
-     ENGINES, dict(rollback=False, joined=True, undrain=ENGINES, expected_in_rotation=ENGINES)),
-    ("interrupted switch finished: both pass and rejoin", HEAL, [], ENGINES,
+     ENGINES, ENGINES, dict(rollback=False, joined=True, undrain=ENGINES, expected_in_rotation=ENGINES)),
+    ("interrupted switch finished: both pass and rejoin", HEAL, [], ENGINES, ENGINES,
      dict(rollback=False, joined=False, undrain=ENGINES, heal_ready=ENGINES, heal_left=[], expected_in_rotation=ENGINES)),
-    ("interrupted switch, spark-b fails its gate: it stays drained, no rollback", HEAL, ["spark-b"], ["spark-a"],
+    ("interrupted switch, spark-b fails its gate: it stays drained, no rollback", HEAL, ["spark-b"], ["spark-a"], ["spark-a"],
      dict(rollback=False, serving_topology="replicas", undrain=["spark-a"], heal_ready=["spark-a"], heal_left=["spark-b"],
           expected_in_rotation=["spark-a"])),
-    ("interrupted switch, only spark-b drained: only it is gated", HEAL_ONE, [], ["spark-b"],
+    ("interrupted switch, only spark-b drained: only it is gated", HEAL_ONE, [], ["spark-b"], ["spark-b"],
      dict(undrain=["spark-b"], heal_ready=["spark-b"], heal_left=[], expected_in_rotation=ENGINES)),
-    ("interrupted switch to split, rank 0 passes: both ranks rejoin", HEAL_SPLIT, [], [HEAD],
+    ("interrupted switch to split, rank 0 passes: both ranks rejoin", HEAL_SPLIT, [], [HEAD], [HEAD],
      dict(rollback=False, undrain=ENGINES, heal_ready=ENGINES, heal_left=[], expected_in_rotation=[HEAD])),
-    ("interrupted switch to split, rank 0 fails: both stay drained", HEAL_SPLIT, [HEAD], [],
+    ("interrupted switch to split, rank 0 fails: both stay drained", HEAL_SPLIT, [HEAD], [], [],
      dict(rollback=False, serving_topology="split", undrain=[], heal_ready=[], heal_left=ENGINES, expected_in_rotation=[])),
-    ("interrupted switch, gate off: they rejoin untested", HEAL_UNGATED, [], [],
+    ("interrupted switch, gate off: they rejoin untested", HEAL_UNGATED, [], [], [],
      dict(rollback=False, undrain=["spark-a"], heal_ready=["spark-a"], heal_left=[])),
+    # No verdict is a failure (issue 33, item 5): an engine the gate never judged never reaches a client.
+    ("gated switch, spark-b has no verdict (its gate never ran to the end): spark-b stays drained", SWITCH, [], ["spark-a"],
+     ENGINES, dict(rollback=False, joined=True, undrain=["spark-a"], expected_in_rotation=["spark-a"])),
+    ("gated switch to split, rank 0 has no verdict: nobody rejoins", SWITCH_SPLIT, [], [], [HEAD],
+     dict(rollback=False, joined=False, undrain=[], expected_in_rotation=[])),
+    ("interrupted switch, gated, spark-b has no verdict: it stays drained", HEAL, [], ["spark-a"], ENGINES,
+     dict(undrain=["spark-a"], heal_ready=["spark-a"], heal_left=["spark-b"], expected_in_rotation=["spark-a"])),
 ])
-def test_gate_and_conclude(row, plan, failed, gate_hosts, expected):
+def test_gate_and_conclude(row, plan, failed, passed, gate_hosts, expected):
     assert sp.gate_hosts(plan, ENGINES, HEAD, failed) == gate_hosts, row
-    result = sp.conclude(plan, ENGINES, HEAD, failed)
+    result = sp.conclude(plan, ENGINES, HEAD, failed, (), passed)
     assert {key: result[key] for key in expected} == expected, row
+
+
+# Issue 33, item 5: an engine host lost (unreachable, or dropped after a failure) during the switch.
+# ``lost``: the engine hosts no longer in the run; ``failed``: those that failed in it.
+@pytest.mark.parametrize("row, plan, lost, failed, passed, gate_hosts, expected", [
+    ("to replicas, spark-b lost during the gate, spark-a passed: the split cannot come back without spark-b, spark-a "
+     "serves, spark-b never rejoins", SWITCH, ["spark-b"], [], ["spark-a", "spark-b"], ["spark-a"],
+     dict(rollback=False, serving_topology="replicas", joined=True, undrain=["spark-a"], failed_hosts=["spark-b"],
+          lost_hosts=["spark-b"], expected_in_rotation=["spark-a"])),
+    ("to replicas, spark-b lost before the gate: spark-a is still gated (there is no way back)", SWITCH, ["spark-b"], [],
+     [], ["spark-a"], dict(rollback=False, undrain=[], joined=False, expected_in_rotation=[])),
+    ("to replicas, spark-b lost and spark-a failed its gate: nothing can serve, nobody rejoins", SWITCH, ["spark-b"],
+     ["spark-a"], [], [], dict(rollback=False, undrain=[], failed_hosts=ENGINES, expected_in_rotation=[])),
+    ("to split, rank 1 lost: roll back to replicas where it can (spark-a), spark-b left as it is", SWITCH_SPLIT,
+     ["spark-b"], [], [HEAD], [],
+     dict(rollback=True, serving_topology="replicas", undrain=[], joined=False, expected_in_rotation=["spark-a"])),
+    ("to split, rank 0 lost: roll back to replicas on spark-b", SWITCH_SPLIT, [HEAD], [], [], [],
+     dict(rollback=True, serving_topology="replicas", undrain=[], expected_in_rotation=["spark-b"])),
+    ("every engine host lost: no rollback, nobody rejoins", SWITCH, ENGINES, [], ENGINES, [],
+     dict(rollback=False, undrain=[], failed_hosts=ENGINES, expected_in_rotation=[])),
+    ("ungated switch to replicas, spark-b lost: no way back; spark-a (joined at the cut-over) serves", UNGATED,
+     ["spark-b"], [], [], [], dict(rollback=False, undrain=[], expected_in_rotation=["spark-a"])),
+    ("interrupted switch, spark-b lost: it stays drained", HEAL, ["spark-b"], [], ENGINES, ["spark-a"],
+     dict(rollback=False, undrain=["spark-a"], heal_left=["spark-b"], expected_in_rotation=["spark-a"])),
+    ("interrupted switch to split, rank 1 lost, rank 0 passed: rank 0 rejoins, rank 1 stays drained", HEAL_SPLIT,
+     ["spark-b"], [], [HEAD], [HEAD], dict(undrain=[HEAD], heal_left=["spark-b"], expected_in_rotation=[HEAD])),
+])
+def test_a_lost_engine_host_is_never_undrained(row, plan, lost, failed, passed, gate_hosts, expected):
+    assert sp.gate_hosts(plan, ENGINES, HEAD, failed, lost) == gate_hosts, row
+    result = sp.conclude(plan, ENGINES, HEAD, failed, lost, passed)
+    assert {key: result[key] for key in expected} == expected, row
+    for host in lost:
+        assert host not in result["undrain"] and host not in result["expected_in_rotation"], row
+
+
+@pytest.mark.parametrize("other_topology, lost, back", [
+    ("split", [], True), ("split", ["spark-b"], False), ("replicas", ["spark-b"], True), ("replicas", ENGINES, False),
+])
+def test_can_roll_back(other_topology, lost, back):
+    plan = SWITCH if other_topology == "split" else SWITCH_SPLIT
+    assert sp.can_roll_back(plan, ENGINES, lost) is back
+
+
+def test_switch_plan_names_the_hosts_the_play_lost():
+    # The gate play ran on spark-a only: spark-b became unreachable. Its notes (from before) say it served.
+    notes = {"spark-a": {"events": {"serving": 1.0}, "gate": {"passed": True}},
+             "spark-b": {"events": {"serving": 1.0}}}
+    plan = sp.switch_plan("replicas", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], True, {}, {"score": 75.0}, None, notes,
+                          play_hosts=["spark-a"])
+    assert plan["lost_hosts"] == ["spark-b"] and plan["failed_hosts"] == ["spark-b"]
+    assert plan["undrain"] == ["spark-a"] and plan["rollback"] is False
+    # Before, every engine of the group was undrained: spark-b served without a verdict.
+    assert sp.switch_plan("replicas", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], True, {}, {"score": 75.0}, None, notes,
+                          play_hosts=ENGINES)["undrain"] == ["spark-a"]
+
+
+def test_passed_gate_reads_the_verdicts():
+    notes = {"spark-a": {"gate": {"passed": True}}, "spark-b": {"gate": {"passed": False}}, "gateway": {"gate": {"passed": True}}}
+    assert sp.passed_gate(ENGINES, notes) == ["spark-a"]
+    assert sp.passed_gate(ENGINES, {"spark-a": {"gate": {"passed": "True"}}}) == ["spark-a"]
+    assert sp.passed_gate(ENGINES, None) == []
 
 
 def test_conclude_keeps_inventory_order_and_engines_only():
@@ -182,7 +252,88 @@ def test_announcement(row, plan, startup, score, text):
 def test_switch_plan_has_every_answer():
     plan = sp.switch_plan("replicas", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], True, {"replicas": 60}, {}, None)
     assert plan["announcement"].startswith("Switching to replicas.")
-    assert plan["gate_hosts"] == ENGINES and plan["rollback"] is False and plan["expected_in_rotation"] == ENGINES
+    assert plan["gate_hosts"] == ENGINES and plan["rollback"] is False
+    # No verdict yet: nobody is expected in rotation, nobody is undrained.
+    assert plan["undrain"] == [] and plan["expected_in_rotation"] == []
+    assert plan["refusal"] == "" and plan["records"] is None and plan["lost_hosts"] == []
+    passed = {host: {"gate": {"passed": True}} for host in ENGINES}
+    plan = sp.switch_plan("replicas", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], True, {"replicas": 60}, {}, None, passed)
+    assert plan["undrain"] == ENGINES and plan["expected_in_rotation"] == ENGINES and plan["joined"] is True
+
+
+# Issue 33, item 16: tool_gate_min_score 0 (the default) with no incumbent score passes any score above 0.
+@pytest.mark.parametrize("row, topology, hosts, drains, gated, min_score, score, refused", [
+    ("gated, min_score 0, nothing serves", "replicas", units(NONE, NONE), [], True, 0, {}, "nothing serves now"),
+    ("gated, min_score 0, no score stored, not measured", "replicas", units(SPLIT, SPLIT), [], True, 0,
+     {"build_id": "abc", "score": None}, "no score is stored for the incumbent build abc (split), and it was not measured"),
+    ("gated, min_score 0, finishing an interrupted switch", "replicas", units(REPLICAS, REPLICAS),
+     [{"spark-a": "switch-to-replicas"}], True, 0, {}, "finishing an interrupted switch"),
+    ("gated, min_score 0, the incumbent scored: its score is the bar", "replicas", units(SPLIT, SPLIT), [], True, 0,
+     {"build_id": "abc", "score": 75.0}, ""),
+    ("gated, min_score 20: a bar of its own", "replicas", units(NONE, NONE), [], True, 20, {}, ""),
+    ("not gated: no bar needed", "replicas", units(NONE, NONE), [], False, 0, {}, ""),
+    ("min_score not known yet (the first decision)", "replicas", units(NONE, NONE), [], True, None, {}, ""),
+    ("already on the target: nothing is gated", "replicas", units(REPLICAS, REPLICAS), [], True, 0, {}, ""),
+])
+def test_a_gate_with_no_bar_is_refused(row, topology, hosts, drains, gated, min_score, score, refused):
+    plan = sp.switch_plan(topology, ENGINES, HEAD, hosts, drains, gated, {}, score, None, None, min_score=min_score)
+    if not refused:
+        assert plan["refusal"] == "", row
+        return
+    assert plan["refusal"].startswith("The tool-calling gate has no bar for replicas: tool_gate_min_score is 0 and there is "
+                                      "no incumbent score to compare with (%s" % refused), row
+    assert "Nothing was changed. Set tool_gate_min_score above 0" in plan["refusal"]
+    assert "leave replicas out of tool_gate_topologies" in plan["refusal"]
+
+
+def test_the_announcement_names_the_records_disagreement():
+    said = {"spark-a": {"record": {"topology": "split"}, "runs": "split"},
+            "spark-b": {"record": {"topology": "replicas"}, "runs": "split"}}
+    plan = sp.switch_plan("replicas", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], False, {}, {}, None, records=said)
+    assert plan["records"]["disagreements"] == ["spark-b records replicas but runs split",
+                                                "the hosts' records differ: spark-a split, spark-b replicas"]
+    assert plan["announcement"].endswith(
+        "The engine hosts' topology records and what they run disagree: spark-b records replicas but runs split; the "
+        "hosts' records differ: spark-a split, spark-b replicas. This switch records on each host what it runs once every "
+        "host's outcome is known.")
+
+
+# --- the records written at the end of a switch (item 2: one decision, after every outcome) ------------
+
+
+def said(recorded, running, model=None):
+    record = None if recorded is None else {"topology": recorded, "model": model, "error": None}
+    return {"record": record, "runs": running}
+
+
+MODELS = {"replicas": "/m/R", "split": "/m/S"}
+
+
+@pytest.mark.parametrize("row, plan, observed, write, unrecorded", [
+    ("a switch that went through: every host records the target, this run", dict(SWITCH, rollback=False),
+     {"spark-a": said("split", "replicas", "/m/S"), "spark-b": said("split", "replicas", "/m/S")},
+     {"spark-a": {"topology": "replicas", "model": "/m/R", "note": ""},
+      "spark-b": {"topology": "replicas", "model": "/m/R", "note": ""}}, {}),
+    ("the issue: a switch to split whose hosts both run replicas again; each records what it runs",
+     dict(SWITCH_SPLIT, rollback=True),
+     {"spark-a": said("split", "replicas", "/m/R"), "spark-b": said("replicas", "replicas", "/m/R")},
+     {"spark-a": {"topology": "replicas", "model": "/m/R", "note": "the switch to split rolled back"}}, {}),
+    ("rolled back, records already right: nothing written", dict(SWITCH, rollback=True),
+     {"spark-a": said("split", "split", "/m/S"), "spark-b": said("split", "split", "/m/S")}, {}, {}),
+    ("spark-b lost: not written, named", dict(SWITCH, rollback=False, lost_hosts=["spark-b"]),
+     {"spark-a": said("split", "replicas")},
+     {"spark-a": {"topology": "replicas", "model": "/m/R", "note": ""}},
+     {"spark-b": "lost from the run (unreachable or failed)"}),
+    ("the rollback failed: nothing runs on spark-b, its record stays", dict(SWITCH, rollback=True),
+     {"spark-a": said("split", "split", "/m/S"), "spark-b": said("split", "none", "/m/S")}, {},
+     {"spark-b": "no engine unit runs there"}),
+    ("a record without the model gets it", dict(ON_TARGET, rollback=False),
+     {"spark-a": said("replicas", "replicas"), "spark-b": said("replicas", "replicas", "/m/R")},
+     {"spark-a": {"topology": "replicas", "model": "/m/R", "note": ""}}, {}),
+])
+def test_record_writes(row, plan, observed, write, unrecorded):
+    decided = sp.record_writes(plan, ENGINES, observed, MODELS)
+    assert decided == {"write": write, "unrecorded": unrecorded}, row
 
 
 # What the hosts noted during the switch (the maintenance window's notes): the start-ups to record.
@@ -308,3 +459,21 @@ def test_upgrade_plan_gives_the_report_the_target_and_the_first_replicas_old_bui
         "switch_model": "/models/New", "switch_image": "v2"}
     assert list(plan["report"]) == ["target", "todo", "old", "switch_model", "switch_image"]
     assert sp.upgrade_plan(ENGINES, {}, "/models/New")["report"]["old"] == {}
+
+
+@pytest.mark.parametrize("row, min_score, incumbents, refused", [
+    ("min_score 0, spark-b's build has no score", 0, INCUMBENTS, "spark-b"),
+    ("min_score 0, every build scored", 0, {h: dict(INCUMBENTS["spark-a"]) for h in ENGINES}, ""),
+    ("min_score 20", 20, INCUMBENTS, ""),
+    ("not known yet", None, INCUMBENTS, ""),
+])
+def test_upgrade_refuses_a_gate_with_no_bar(row, min_score, incumbents, refused):
+    plan = sp.upgrade_plan(ENGINES, {host: replica("/models/Old") for host in ENGINES}, "/models/New", {}, incumbents,
+                           min_score=min_score)
+    if not refused:
+        assert plan["refusal"] == "", row
+        return
+    assert plan["refusal"].startswith("The tool-calling gate has no bar for the new build: tool_gate_min_score is 0 and "
+                                      "there is no incumbent score to compare with (no score is stored for the build "
+                                      "spark-b serves (/models/Old, build short), and it was not measured)"), row
+    assert "tool_gate_topologies" not in plan["refusal"]

@@ -327,6 +327,80 @@ def test_switch_report_engines_not_in_rotation_fail_the_run(on_target, head):
     assert sr.switch_report(series((200, 5)), switch_hosts(), dict(plan, rotation_error=""), T0 + 100)["message"] == ""
 
 
+# Issue 33, item 2: a switch whose probe client saw failures after the first engine served printed outcome ok.
+def test_switch_report_failures_after_serving_are_not_ok():
+    plan = dict(SWITCH_PLAN, start=T0)
+    # The new engines joined at T0 + 91; the proxy's nginx then died for 4 s.
+    records = series((503, 91), (200, 3), (0, 4), (200, 3))
+    report = sr.switch_report(records, switch_hosts(), plan, T0 + 110)
+    assert report["outcome"] == "ok_with_failures"
+    assert report["failures_after_serving"] == 4
+    assert report["message"].startswith(
+        "The switch to replicas went through (its new engines serve; it is kept, not rolled back), but the probe client saw "
+        "4 of 101 requests through the proxy fail after the first new engine served (0 answered 502; by status "
+        '{"0": 4, "200": 6, "503": 91}). The first ones, at s since start (HTTP status, 0 = no answer): 94.0 (0), 95.0 (0), '
+        "96.0 (0), 97.0 (0).")
+    assert report["message"].endswith("Outcome ok_with_failures: once an engine serves, no request may fail.")
+    assert report["table"][0].startswith("switch outcome: ok_with_failures (4 of 101 requests")
+
+
+def test_switch_report_the_issue_run_fails_on_rotation_and_names_the_failures():
+    plan = dict(SWITCH_PLAN, start=T0, rotation_error=ROTATION_ERROR)
+    report = sr.switch_report(series((503, 91), (200, 3), (0, 4)), switch_hosts(), plan, T0 + 110)
+    assert report["outcome"] == "not_in_rotation"
+    assert "the proxy does not route to every one of them" in report["message"]
+    assert "saw 4 of 98 requests through the proxy fail after the first new engine served" in report["message"]
+
+
+LOST_PLAN = dict(SWITCH_PLAN, start=T0, run="20261129T110000Z-3f9a1c", lost_hosts=["spark-b"], undrain=["spark-a"],
+                 lost_locks={"spark-b": {"released": False, "path": "/run/factory-floor/maintenance.lock",
+                                         "error": "host unreachable (ssh: connect timed out)"}})
+
+
+# Issue 33, item 5: an engine host lost during a gated switch.
+def test_switch_report_lost_host_fails_naming_it_and_its_lock():
+    hosts = switch_hosts()
+    hosts[1]["gate"] = {}
+    report = sr.switch_report(series((200, 5)), hosts, LOST_PLAN, T0 + 100)
+    assert (report["outcome"], report["lost_hosts"]) == ("host_lost", ["spark-b"])
+    assert report["engines"]["spark-b"] == "LOST from the run (unreachable or dropped); last seen serving"
+    assert report["message"] == (
+        "spark-b dropped out of the run (unreachable over SSH, or a task failed there and Ansible dropped it): what it "
+        "runs now is unknown. spark-b stays drained from the proxy (holder switch-to-replicas): its engine reaches no "
+        "client without a tool-calling verdict. spark-a passed the gate and serves replicas. spark-b still holds this "
+        "run's maintenance lock (/run/factory-floor/maintenance.lock, run 20261129T110000Z-3f9a1c): host unreachable "
+        "(ssh: connect timed out); remove it once spark-b answers again (factory_floor.llm.maintenance_lock state absent "
+        "with that run, or rm), or the next switch and deploy.yml refuse until it expires. The ways on: once spark-b "
+        "answers again, check it with playbooks/status.yml, then run switch-to-replicas.yml again: on the target it gates "
+        "each engine this run left drained and puts back those that pass; off it, it switches again.")
+
+
+def test_switch_report_lost_host_whose_lock_was_released_and_a_rollback():
+    plan = dict(LOST_PLAN, rollback=True, other="split", undrain=[], lost_locks={"spark-b": {"released": True}})
+    report = sr.switch_report([], switch_hosts(), plan, T0 + 100)
+    assert report["outcome"] == "rolled_back" and report["lost_hosts"] == ["spark-b"]
+    assert "The other engine hosts went back to split." in report["message"]
+    assert "This run's maintenance lock on spark-b was released" in report["message"]
+    assert "still holds" not in report["message"]
+
+
+def test_switch_report_says_what_the_hosts_run_and_fails_on_records_that_disagree():
+    site = {"agrees": False, "running": "replicas",
+            "disagreements": ["spark-a records split but runs replicas"]}
+    inventory = {"advice": "inventory: the hosts run replicas: change the line", "agrees": False}
+    report = sr.switch_report(series((200, 5)), switch_hosts(), dict(SWITCH_PLAN, site=site, inventory=inventory), T0 + 100)
+    assert report["outcome"] == "not_recorded"
+    assert report["lines"][-2:] == ["topology records: spark-a records split but runs replicas",
+                                    "inventory: the hosts run replicas: change the line"]
+    assert report["message"].startswith("The engine hosts' topology records and what they run disagree: spark-a records "
+                                        "split but runs replicas. deploy.yml refuses")
+    failed_write = dict(SWITCH_PLAN, site=site, inventory=inventory, record_errors={"spark-a": "No space left on device"})
+    assert ("split but runs replicas. The record could not be written on spark-a: No space left on device. deploy.yml"
+            in sr.switch_report(series((200, 5)), switch_hosts(), failed_write, T0 + 100)["message"])
+    agreeing = dict(SWITCH_PLAN, site=dict(site, agrees=True, disagreements=[]), inventory=inventory)
+    assert sr.switch_report(series((200, 5)), switch_hosts(), agreeing, T0 + 100)["message"] == ""
+
+
 HEAL_PLAN = dict(SWITCH_PLAN, on_target=True, heal=True, heal_hosts=["spark-a", "spark-b"],
                  heal_holders=["switch-to-replicas"], incumbent={"topology": "", "host": ""},
                  inventory={"advice": "agrees", "agrees": True}, inventory_sources=["inventory/site"])

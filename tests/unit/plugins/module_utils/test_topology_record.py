@@ -20,8 +20,11 @@ RUN = "20261129T110000Z-3f9a1c"
 INVENTORY = ["/srv/ff/inventory/site"]
 
 
-def record_text(topology="replicas", playbook="switch-to-replicas.yml", by="ops@ctl", since=T0, run=RUN, note=""):
-    return json.dumps({"topology": topology, "since": since, "by": by, "playbook": playbook, "run": run, "note": note})
+def record_text(topology="replicas", playbook="switch-to-replicas.yml", by="ops@ctl", since=T0, run=RUN, note="", model=None):
+    fields = {"topology": topology, "since": since, "by": by, "playbook": playbook, "run": run, "note": note}
+    if model is not None:
+        fields["model"] = model
+    return json.dumps(fields)
 
 
 def record(**fields):
@@ -41,7 +44,11 @@ def path(tmp_path):
 def test_parse_reads_every_field():
     assert tr.parse(record_text(note="n")) == {
         "topology": "replicas", "since": T0, "by": "ops@ctl", "playbook": "switch-to-replicas.yml", "run": RUN,
-        "note": "n", "error": None}
+        "note": "n", "model": None, "error": None}
+
+
+def test_parse_reads_the_model():
+    assert tr.parse('{"topology": "replicas", "model": "/models/New"}')["model"] == "/models/New"
 
 
 @pytest.mark.parametrize("text, error", [
@@ -209,3 +216,165 @@ def test_the_override_is_the_vllm_roles_variable():
         assert yaml.safe_load(handle)[tr.OVERRIDE] is False
     with open(os.path.join(root, "roles", "vllm", "vars", "main.yml"), encoding="utf-8") as handle:
         assert yaml.safe_load(handle)["_vllm_topology_record_file"] == tr.PATH
+
+
+# --- runs() and what the host runs --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("states, expected", [
+    (["active", "inactive"], "replicas"),
+    (["inactive", "active"], "split"),
+    (["activating", "inactive"], "replicas"),
+    (["failed", "reloading"], "split"),
+    (["inactive", "inactive"], tr.NONE),
+    (["failed", "unknown"], tr.NONE),
+    (["active", "active"], tr.BOTH),
+    ([], None),
+    (None, None),
+])
+def test_runs(states, expected):
+    assert tr.runs(states) == expected
+
+
+@pytest.mark.parametrize("recorded, running, topology, state", [
+    # Item 14: a host with no record used to agree with any topology, whatever it ran.
+    (None, "split", "replicas", tr.DIFFERS),
+    (None, "replicas", "replicas", tr.AGREES),
+    (None, tr.NONE, "replicas", tr.ABSENT),
+    # What runs decides over a record a half-failed run left behind.
+    ("split", "replicas", "replicas", tr.AGREES),
+    ("replicas", "split", "replicas", tr.DIFFERS),
+    ("unreadable", "replicas", "replicas", tr.AGREES),
+    # Nothing runs (a host whose engine is down): the record decides.
+    ("split", tr.NONE, "replicas", tr.DIFFERS),
+    ("split", None, "split", tr.AGREES),
+    ("split", tr.BOTH, "replicas", tr.DIFFERS),
+])
+def test_state_of_what_runs_first(recorded, running, topology, state):
+    found = None if recorded is None else (tr.parse("garbage") if recorded == "unreadable" else record(topology=recorded))
+    assert tr.state_of(found, topology, running) == state
+
+
+def test_a_host_with_no_record_that_runs_the_other_topology_is_refused():
+    message = tr.refusal(None, "replicas", INVENTORY, NOW, running="split")
+    assert message.startswith("This host runs split (vllm-split.service is active), not replicas; it has no topology "
+                              "record (/var/lib/factory-floor/topology.json).")
+    assert "would stop split with no drain, no tool-calling gate and no maintenance lock" in message
+    assert "change the inventory line to `topology: split` in /srv/ff/inventory/site/group_vars/all.yml" in message
+    assert "ansible-playbook -i /srv/ff/inventory/site playbooks/switch-to-replicas.yml" in message
+    assert message.endswith("-e vllm_deploy_topology_change=true.")
+
+
+def test_a_record_that_is_not_what_runs_is_named_in_the_refusal():
+    message = tr.refusal(record(topology="replicas"), "replicas", INVENTORY, NOW, running="split")
+    assert message.startswith("This host runs split (vllm-split.service is active), not replicas; its record says "
+                              "replicas: switched to replicas by ops@ctl")
+    assert "which is not what runs" in message
+
+
+@pytest.mark.parametrize("recorded, running", [("split", "replicas"), (None, "replicas"), (None, tr.NONE)])
+def test_no_refusal_when_what_runs_is_what_is_deployed(recorded, running):
+    found = None if recorded is None else record(topology=recorded)
+    assert tr.refusal(found, "replicas", INVENTORY, NOW, running) == ""
+
+
+# --- the model ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fields, topology, model, state", [
+    ({"model": "/models/New"}, "replicas", "/models/New", tr.AGREES),
+    ({"model": "/models/New"}, "replicas", "/models/Old", tr.DIFFERS),
+    ({}, "replicas", "/models/Old", tr.ABSENT),
+    ({"model": "/models/New", "topology": "split"}, "replicas", "/models/Old", tr.ABSENT),
+    ({"model": "/models/New"}, "replicas", "", tr.ABSENT),
+])
+def test_model_state(fields, topology, model, state):
+    assert tr.model_state(record(**fields), topology, model) == state
+    assert tr.model_state(None, topology, model) == tr.ABSENT
+
+
+def test_after_switch_model_deploy_refuses_the_old_model_naming_the_line_and_switch_model():
+    found = record(model="/models/New", playbook="switch-model.yml")
+    message = tr.model_refusal(found, "replicas", "/models/Old", INVENTORY, NOW)
+    assert message.startswith("This host's engine was brought to /models/New (switch-model.yml put it there (run %s) by "
+                              "ops@ctl on 2026-11-29 11:00:00 UTC (25 min ago); /var/lib/factory-floor/topology.json), "
+                              "not /models/Old." % RUN)
+    assert "would restart it on /models/Old (the inventory's vllm_model) with no tool-calling gate" in message
+    assert "change the inventory line to `vllm_model: /models/New` in /srv/ff/inventory/site/group_vars/gb10.yml" in message
+    assert ("ansible-playbook -i /srv/ff/inventory/site playbooks/switch-model.yml -e switch_model=/models/Old"
+            in message)
+    assert message.endswith("-e vllm_deploy_model_change=true.")
+    assert tr.model_refusal(found, "replicas", "/models/New", INVENTORY, NOW) == ""
+
+
+def test_the_split_names_its_own_model_variable():
+    message = tr.model_refusal(record(topology="split", model="/models/A"), "split", "/models/B", INVENTORY, NOW)
+    assert "`vllm_split_model: /models/A`" in message and "switch-model.yml" not in message
+
+
+# --- compare(): every host at once -----------------------------------------------------------------
+
+
+HOSTS = ["spark-a", "spark-b"]
+
+
+def seen(recorded, running, model=None):
+    return {"record": None if recorded is None else record(topology=recorded, **({"model": model} if model else {})),
+            "runs": running}
+
+
+@pytest.mark.parametrize("row, observed, running, recorded, disagreements", [
+    ("what the issue saw: a half-failed switch", {"spark-a": seen("split", "replicas"), "spark-b": seen("replicas", "replicas")},
+     "replicas", "mixed",
+     ["spark-a records split but runs replicas", "the hosts' records differ: spark-a split, spark-b replicas"]),
+    ("all agree", {"spark-a": seen("split", "split"), "spark-b": seen("split", "split")}, "split", "split", []),
+    ("one replica down: its record decides nothing, nothing to name",
+     {"spark-a": seen("replicas", "replicas"), "spark-b": seen("replicas", tr.NONE)}, "replicas", "replicas", []),
+    ("a host lost", {"spark-a": seen("replicas", "replicas"), "spark-b": {"unreachable": True, "msg": "ssh: timed out"}},
+     "replicas", "replicas", ["spark-b could not be read (ssh: timed out): its record and engine units are unknown"]),
+    ("a host never read", {"spark-a": seen("replicas", "replicas")}, "replicas", "replicas",
+     ["spark-b could not be read: its record and engine units are unknown"]),
+    ("a host not in the play (Ansible's map default {})", {"spark-a": seen("replicas", "replicas"), "spark-b": {}},
+     "replicas", "replicas", ["spark-b could not be read: its record and engine units are unknown"]),
+    ("no record, runs split", {"spark-a": seen(None, "split"), "spark-b": seen("split", "split")}, "split", "split",
+     ["spark-a has no topology record and runs split"]),
+    ("the hosts run different topologies", {"spark-a": seen("replicas", "replicas"), "spark-b": seen("split", "split")},
+     "mixed", "mixed", ["the hosts run different topologies: spark-a replicas, spark-b split",
+                        "the hosts' records differ: spark-a replicas, spark-b split"]),
+    ("models differ after a half-done upgrade",
+     {"spark-a": seen("replicas", "replicas", "/m/New"), "spark-b": seen("replicas", "replicas", "/m/Old")},
+     "replicas", "replicas", ["the hosts' records name different models: spark-a /m/New, spark-b /m/Old"]),
+    ("units not read", {"spark-a": seen("replicas", None), "spark-b": seen("replicas", None)}, "unknown", "replicas", []),
+    ("both units", {"spark-a": seen("split", tr.BOTH), "spark-b": seen("split", "split")}, "split", "split",
+     ["spark-a runs both topologies' engine units"]),
+])
+def test_compare(row, observed, running, recorded, disagreements):
+    view = tr.compare(HOSTS, observed)
+    assert (view["running"], view["recorded"], view["disagreements"], view["agrees"]) == (
+        running, recorded, disagreements, not disagreements), row
+    assert bool(tr.disagreement(view)) == bool(disagreements)
+
+
+def test_disagreement_names_every_one():
+    view = tr.compare(HOSTS, {"spark-a": seen("split", "replicas"), "spark-b": seen("replicas", "replicas")})
+    assert tr.disagreement(view) == ("The engine hosts' topology records and what they run disagree: spark-a records split "
+                                     "but runs replicas; the hosts' records differ: spark-a split, spark-b replicas.")
+
+
+@pytest.mark.parametrize("observed, inventory_topology, line, advice", [
+    # The issue: the report said "`topology: split` ... is what the hosts are on" while both ran replicas.
+    ({"spark-a": seen("split", "replicas"), "spark-b": seen("replicas", "replicas")}, "split", "topology: replicas",
+     "inventory: the hosts run replicas: change the line `topology: split` to `topology: replicas` in "
+     "/srv/ff/inventory/site/group_vars/all.yml, so that deploy.yml agrees with them (until then it refuses and names "
+     "this switch)."),
+    ({"spark-a": seen("split", "split"), "spark-b": seen("split", "split")}, "split", "topology: split",
+     "inventory: the hosts run split, and `topology: split` in /srv/ff/inventory/site/group_vars/all.yml says so: "
+     "deploy.yml agrees."),
+    ({"spark-a": seen("replicas", "replicas"), "spark-b": seen("split", "split")}, "split", "",
+     "inventory: the hosts run no one topology (spark-a: replicas, spark-b: split), so no `topology:` line in "
+     "/srv/ff/inventory/site/group_vars/all.yml agrees with all of them; deploy.yml refuses each host that differs from "
+     "it (see playbooks/status.yml)."),
+])
+def test_site_advice_says_what_the_hosts_run(observed, inventory_topology, line, advice):
+    result = tr.site_advice(tr.compare(HOSTS, observed), inventory_topology, INVENTORY)
+    assert (result["line"], result["advice"]) == (line, advice)

@@ -25,6 +25,7 @@ import yaml
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _daemon as daemon
 from ansible_collections.factory_floor.llm.plugins.module_utils import _upstream as up
+from ansible_collections.factory_floor.llm.plugins.module_utils import _textfile as textfile
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as vh
 from ansible_collections.factory_floor.llm.tests.unit.plugins.fake_vllm import FakeVLLM, free_port
 
@@ -194,7 +195,10 @@ class World:
             "pid_file": str(tmp_path / "nginx.pid"),
         }
         self.config.update(extra)
-        self.syncer = up.Syncer(self.config, probe=self.probe, run=self.run, log=self.logs.append, clock=self.clock)
+        # Whether nginx's master runs, as the Syncer reads it.
+        self.nginx_running = True
+        self.syncer = up.Syncer(self.config, probe=self.probe, run=self.run, log=self.logs.append, clock=self.clock,
+                                nginx_up=lambda: self.nginx_running)
 
     def probe(self, candidate):
         status = self.statuses[candidate["name"]]
@@ -264,6 +268,7 @@ def test_membership_change_writes_tests_then_reloads(world):
         "drained": [],
         "membership": {"spark-a": {"member": False, "fails": 1, "passes": 0},
                        "spark-b": {"member": True, "fails": 0, "passes": 1}},
+        "nginx": {"up": True, "reload_failures": 0, "io_error": None},
     }
     prio, event = journal(world.logs)[-1]
     assert prio == daemon.INFO
@@ -359,8 +364,10 @@ def test_reload_failure_is_retried_and_not_reported_in_rotation(world):
     assert world.servers() == new
     # ... but nginx still runs the old upstream: nothing is in rotation yet.
     assert state["mode"] == "unknown" and state["in_rotation"] == []
+    # A warning while it may be a hiccup (escalated after escalate_after passes, below).
     [(prio, record)] = logged(world.logs, "reload_failed")
-    assert prio == daemon.ERR and record["rc"] == 1 and "cannot reload" in record["output"]
+    assert prio == daemon.WARNING and record["rc"] == 1 and "cannot reload" in record["output"]
+    assert state["nginx"]["reload_failures"] == 1
     # The file matches, yet the next pass reloads again.
     state = world.once()
     assert world.ran() == ["nginx-test", "nginx-reload"]
@@ -371,6 +378,179 @@ def test_reload_failure_is_retried_and_not_reported_in_rotation(world):
     assert state["mode"] == "live" and state["in_rotation"] == ["spark-a"]
     world.once()
     assert world.calls == []
+
+
+def test_a_reload_that_keeps_failing_is_escalated_once_not_every_pass(world):
+    """nginx's master stopped (seen: SIGQUIT from outside, nginx.service inactive): the checker logged
+    reload_failed at err every second for good. Now: warnings, then one err line, again every minute,
+    a metric with the count, and a notice when nginx runs the upstream again."""
+    world.nginx_running = False
+    world.answers["nginx-reload"] = Done(1, stderr="nginx.service is not active, cannot reload.")
+    world.statuses["spark-a"] = vh.SERVING
+    lines = []
+    for dummy in range(up.DEFAULT_ESCALATE_AFTER + up.REPEAT_EVERY + 1):
+        state = world.once()
+        lines.append(list(world.logs))
+    everything = [line for pass_lines in lines for line in pass_lines]
+    warnings = logged(everything, "reload_failed")
+    assert [prio for prio, dummy in warnings] == [daemon.WARNING] * (up.DEFAULT_ESCALATE_AFTER - 1)
+    failing = logged(everything, "reload_failing")
+    # At the third failure in a row, and again REPEAT_EVERY failures later.
+    assert [(prio, record["failures"]) for prio, record in failing] == [
+        (daemon.ERR, up.DEFAULT_ESCALATE_AFTER), (daemon.ERR, up.DEFAULT_ESCALATE_AFTER + up.REPEAT_EVERY)]
+    assert failing[0][1]["cause"] == "reload_failed" and failing[0][1]["nginx_up"] is False
+    assert "cannot reload" in failing[0][1]["output"]
+    # nginx's master not running is its own err line, at the same pace.
+    assert [record["down_passes"] for prio, record in logged(everything, "nginx_down")] == [
+        up.DEFAULT_ESCALATE_AFTER, up.DEFAULT_ESCALATE_AFTER + up.REPEAT_EVERY]
+    assert all(prio == daemon.ERR for prio, dummy in logged(everything, "nginx_down"))
+    assert state["nginx"] == {"up": False, "reload_failures": up.DEFAULT_ESCALATE_AFTER + up.REPEAT_EVERY + 1,
+                              "io_error": None}
+    assert state["mode"] == "unknown"
+    # systemd brought nginx back (Restart=always): the next reload works.
+    world.nginx_running = True
+    world.answers.clear()
+    state = world.once()
+    assert state["mode"] == "live" and state["nginx"] == {"up": True, "reload_failures": 0, "io_error": None}
+    assert [prio for prio, dummy in logged(world.logs, "reload_recovered")] == [daemon.NOTICE]
+    assert [prio for prio, dummy in logged(world.logs, "nginx_up")] == [daemon.NOTICE]
+    world.once()
+    assert world.logs == []
+
+
+def test_the_escalation_pass_count_is_configurable(tmp_path):
+    world = World(tmp_path, fails=1, passes=1, escalate_after=1)
+    world.answers["nginx-reload"] = Done(1, stderr="failed")
+    world.statuses["spark-a"] = vh.SERVING
+    world.once()
+    assert logged(world.logs, "reload_failed") == []
+    assert [prio for prio, dummy in logged(world.logs, "reload_failing")] == [daemon.ERR]
+
+
+def test_nginx_down_without_a_change_is_reported(world):
+    """No membership change, so no reload to fail: nginx's master not running is still reported."""
+    world.statuses["spark-a"] = vh.SERVING
+    world.once()
+    world.nginx_running = False
+    for dummy in range(up.DEFAULT_ESCALATE_AFTER):
+        state = world.once()
+    assert world.calls == []
+    assert [prio for prio, dummy in logged(world.logs, "nginx_down")] == [daemon.ERR]
+    assert state["nginx"]["up"] is False
+    families = {name: samples for name, dummy, dummy, samples in textfile.upstream_families(state, ["spark-a"])}
+    assert families["factory_floor_upstream_nginx_up"] == [({}, 0)]
+
+
+def test_nginx_running_reads_the_pid_file(tmp_path):
+    proc = tmp_path / "proc"
+    (proc / "4242").mkdir(parents=True)
+    (proc / "4242" / "comm").write_text("nginx\n")
+    (proc / "4243").mkdir()
+    (proc / "4243" / "comm").write_text("python3\n")
+    pid_file = tmp_path / "nginx.pid"
+    assert up.nginx_running(str(pid_file), str(proc)) is False   # no pid file: nginx quit
+    for pid, running in (("4242", True), ("4243", False), ("4244", False), ("", False)):
+        pid_file.write_text(pid + "\n")
+        assert up.nginx_running(str(pid_file), str(proc)) is running, pid
+
+
+class DiskFull:
+    """write_temp that fails as a full disk does, for the files under ``where``; others are written."""
+
+    def __init__(self, where):
+        self.where = str(where)
+        self.full = True
+
+    def __call__(self, path, text, mode=0o644, sync=False):
+        if self.full and str(path).startswith(self.where):
+            raise OSError(28, "No space left on device")
+        return daemon.write_temp(path, text, mode, sync)
+
+
+def test_a_full_disk_keeps_the_last_good_upstream_and_the_checker_going(world, monkeypatch):
+    """Seen: an I/O error ended the daemon (a crash loop, the member list frozen)."""
+    world.statuses["spark-a"] = vh.SERVING
+    world.once()
+    good = world.servers()
+    full = DiskFull(world.servers_file)
+    monkeypatch.setattr(up, "write_temp", full)
+    world.statuses["spark-b"] = vh.SERVING
+    state = world.once()   # does not raise
+    assert world.servers() == good, "the last good upstream was replaced"
+    assert world.calls == []   # nothing to test or reload: nothing was written
+    assert state["mode"] == "unknown" and "No space left on device" in state["nginx"]["io_error"]
+    assert state["statuses"] == {"spark-a": "serving", "spark-b": "serving"}   # still probing
+    [(prio, dummy)] = logged(world.logs, "io_error")
+    assert prio == daemon.ERR
+    assert not [f for f in os.listdir(world.dir) if f.startswith(".upstream.conf")], "a temporary file was left"
+    families = {name: samples for name, dummy, dummy, samples in textfile.upstream_families(state, ["spark-a"])}
+    assert families["factory_floor_upstream_io_error"] == [({}, 1)]
+    state = world.once()
+    assert logged(world.logs, "io_error") == []   # the same error again: no new err line
+    # Space again: the next pass writes and reloads.
+    full.full = False
+    state = world.once()
+    assert world.servers() == up.render_servers([A, B], up.MODE_LIVE)
+    assert state["mode"] == "live" and state["nginx"]["io_error"] is None
+    assert [prio for prio, dummy in logged(world.logs, "io_recovered")] == [daemon.NOTICE]
+
+
+def test_a_member_list_that_cannot_be_written_replaces_no_file(affinity, monkeypatch):
+    """Both files or neither: a servers file whose member list did not follow would split nginx's
+    upstream from the balancer's members."""
+    affinity.statuses["spark-a"] = vh.SERVING
+    affinity.once()
+    servers, members = affinity.servers(), lua_members(affinity)
+    monkeypatch.setattr(up, "write_temp", DiskFull(affinity.config["members_file"]))
+    affinity.statuses["spark-b"] = vh.SERVING
+    state = affinity.once()
+    assert affinity.servers() == servers and lua_members(affinity) == members
+    assert state["nginx"]["io_error"] and affinity.calls == []
+
+
+def test_a_state_file_that_cannot_be_written_ends_nothing(world, monkeypatch):
+    def failing(path, text, *args, **kwargs):
+        raise OSError(5, "Input/output error")
+    monkeypatch.setattr(up, "write_atomic", failing)
+    world.statuses["spark-a"] = vh.SERVING
+    state = world.once()
+    assert state["in_rotation"] == ["spark-a"] and "Input/output error" in state["nginx"]["io_error"]
+    assert [prio for prio, dummy in logged(world.logs, "io_error")] == [daemon.ERR]
+
+
+def test_a_cut_short_servers_file_is_written_again_at_the_first_pass(world):
+    """A servers file nginx cannot load (cut short) keeps nginx from starting: the checker's first pass
+    writes a whole one, and systemd's next start of nginx loads it."""
+    world.servers_file.write_text("# Managed by factory-floor-upstream; mode=live. Do not edit.\nserver 10.0.0.1:80")
+    world.nginx_running = False
+    world.answers["nginx-reload"] = Done(1, stderr="nginx.service is not active, cannot reload.")
+    world.statuses["spark-a"] = vh.SERVING
+    world.once()
+    assert world.servers() == up.render_servers([A], up.MODE_LIVE)
+    assert world.ran() == ["nginx-test", "nginx-reload"]
+
+
+def test_a_pass_that_raises_is_a_journal_line_not_the_end(world, monkeypatch):
+    monkeypatch.setattr(up, "read_drained", lambda path: 1 / 0)
+    assert world.syncer.tick() is None
+    [(prio, record)] = logged(world.logs, "pass_failed")
+    assert prio == daemon.ERR and "ZeroDivisionError" in record["error"]
+    monkeypatch.undo()
+    world.statuses["spark-a"] = vh.SERVING
+    assert world.syncer.tick()["in_rotation"] == ["spark-a"]
+
+
+def test_install_files_puts_back_what_nginx_rejected(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.write_text("old one")
+    undo = up.install_files([(str(one), "new one"), (str(two), "new two")])
+    assert one.read_text() == "new one" and two.read_text() == "new two"
+    up.undo_files(undo)
+    assert one.read_text() == "old one" and not two.exists()
+    assert sorted(os.listdir(tmp_path)) == ["one"]
+    undo = up.install_files([(str(one), "newer")])
+    up.drop_backups(undo)
+    assert one.read_text() == "newer" and sorted(os.listdir(tmp_path)) == ["one"]
 
 
 def test_probe_that_raises_is_an_error_status(world):
@@ -422,7 +602,8 @@ def test_every_engine_drained(world):
     assert state == {"updated": world.now, "mode": "drained", "members": [], "in_rotation": [],
                      "statuses": {"spark-a": "serving", "spark-b": "serving"}, "drained": ["spark-a", "spark-b"],
                      "membership": {"spark-a": {"member": True, "fails": 0, "passes": 1},
-                                    "spark-b": {"member": True, "fails": 0, "passes": 1}}}
+                                    "spark-b": {"member": True, "fails": 0, "passes": 1}},
+                     "nginx": {"up": True, "reload_failures": 0, "io_error": None}}
 
 
 def test_without_state_file(world):

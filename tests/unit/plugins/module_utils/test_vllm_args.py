@@ -68,6 +68,13 @@ def test_extra_args_are_appended():
     assert build_args({"model": "m"}, ["--enforce-eager"]) == ["m", "--enforce-eager"]
 
 
+@pytest.mark.parametrize("extra", ["--enforce-eager", {"--enforce-eager": None}])
+def test_extra_args_that_are_no_list_are_refused_not_split_into_characters(extra):
+    # Ansible's type: list check passes a string (it splits it for the check only).
+    with pytest.raises(VllmArgsError, match=r"vllm_extra_args\) must be a list, one item per argument"):
+        build_args({"model": "m"}, extra)
+
+
 @pytest.mark.parametrize("settings, message", [
     ({"model": "m", "max_num_seq": 12}, "unknown vLLM setting(s) max_num_seq"),
     ({"served_model_name": "x"}, "model is required"),

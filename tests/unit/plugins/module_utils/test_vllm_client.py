@@ -12,6 +12,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+import requests
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_client as client
 
@@ -154,3 +155,68 @@ def test_require_names_the_library(monkeypatch):
     monkeypatch.setattr(client, "REQUESTS_IMPORT_ERROR", "ModuleNotFoundError: No module named 'requests'")
     with pytest.raises(RuntimeError, match="the Python library requests is required"):
         client.require()
+
+
+# --- the API key: a bearer token (RFC 6750 b64token), never quoted in a message ----------------------------
+
+SECRET = "sk-7f3e9a2c41d86b05"
+
+
+@pytest.mark.parametrize("key", [None, "", SECRET, "abc.DEF_123~+/-", "YWJjZA==", "a"])
+def test_bearer_tokens_are_fit(key):
+    assert client.api_key_problem(key) is None
+    if key:
+        assert client.headers(key, accept=None) == {"Authorization": "Bearer " + key}
+
+
+@pytest.mark.parametrize("key, words", [
+    # what `echo KEY | ansible-vault encrypt_string` stores
+    (SECRET + "\n", "ends with a newline"),
+    (SECRET + "\r\n", "ends with a newline"),
+    (" " + SECRET, "whitespace"),
+    ("sk 7f3e9a2c", "whitespace"),
+    ('"%s"' % SECRET, "a quote"),
+    ("'%s'" % SECRET, "a quote"),
+    (SECRET + "\\", "a backslash"),
+    ("sk-${HOME}7f3e", "a '$' or '%'"),
+    ("sk-%h7f3e", "a '$' or '%'"),
+    ("sk=7f3e9a2c", "'=' before its end"),
+    ("==", "only '='"),
+    ("clé-7f3e9a2c", "a non-ASCII character"),
+    ("sk-\x007f3e9a2c", "a control character"),
+    ("sk-7f3e,9a2c", "other punctuation"),
+    (SECRET + "\nsecond", "a newline"),
+    (12345, "is not a string (a int)"),
+])
+def test_keys_that_are_no_bearer_token_are_named_never_quoted(key, words):
+    problem = client.api_key_problem(key)
+    assert words in problem
+    assert "7f3e" not in problem and "12345" not in problem
+    with pytest.raises(client.ClientConfigError) as raised:
+        client.headers(key)
+    assert str(raised.value) == "the api_key " + problem
+
+
+def test_requests_refusals_are_named_without_the_header():
+    # requests' own check quotes the header value: the leak this guards against.
+    with pytest.raises(requests.exceptions.InvalidHeader) as raised:
+        requests.get("http://127.0.0.1:9/", headers={"Authorization": "Bearer %s\n" % SECRET}, timeout=1)
+    assert SECRET in str(raised.value)
+    words = client.config_error(raised.value)
+    assert "InvalidHeader" in words and SECRET not in words
+    assert "URL is not valid (InvalidURL)" in client.config_error(requests.exceptions.InvalidURL("http://[x"))
+    assert "MissingSchema" in client.config_error(requests.exceptions.MissingSchema("spark-a:8000"))
+    encode = UnicodeEncodeError("latin-1", "Bearer " + SECRET, 7, 8, "ordinal not in range(256)")
+    assert SECRET not in client.config_error(encode)
+    assert client.config_error(client.ClientConfigError("the api_key ends with a newline")) == \
+        "the api_key ends with a newline"
+    # what the server side did is no configuration error
+    for exc in (requests.exceptions.ConnectionError("refused"), requests.exceptions.ReadTimeout("slow"), OSError(5)):
+        assert client.config_error(exc) is None
+
+
+def test_redact_hides_the_key_and_its_escaped_form():
+    text = "header value: 'Bearer %s\\n' and %s" % (SECRET, SECRET)
+    assert client.redact(text, [SECRET + "\n"]) == "header value: 'Bearer <hidden>' and <hidden>"
+    assert client.redact(text, [None, ""]) == text
+    assert client.redact(None, [SECRET]) is None

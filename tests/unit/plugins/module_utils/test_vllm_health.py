@@ -250,3 +250,49 @@ def test_importable_as_plain_module_without_ansible():
     done = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True"
+
+
+# --- a request this side cannot send is a configuration error, never "dead" ------------------------------
+
+SECRET = "sk-7f3e9a2c41d86b05"
+
+
+@pytest.mark.parametrize("key", [SECRET + "\n", " " + SECRET, SECRET + "\\", '"%s"' % SECRET])
+@pytest.mark.parametrize("kind", vh.PROBE_KINDS)
+def test_a_key_that_is_no_bearer_token_is_a_config_error_never_dead(server, key, kind):
+    # The engine serves, with the key the inventory meant.
+    server.api_key = SECRET
+    result = vh.probe(server.url, api_key=key, model="tiny-llama", kind=kind)
+    assert result.status == vh.CONFIG_ERROR
+    assert "api_key" in result.error and "7f3e" not in result.error
+    assert result.http_status is None
+    # Nothing was asked: the engine is not judged.
+    assert server.requests == []
+
+
+class _Refusing:
+    """A session whose requests raise what requests raises before it sends anything."""
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def get(self, *args, **kwargs):
+        raise self.exc
+
+    post = get
+
+
+@pytest.mark.parametrize("exc", [
+    vh.requests.exceptions.InvalidHeader(
+        "Invalid leading whitespace, reserved character(s), or return character(s) in header value: 'Bearer %s\\n'"
+        % SECRET),
+    UnicodeEncodeError("latin-1", "Bearer %s\u20ac" % SECRET, 26, 27, "ordinal not in range(256)"),
+    vh.requests.exceptions.InvalidURL("Failed to parse: http://[spark-a"),
+])
+@pytest.mark.parametrize("kind, health_first", [("health", True), ("generate", False)])
+def test_what_requests_refuses_to_send_is_a_config_error_without_the_header(exc, kind, health_first):
+    result = vh.probe("http://127.0.0.1:8000", model="tiny-llama", kind=kind, health_first=health_first,
+                      session=_Refusing(exc))
+    assert result.status == vh.CONFIG_ERROR
+    assert "not sent" in result.error and SECRET not in result.error
+    assert result.http_status is None

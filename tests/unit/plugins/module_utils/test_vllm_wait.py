@@ -379,3 +379,18 @@ def test_systemd_unit_state_reads_restarts_and_the_main_process_start():
 def test_systemd_unit_state_errors(answer):
     with pytest.raises(sd.UnitStateError):
         vw.systemd_unit_state("vllm.service", lambda argv: answer)
+
+
+@pytest.mark.parametrize("wait_for", ["serving", "dead"])
+@pytest.mark.parametrize("timeout", [0, 60])
+def test_a_key_that_is_no_bearer_token_ends_the_wait_at_once(server, wait_for, timeout):
+    """The probe could not ask the engine: it is neither serving nor gone, and waiting cannot change that."""
+    server.api_key = "sk-7f3e9a2c41d86b05"
+    clock = FakeTime()
+    outcome = vw.wait(server.url, api_key="sk-7f3e9a2c41d86b05\n", model="tiny-llama", wait_for=wait_for,
+                      timeout=timeout, interval=2, clock=clock.clock, sleep=clock.sleep)
+    assert not outcome.ok and outcome.reason == "config_error"
+    assert outcome.attempts == 1 and clock.sleeps == []
+    assert outcome.last.status == vh.CONFIG_ERROR
+    assert "ends with a newline" in outcome.message and "7f3e" not in outcome.message
+    assert server.requests == []

@@ -747,3 +747,35 @@ def test_the_unit_is_read_through_systemd_show(tmp_path):
     info, error = dog._read_unit()  # pylint: disable=protected-access
     assert info is None and error.startswith("/usr/bin/systemctl show -p LoadState,")
     assert error.endswith("failed (rc 1): Failed to connect to bus: " + "x" * 274)
+
+
+def test_a_key_the_client_refuses_never_restarts_a_serving_engine_nor_leaks(tmp_path, engine):
+    """A config written before the key was checked (or by hand): the real probes, the real scrape, ten minutes.
+
+    The engine serves all along; the watchdog cannot ask it. It must say so at priority err, never
+    restart it, and put the key in no log line, status file or published state.
+    """
+    secret = "sk-7f3e9a2c41d86b05"
+    cfg = dataclasses.replace(config(tmp_path, url=engine.url, dead_confirm=15, startup_grace=60),
+                              api_key=secret + "\n")
+    clock, lines = Clock(), []
+    world = World(clock)
+    dog = wd.Watchdog(cfg, run=world.run, log=lines.append, clock=clock, wall=clock.wall, sleep=clock.sleep)
+    verdicts = run_until(dog, clock, 600)
+    assert world.commands == []
+    assert {v.state for v in verdicts} == {wd.CONFIG_ERROR}
+    assert "verdict" in events(lines, priority=wd.ERR)
+    published = [dog.status_json().decode(), (tmp_path / "status.json").read_text()]
+    for text in lines + published:
+        assert secret not in text and "7f3e" not in text
+    assert json.loads(published[1])["verdict"] == wd.CONFIG_ERROR
+    assert "ends with a newline" in json.loads(published[1])["reason"]
+
+
+def test_the_watchdog_refuses_a_key_it_could_not_send(tmp_path, capsys):
+    path = tmp_path / "watchdog.json"
+    path.write_text(json.dumps({"unit": UNIT, "state_file": str(tmp_path / "state.json"),
+                                "lock_file": str(tmp_path / "maintenance"), "api_key": "sk-7f3e9a2c41d86b05\n"}))
+    assert wd.main(["--config", str(path), "--check-config"]) == 2
+    err = capsys.readouterr().err
+    assert "api_key ends with a newline" in err and "7f3e" not in err

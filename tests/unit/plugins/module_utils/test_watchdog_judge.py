@@ -316,6 +316,38 @@ def test_wrong_model_is_never_restarted(tmp_path):
     assert {(v.state, v.action) for v in verdicts} == {(wd.WRONG_MODEL, wd.NONE)}
 
 
+CONFIG_ERROR = {"health": "config_error", "error": "GET http://127.0.0.1:8000/health not sent: the api_key ends with a newline"}
+
+
+@pytest.mark.parametrize("served_first", [True, False])
+def test_a_probe_that_could_not_be_sent_is_never_dead(tmp_path, served_first):
+    """A key the client refuses says nothing about the engine: no restart, ever, whatever it served before."""
+    judge = wd.Judge(config(tmp_path, dead_confirm=15, startup_grace=60))
+    start = 0
+    if served_first:
+        judge.assess(look(0, cnt=counters()))
+        start = 5
+    verdicts = [judge.assess(look(t, **CONFIG_ERROR)) for t in range(start, 3600, 5)]
+    assert {(v.state, v.action) for v in verdicts} == {(wd.CONFIG_ERROR, wd.NONE)}
+    assert "ends with a newline" in verdicts[-1].reason and "not restarted" in verdicts[-1].reason
+
+
+def test_a_generation_that_could_not_be_sent_is_not_a_hang(tmp_path):
+    judge = wd.Judge(config(tmp_path))
+    for t in range(0, W + 5, 5):
+        judge.assess(look(t, cnt=counters()))
+    result = wd.Probe("config_error", error="POST http://127.0.0.1:8000/v1/completions not sent: the api_key ...")
+    verdict = judge.probed(look(W, cnt=counters()), result, now=W)
+    assert (verdict.state, verdict.action) == (wd.CONFIG_ERROR, wd.NONE)
+
+
+def test_a_key_that_is_no_bearer_token_is_refused_without_quoting_it(tmp_path):
+    with pytest.raises(wd.ConfigError) as err:
+        config(tmp_path, api_key="sk-7f3e9a2c41d86b05\n")
+    assert str(err.value).startswith("api_key ends with a newline") and "7f3e" not in str(err.value)
+    assert config(tmp_path, api_key="sk-7f3e9a2c41d86b05").api_key == "sk-7f3e9a2c41d86b05"
+
+
 # --- a failing /health ---------------------------------------------------------------------------------
 
 

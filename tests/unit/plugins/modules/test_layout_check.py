@@ -217,3 +217,127 @@ def test_the_single_scenario_layouts_are_refused(tmp_path, layout):
     assert "The inventory describes a layout that cannot work" in flat
     for word in layout["words"]:
         assert re.sub(r"\s+", " ", word) in flat, (word, output)
+
+
+# ------------------------------- values the roles cannot take as they are (issue 33)
+# Refused before anything changes, naming the variable and the fix, never showing a value -
+# not even at -vvv (the keys go to a no_log option, the other values only as their types).
+
+SECRET = "sk-7f3e9a2c41d86b05"
+HF_TOKEN = "hf_SeCrEt4f1b9e77d0c2"
+
+
+def _site(tmp_path, base="example"):
+    inventory = tmp_path / "site"
+    shutil.copytree(os.path.join(ROOT, "inventory", base), inventory)
+    return inventory
+
+
+def _append(inventory, path, text):
+    with open(inventory / path, "a", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _no_secret(output):
+    for secret in (SECRET, HF_TOKEN, "7f3e9a2c", "4f1b9e77"):
+        assert secret not in output, "a secret is in the output"
+
+
+@needs_ansible_playbook
+@pytest.mark.parametrize("how", ["group_vars", "extra_vars"])
+def test_a_list_given_as_a_string_is_refused(tmp_path, how):
+    inventory = _site(tmp_path)
+    args = ["-vvv"]
+    if how == "group_vars":
+        _append(inventory, "group_vars/gb10.yml", 'vllm_extra_args: "--enforce-eager"\n')
+    else:
+        args += ["-e", "vllm_extra_args=--enforce-eager"]
+    rc, output = playbook(tmp_path, inventory, *args)
+    assert rc != 0
+    flat = re.sub(r"\s+", " ", output)
+    assert "vllm_extra_args on spark-1, spark-2 is a string, not a list" in flat
+    assert "character by character" in flat
+    assert "vllm_extra_args: [first, second]" in flat
+    assert "-e '{\"vllm_extra_args\": [\"...\"]}'" in flat
+
+
+@needs_ansible_playbook
+def test_every_roles_list_and_dict_variables_are_checked(tmp_path):
+    # One variable of another role each: the check reads every role's argument_specs.
+    inventory = _site(tmp_path)
+    _append(inventory, "group_vars/gb10.yml", "tool_gate_topologies: replicas\n")
+    _append(inventory, "host_vars/spark-2.yml", "vllm_env_host: HF_TOKEN=%s\n" % HF_TOKEN)
+    _append(inventory, "group_vars/proxy.yml", "nginx_proxy_affinity_body_fields: user\n")
+    rc, output = playbook(tmp_path, inventory, "-vvv", "-e", '{"memory_guard_workloads": "builds"}')
+    assert rc != 0
+    flat = re.sub(r"\s+", " ", output)
+    for words in ("tool_gate_topologies on spark-1, spark-2 is a string, not a list",
+                  "memory_guard_workloads on spark-1, spark-2 is a string, not a list",
+                  "vllm_env_host on spark-2 is a string, not a dict",
+                  "nginx_proxy_affinity_body_fields on spark-1, spark-2 is a string, not a list"):
+        assert words in flat, words
+    _no_secret(output)
+
+
+def _vault_string(tmp_path, name, text):
+    """What `echo KEY | ansible-vault encrypt_string --stdin-name NAME` prints (the newline included)."""
+    password = tmp_path / "vault-password"
+    password.write_text("lab-vault-password\n")
+    vault = os.path.join(os.path.dirname(sys.executable), "ansible-vault")
+    done = subprocess.run([vault if os.path.exists(vault) else "ansible-vault", "encrypt_string",
+                           "--vault-password-file", str(password), "--stdin-name", name],
+                          input=text, capture_output=True, text=True, timeout=60, check=True)
+    return done.stdout, str(password)
+
+
+@needs_ansible_playbook
+def test_a_key_with_a_newline_is_refused_naming_the_variable_never_showing_it(tmp_path):
+    inventory = _site(tmp_path)
+    encrypted, password = _vault_string(tmp_path, "vllm_api_key", SECRET + "\n")
+    _append(inventory, "group_vars/gb10.yml", encrypted)
+    rc, output = playbook(tmp_path, inventory, "-vvv", "--vault-password-file", password)
+    assert rc != 0
+    flat = re.sub(r"\s+", " ", output)
+    assert "vllm_api_key on spark-1, spark-2 ends with a newline" in flat
+    assert "printf %s KEY | ansible-vault encrypt_string --stdin-name vllm_api_key" in flat
+    _no_secret(output)
+
+
+@needs_ansible_playbook
+@pytest.mark.parametrize("key, words", [
+    ('"\\"%s\\""' % SECRET, "holds a quote"),
+    ("'a\\\\%s'" % SECRET, "holds a backslash"),
+    ("' %s'" % SECRET, "holds whitespace"),
+])
+def test_keys_systemd_and_docker_read_differently_are_refused(tmp_path, key, words):
+    inventory = _site(tmp_path)
+    _append(inventory, "group_vars/gb10.yml", "vllm_api_key: %s\n" % key)
+    rc, output = playbook(tmp_path, inventory, "-vvv")
+    assert rc != 0
+    assert words in re.sub(r"\s+", " ", output)
+    _no_secret(output)
+
+
+@needs_ansible_playbook
+def test_engines_that_disagree_on_the_key_or_the_model_name_are_refused(tmp_path):
+    inventory = _site(tmp_path)
+    _append(inventory, "group_vars/gb10.yml", "vllm_api_key: %s\n" % SECRET)
+    _append(inventory, "host_vars/spark-2.yml", "vllm_api_key: %s0\nvllm_served_model_name: qwen3-next-b\n" % SECRET)
+    rc, output = playbook(tmp_path, inventory, "-vvv")
+    assert rc != 0
+    flat = re.sub(r"\s+", " ", output)
+    assert ("The engine hosts have different vllm_api_key (key 1 on spark-1; key 2 on spark-2; the keys are not "
+            "shown)") in flat
+    assert "The engine hosts serve different vllm_served_model_name ('qwen3-next' on spark-1; 'qwen3-next-b' on spark-2)" \
+        in flat
+    _no_secret(output)
+
+
+@needs_ansible_playbook
+def test_a_good_key_passes_and_is_never_shown(tmp_path):
+    inventory = _site(tmp_path)
+    encrypted, password = _vault_string(tmp_path, "vllm_api_key", SECRET)
+    _append(inventory, "group_vars/gb10.yml", encrypted)
+    rc, output = playbook(tmp_path, inventory, "-vvv", "--vault-password-file", password)
+    assert rc == 0, output
+    _no_secret(output)

@@ -28,7 +28,10 @@ def test_interrupted_switch_is_finished(run_module, check_mode):
     assert code == 0, result
     assert result["changed"] is False
     assert (result["on_target"], result["heal"], result["heal_hosts"], result["gated"]) == (True, True, ["spark-b"], True)
-    assert result["gate_hosts"] == ["spark-b"] and result["undrain"] == ["spark-b"]
+    # No verdict yet: gated, nobody is undrained.
+    assert result["gate_hosts"] == ["spark-b"] and result["undrain"] == []
+    code, result = run_module(module, dict(ARGS, notes={"spark-b": {"gate": {"passed": True}}}))
+    assert result["undrain"] == ["spark-b"]
     assert result["announcement"].startswith("Already on replicas, but spark-b is still drained")
 
 
@@ -44,13 +47,42 @@ UPGRADE = {"procedure": "upgrade", "engines": ["spark-a", "spark-b"], "target": 
            "notes": {"spark-b": {"failed": True}}}
 
 
-@pytest.mark.parametrize("args, procedure", [(ARGS, "switch"), (UPGRADE, "upgrade")])
+PLAN = {"topology": "replicas", "on_target": False, "rollback": False, "lost_hosts": ["spark-b"]}
+RECORD = {"procedure": "record", "engines": ["spark-a", "spark-b"], "plan": PLAN,
+          "records": {"spark-a": {"record": {"topology": "split", "model": "/m/S"}, "runs": "replicas"}},
+          "models": {"replicas": "/m/R", "split": "/m/S"}}
+
+
+@pytest.mark.parametrize("args, procedure", [(ARGS, "switch"), (UPGRADE, "upgrade"), (RECORD, "record")])
 def test_every_returned_key_is_documented(run_module, args, procedure):
     code, result = run_module(module, args)
     assert code == 0, result
     documented = yaml.safe_load(module.RETURN)
-    expected = {k for k, v in documented.items() if v["returned"] in ("always", "with O(procedure=%s)" % procedure)}
+    expected = {k for k, v in documented.items()
+                if v["returned"] == "always" or "O(procedure=%s)" % procedure in v["returned"]}
     assert set(result) - {"changed", "invocation", "warnings", "deprecations"} == expected
+
+
+def test_record_decides_every_host_at_once(run_module):
+    code, result = run_module(module, RECORD)
+    assert code == 0, result
+    assert result["write"] == {"spark-a": {"topology": "replicas", "model": "/m/R", "note": ""}}
+    assert result["unrecorded"] == {"spark-b": "lost from the run (unreachable or failed)"}
+
+
+def test_record_needs_the_switch_plan(run_module):
+    code, result = run_module(module, dict(RECORD, plan={"topology": "replicas"}))
+    assert code == 1 and "it lacks on_target, rollback" in result["msg"]
+
+
+def test_a_lost_host_and_the_gate_bar_reach_the_plan(run_module):
+    args = dict(ARGS, drains=[], units={"spark-a": ["inactive", "active"], "spark-b": ["inactive", "active"]},
+                play_hosts=["spark-a", "gateway"], min_score=0,
+                notes={"spark-a": {"gate": {"passed": True}}, "spark-b": {"gate": {"passed": True}}})
+    code, result = run_module(module, args)
+    assert code == 0, result
+    assert (result["lost_hosts"], result["undrain"], result["rollback"]) == (["spark-b"], ["spark-a"], False)
+    assert result["refusal"].startswith("The tool-calling gate has no bar for replicas")
 
 
 def test_upgrade(run_module):

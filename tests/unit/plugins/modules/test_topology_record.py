@@ -89,8 +89,87 @@ def test_an_unknown_topology_is_refused_by_the_argument_spec(run_module, path):
 
 def test_documentation_is_yaml_and_matches_the_argument_spec():
     doc = yaml.safe_load(module.DOCUMENTATION)
-    assert set(doc["options"]) == {"path", "topology", "inventory_sources", "inventory_topology"}
+    assert set(doc["options"]) == {"path", "topology", "inventory_sources", "inventory_topology", "units", "model", "hosts"}
     assert doc["options"]["path"]["default"] == module.tr.PATH
     returned = yaml.safe_load(module.RETURN)
-    assert set(returned) == {"state", "recorded", "record", "message", "inventory"}
+    assert set(returned) == {"state", "record_state", "recorded", "runs", "record", "message", "model_state", "model_message",
+                             "site", "inventory"}
     yaml.safe_load(module.EXAMPLES)
+
+
+UNITS = ["vllm-replica.service", "vllm-split.service"]
+
+
+@pytest.fixture
+def systemd(monkeypatch):
+    """A fake ``systemctl is-active``: set ``systemd.states`` to what it prints, one state per unit."""
+    class Systemd:
+        states = ["inactive", "inactive"]
+        asked = []
+
+    def run_command(self, args, **_kwargs):
+        Systemd.asked.append(args)
+        return (0 if all(state == "active" for state in Systemd.states) else 3), "\n".join(Systemd.states) + "\n", ""
+
+    monkeypatch.setattr(module.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: "/usr/bin/" + name)
+    monkeypatch.setattr(module.AnsibleModule, "run_command", run_command)
+    return Systemd
+
+
+@pytest.mark.parametrize("recorded, states, topology, state, record_state", [
+    # Item 14: no record, the split's engine runs: deploy.yml used to bring it to replicas unasked.
+    (None, ["inactive", "active"], "replicas", "differs", "absent"),
+    (None, ["inactive", "inactive"], "replicas", "absent", "absent"),
+    # A record a half-failed switch left: what runs decides, and the record is written again.
+    ("split", ["active", "inactive"], "replicas", "agrees", "differs"),
+    ("replicas", ["inactive", "active"], "replicas", "differs", "agrees"),
+])
+def test_what_runs_decides(run_module, path, systemd, recorded, states, topology, state, record_state):
+    if recorded:
+        write(path, recorded)
+    systemd.states = states
+    code, result = run_module(module, {"path": str(path), "topology": topology, "units": UNITS,
+                                       "inventory_sources": INVENTORY})
+    assert code == 0, result
+    assert (result["state"], result["record_state"]) == (state, record_state)
+    assert systemd.asked[-1] == ["/usr/bin/systemctl", "is-active", "--"] + UNITS
+    assert bool(result["message"]) == (state == "differs")
+    if state == "differs":
+        assert result["message"].startswith("This host runs split (vllm-split.service is active), not replicas")
+
+
+def test_without_units_systemd_is_not_asked(run_module, path, systemd):
+    code, result = run_module(module, {"path": str(path), "topology": "replicas"})
+    assert code == 0 and result["runs"] == "" and systemd.asked == []
+
+
+def test_after_switch_model_the_old_model_is_refused(run_module, path):
+    path.write_text(json.dumps({"topology": "replicas", "since": 1795950000.0, "by": "ops@ctl", "playbook": "switch-model.yml",
+                                "run": "r1", "note": "", "model": "/models/New"}))
+    code, result = run_module(module, {"path": str(path), "topology": "replicas", "model": "/models/Old",
+                                       "inventory_sources": INVENTORY})
+    assert code == 0
+    assert result["state"] == "agrees" and result["message"] == ""
+    assert result["model_state"] == "differs"
+    assert "`vllm_model: /models/New` in /srv/ff/inventory/site/group_vars/gb10.yml" in result["model_message"]
+    assert result["record"]["model"] == "/models/New"
+    code, result = run_module(module, {"path": str(path), "topology": "replicas", "model": "/models/New"})
+    assert result["model_state"] == "agrees" and result["model_message"] == ""
+
+
+def test_hosts_are_compared_on_the_controller(run_module, path):
+    def said(topology, runs):
+        return {"record": {"topology": topology, "error": None}, "runs": runs, "state": "agrees"}
+    code, result = run_module(module, {"topology": "split", "inventory_sources": INVENTORY, "path": str(path),
+                                       "hosts": {"spark-a": said("split", "replicas"), "spark-b": said("replicas", "replicas"),
+                                                 "spark-c": {"unreachable": True, "msg": "timed out"}}})
+    assert code == 0
+    assert result["state"] == "disagrees" and result["record"] is None
+    assert result["site"]["running"] == "replicas"
+    assert result["message"] == (
+        "The engine hosts' topology records and what they run disagree: spark-a records split but runs replicas; "
+        "spark-c could not be read (timed out): its record and engine units are unknown; the hosts' records differ: "
+        "spark-a split, spark-b replicas.")
+    assert result["inventory"]["line"] == "topology: replicas"
+    assert result["inventory"]["advice"].startswith("inventory: the hosts run replicas: change the line `topology: split`")
+    assert not path.exists()
