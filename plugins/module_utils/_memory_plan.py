@@ -10,6 +10,8 @@ runs only on the controller (the gpu_memory_utilization module).
 
 from __future__ import annotations
 
+import math
+
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
     DEFAULT_ACTIVATION_GIB,
     DEFAULT_CUDA_CONTEXT_GIB,
@@ -19,6 +21,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
     DEFAULT_NON_TORCH_GIB,
     DEFAULT_OS_RESERVE_GIB,
     DROP_CACHES,
+    GIB,
     KIB,
     MemoryPlanError,
     REFUSE,
@@ -38,18 +41,34 @@ def plan_host(name, meminfo, weights_gib, min_kv_gib, activation_gib=DEFAULT_ACT
               device_total_gib=None, workloads=None, os_reserve_gib=DEFAULT_OS_RESERVE_GIB,
               headroom_gib=DEFAULT_HEADROOM_GIB, measure=None, cuda_graph_gib=DEFAULT_CUDA_GRAPH_GIB,
               non_torch_gib=DEFAULT_NON_TORCH_GIB, cuda_context_gib=DEFAULT_CUDA_CONTEXT_GIB,
-              floor_gib=DEFAULT_FLOOR_GIB):
+              floor_gib=DEFAULT_FLOOR_GIB, engines=None, engines_held_gib=None,
+              reference_gpu_memory_utilization=None):
     """Largest safe ``gpu_memory_utilization`` for one host.
 
     ``meminfo`` is text or a mapping (see :func:`parse_meminfo`);
     ``device_total_gib`` is CUDA's total (None: ``MemTotal``). Raises
     :class:`MemoryPlanError` when the model with its minimum KV cache cannot
-    fit next to the declared workloads; the message names the numbers.
+    fit next to the declared workloads, or in what the host has available now;
+    the message names the numbers and, in one line, which declared reserve
+    makes the difference (:func:`difference_line`).
 
-    The share is the largest whose start check (:func:`start_decision`) passes
-    on the host as declared: ``MemAvailable = MemTotal - os_reserve -
-    workloads`` must cover the share, ``cuda_context``, ``floor`` and
-    ``headroom``.
+    The share is the largest that passes two tests, each the start check
+    (:func:`start_decision`) once the engine holds its share and what it takes
+    outside it (``cuda_context``):
+
+    - on the host as declared: ``MemAvailable = MemTotal - os_reserve -
+      workloads`` must cover the share, ``cuda_context``, ``floor`` and
+      ``headroom``;
+    - on the host as it is now: ``MemAvailable`` from ``meminfo``, plus what
+      the engines running here now hold (a restart gives it back:
+      ``engines`` or ``engines_held_gib``, see :func:`engines_held_bytes`),
+      must cover the share, ``cuda_context`` and ``floor``. Skipped when
+      ``meminfo`` has no ``MemAvailable``.
+
+    ``reference_gpu_memory_utilization`` (a fraction, e.g. the share an engine
+    runs with now; default: the largest share of the running ``engines``) is
+    compared with the result: ``difference`` says in one line what keeps this
+    host below it.
 
     Returns a dict with byte figures (``*_bytes``), GiB figures (``*_gib``)
     and ``gpu_memory_utilization`` as a fraction 0-1.
@@ -58,7 +77,7 @@ def plan_host(name, meminfo, weights_gib, min_kv_gib, activation_gib=DEFAULT_ACT
                          ("activation_gib", activation_gib), ("os_reserve_gib", os_reserve_gib),
                          ("headroom_gib", headroom_gib), ("cuda_graph_gib", cuda_graph_gib),
                          ("non_torch_gib", non_torch_gib), ("cuda_context_gib", cuda_context_gib),
-                         ("floor_gib", floor_gib)):
+                         ("floor_gib", floor_gib), ("engines_held_gib", 0 if engines_held_gib is None else engines_held_gib)):
         if value is None:
             raise MemoryPlanError("host %s: %s is required" % (name, label))
         if value < 0:
@@ -84,6 +103,25 @@ def plan_host(name, meminfo, weights_gib, min_kv_gib, activation_gib=DEFAULT_ACT
     in_use = -(-(os_reserve + workloads_total) // KIB) * KIB
     reserved = in_use + headroom + floor + cuda_context
     budget = mem_total - reserved
+    running = resolve_engines(engines, device_total, cuda_context)
+    if engines_held_gib is not None:
+        held = to_bytes(engines_held_gib)
+        held_source = "engines_held_gib"
+    else:
+        held = sum(engine["held_bytes"] for engine in running)
+        held_source = "engines" if running else "none running"
+    reference = reference_source = None
+    if reference_gpu_memory_utilization is not None:
+        reference = fraction_hundredths(reference_gpu_memory_utilization,
+                                        "host %s: reference_gpu_memory_utilization" % name)
+        reference_source = "reference_gpu_memory_utilization"
+    else:
+        shares = [engine["gpu_memory_utilization"] for engine in running
+                  if engine["gpu_memory_utilization"] is not None]
+        if shares:
+            # Whatever the engine was started with (0.745 by hand): the hundredth at or below it.
+            reference = int(math.floor(max(shares) * 100 + 1e-9))
+            reference_source = "running engine"
     plan = {
         "host": name,
         "mem_total_bytes": mem_total,
@@ -106,13 +144,99 @@ def plan_host(name, meminfo, weights_gib, min_kv_gib, activation_gib=DEFAULT_ACT
         "cuda_graph_bytes": to_bytes(cuda_graph_gib),
         "non_torch_bytes": to_bytes(non_torch_gib),
         "min_kv_bytes": to_bytes(min_kv_gib),
+        "engines": running,
+        "engines_held_bytes": held,
+        "engines_held_source": held_source,
+        # MemAvailable once the engines running here now are stopped: what a (re)start finds.
+        "now_available_bytes": None if facts["available"] is None else facts["available"] + held,
+        "reference_hundredths": reference,
+        "reference_source": reference_source,
         "warnings": warnings,
     }
-    plan["max_hundredths"] = largest_starting_hundredths(plan)
+    plan["max_hundredths_declared"] = largest_starting_hundredths(plan)
+    plan["max_hundredths_now"] = largest_fitting_now_hundredths(plan)
+    plan["max_hundredths"] = plan["max_hundredths_declared"]
+    plan["limited_by"] = "declared"
+    if plan["max_hundredths_now"] is not None and plan["max_hundredths_now"] < plan["max_hundredths_declared"]:
+        plan["max_hundredths"] = plan["max_hundredths_now"]
+        plan["limited_by"] = "now"
     at_utilization(plan, plan["max_hundredths"])
     if not plan["fits"]:
         raise MemoryPlanError(no_fit_message(plan))
     return plan
+
+
+def fraction_hundredths(value, label):
+    """A share given as a fraction 0-1 in steps of 0.01, as hundredths (int)."""
+    hundredths = int(round(float(value) * 100))
+    if not 0 < hundredths <= 100 or abs(hundredths - float(value) * 100) > 1e-6:
+        raise MemoryPlanError("%s must be a fraction in (0, 1] in steps of 0.01, got %s" % (label, value))
+    return hundredths
+
+
+def running_share(words):
+    """The ``--gpu-memory-utilization`` a running engine was started with (a fraction), or None.
+
+    ``words`` is the engine's command line (``/proc/PID/cmdline`` split at NUL, or
+    ``docker run ... serve ...`` for a container). vLLM takes the flag as
+    ``--gpu-memory-utilization 0.74``, ``--gpu-memory-utilization=0.74`` and with
+    underscores; the last one given counts, as in vLLM's parser.
+    """
+    found = None
+    words = [str(word) for word in words or []]
+    for index, word in enumerate(words):
+        flag, equals, value = word.partition("=")
+        if flag.replace("_", "-") != "--gpu-memory-utilization":
+            continue
+        if not equals:
+            value = words[index + 1] if index + 1 < len(words) else ""
+        try:
+            share = float(value)
+        except ValueError:
+            continue
+        if 0 < share <= 1:
+            found = share
+    return found
+
+
+def engines_held_bytes(share, measured, device_total, cuda_context):
+    """What one running engine holds now, in bytes, and how that was found.
+
+    With ``share`` (its ``--gpu-memory-utilization``): what vLLM asked for at it,
+    ``ceil(device_total x share)``, plus ``cuda_context`` outside it - the memory
+    the start check admitted it with (on GB10 the share is allocated whole at
+    start, for the KV cache), or its measured use when that is higher. Without a
+    share (vLLM's CPU build takes none): its measured use (``measured``, the
+    cgroup's memory without page cache), or 0 when it cannot be measured.
+    """
+    if share is not None:
+        admitted = int(math.ceil(device_total * share)) + cuda_context
+        if measured is not None and measured > admitted:
+            return measured, "measured"
+        return admitted, "its --gpu-memory-utilization %.2f + cuda_context_gib" % share
+    if measured is not None:
+        return measured, "measured"
+    return 0, "not measurable"
+
+
+def resolve_engines(engines, device_total, cuda_context):
+    """The engines running on the host now (dicts with ``unit``, ``gpu_memory_utilization``, ``measured_bytes``).
+
+    Returns them with ``held_bytes`` and ``held_basis`` (:func:`engines_held_bytes`);
+    a restart gives that memory back, so a start finds MemAvailable plus it.
+    """
+    resolved = []
+    for engine in engines or []:
+        share = engine.get("gpu_memory_utilization")
+        held, basis = engines_held_bytes(share, engine.get("measured_bytes"), device_total, cuda_context)
+        resolved.append({
+            "unit": engine.get("unit"),
+            "gpu_memory_utilization": share,
+            "measured_bytes": engine.get("measured_bytes"),
+            "held_bytes": held,
+            "held_basis": basis,
+        })
+    return resolved
 
 
 def declared_available_bytes(plan):
@@ -124,6 +248,31 @@ def starts_as_declared(plan, hundredths):
     """Would the start check let the engine start at this share, on the host as declared, keeping the headroom?"""
     need = start_need_bytes(requested_bytes(plan["device_total_bytes"], hundredths), plan["cuda_context_bytes"])
     return declared_available_bytes(plan) - plan["headroom_bytes"] >= need + plan["floor_bytes"]
+
+
+def fits_now(plan, hundredths):
+    """Once started at this share, does the host as it is now keep its floor? None when MemAvailable is unknown.
+
+    A start finds MemAvailable plus what the engines running now hold (they stop first);
+    the engine then takes its share and what it holds outside it.
+    """
+    if plan["now_available_bytes"] is None:
+        return None
+    need = start_need_bytes(requested_bytes(plan["device_total_bytes"], hundredths), plan["cuda_context_bytes"])
+    return plan["now_available_bytes"] - need >= plan["floor_bytes"]
+
+
+def largest_fitting_now_hundredths(plan):
+    """The largest share (hundredths, 0-100) that fits the host as it is now (:func:`fits_now`), or None."""
+    if plan["now_available_bytes"] is None:
+        return None
+    room = plan["now_available_bytes"] - plan["floor_bytes"] - plan["cuda_context_bytes"]
+    hundredths = utilization_hundredths(max(room, 0), plan["device_total_bytes"])
+    while hundredths > 0 and not fits_now(plan, hundredths):
+        hundredths -= 1
+    while hundredths < 100 and fits_now(plan, hundredths + 1):
+        hundredths += 1
+    return hundredths
 
 
 def largest_starting_hundredths(plan):
@@ -143,8 +292,12 @@ def at_utilization(plan, hundredths):
     inside = plan["weights_bytes"] + plan["activation_bytes"] + plan["cuda_graph_bytes"] + plan["non_torch_bytes"]
     kv = granted - inside
     need = start_need_bytes(granted, plan["cuda_context_bytes"])
-    facts = {"free": plan["mem_free_bytes"], "available": plan["mem_available_bytes"]}
+    held = plan["engines_held_bytes"]
+    # What a (re)start finds: the engines running now have stopped and given their memory back.
+    facts = {"free": None if plan["mem_free_bytes"] is None else plan["mem_free_bytes"] + held,
+             "available": plan["now_available_bytes"]}
     now = start_decision(facts, need, plan["floor_bytes"])
+    after = None if plan["now_available_bytes"] is None else plan["now_available_bytes"] - need
     left = plan["mem_total_bytes"] - granted - plan["cuda_context_bytes"]
     plan.update({
         "hundredths": hundredths,
@@ -156,13 +309,97 @@ def at_utilization(plan, hundredths):
         "kv_cache_bytes": kv,
         "fits": hundredths > 0 and kv >= plan["min_kv_bytes"],
         "starts_as_declared": hundredths > 0 and starts_as_declared(plan, hundredths),
-        # The start check on the memory as it is now (vLLM 0.32 on unified memory reads
-        # MemAvailable; the check drops the page cache first when MemFree is short).
-        "fits_now": plan["mem_free_bytes"] is not None and now["action"] != REFUSE,
+        # After the start, on the memory as it is now: MemAvailable (with what the engines
+        # running now give back) less the share and what vLLM holds outside it.
+        "available_after_start_bytes": after,
+        "fits_now": hundredths > 0 and after is not None and now["action"] != REFUSE,
         "drop_caches_needed": now["action"] == DROP_CACHES,
         "start_now": now,
+        "difference": "",
     })
+    reference = plan.get("reference_hundredths")
+    if reference is not None and reference > hundredths:
+        plan["difference"] = difference_line(plan, reference)
     return plan
+
+
+_RESERVES = (
+    ("os_reserve_gib", "os_reserve_bytes"),
+    ("cuda_context_gib", "cuda_context_bytes"),
+    ("floor_gib", "floor_bytes"),
+    ("headroom_gib", "headroom_bytes"),
+)
+
+
+def shortfall_bytes(plan, hundredths):
+    """How far this share is from passing: ``(as declared, now)`` in bytes, > 0 when short; now is None when unknown."""
+    need = start_need_bytes(requested_bytes(plan["device_total_bytes"], hundredths), plan["cuda_context_bytes"])
+    declared = need + plan["floor_bytes"] + plan["headroom_bytes"] - declared_available_bytes(plan)
+    now = None
+    if plan["now_available_bytes"] is not None:
+        now = need + plan["floor_bytes"] - plan["now_available_bytes"]
+    return declared, now
+
+
+def _gib_down(n_bytes):
+    """Bytes to GiB text rounded *down* to 0.01: a reserve lowered to this figure is enough."""
+    return "%.2f" % (math.floor(max(n_bytes, 0) * 100 / GIB) / 100.0)
+
+
+def difference_line(plan, hundredths):
+    """One line: what keeps this host from ``gpu_memory_utilization = hundredths / 100``; "" when it passes.
+
+    As declared: the GiB missing, and which declared reserve (``os_reserve_gib``,
+    ``cuda_context_gib``, ``floor_gib``, ``headroom_gib``) alone makes the difference,
+    with the value it would need - or, when none alone does, all of them with their sum.
+    Now: the GiB ``MemAvailable`` (with what the running engines give back) is short.
+    """
+    declared, now = shortfall_bytes(plan, hundredths)
+    share = hundredths / 100.0
+    granted = requested_bytes(plan["device_total_bytes"], hundredths)
+    parts = []
+    if declared > 0:
+        text = (
+            "%s GiB more than its declarations leave (it takes %s GiB + %s outside its share (cuda_context_gib) and "
+            "keeps floor_gib %s + headroom_gib %s free = %s GiB, where MemTotal %s - os_reserve_gib %s - workloads %s "
+            "= %s GiB)"
+            % (_fmt(declared), _fmt(granted), _fmt(plan["cuda_context_bytes"]),
+               _fmt(plan["floor_bytes"]), _fmt(plan["headroom_bytes"]),
+               _fmt(declared + declared_available_bytes(plan)), _fmt(plan["mem_total_bytes"]),
+               _fmt(plan["os_reserve_bytes"]), _fmt(plan["workloads_bytes"]), _fmt(declared_available_bytes(plan))))
+        alone = [(option, plan[key]) for option, key in _RESERVES if plan[key] >= declared]
+        if alone:
+            text += "; %s alone make%s the difference (%s)" % (
+                " or ".join(option for option, _value in alone), "s" if len(alone) == 1 else "",
+                ", ".join("%s %s instead of %s" % (option, _gib_down(value - declared), _fmt(value))
+                          for option, value in alone))
+        else:
+            total = sum(plan[key] for _option, key in _RESERVES)
+            text += "; no declared reserve alone makes the difference: together %s hold %s GiB, %s GiB of it would have to go" % (
+                " + ".join("%s %s" % (option, _fmt(plan[key])) for option, key in _RESERVES), _fmt(total),
+                _fmt(declared))
+        parts.append(text)
+    # The host as it is now, when that is tighter than as declared (which also keeps the headroom).
+    if now is not None and now > 0 and (declared <= 0 or now > declared - plan["headroom_bytes"]):
+        held = plan["engines_held_bytes"]
+        parts.append(
+            "MemAvailable now %s GiB%s is %s GiB short of the %s GiB it needs with floor_gib %s "
+            "(memory in use now beyond the declarations: a workload above its peak, or something undeclared)"
+            % (_fmt(plan["now_available_bytes"] - held),
+               " + %s the running engines give back" % _fmt(held) if held else "",
+               _fmt(now), _fmt(now + plan["now_available_bytes"]), _fmt(plan["floor_bytes"])))
+    if not parts:
+        return ""
+    return "gpu_memory_utilization %.2f on host %s: %s" % (share, plan["host"], "; and ".join(parts))
+
+
+def kv_hundredths(plan):
+    """The smallest share (hundredths) whose KV cache reaches ``min_kv``, or None when even 1.00 does not."""
+    inside = plan["weights_bytes"] + plan["activation_bytes"] + plan["cuda_graph_bytes"] + plan["non_torch_bytes"]
+    for hundredths in range(1, 101):
+        if requested_bytes(plan["device_total_bytes"], hundredths) - inside >= plan["min_kv_bytes"]:
+            return hundredths
+    return None
 
 
 def no_fit_message(plan):
@@ -203,11 +440,29 @@ def no_fit_message(plan):
             enough = True
             break
     hint = "Lower min_kv_gib, use a smaller checkpoint, reduce headroom_gib, "
+    if plan["limited_by"] == "now":
+        hint = "Free memory on this host now, l" + hint[1:]
     if enough:
         hint += "move %s (lowest priority first) off this host, " % ", ".join(moved)
     else:
         hint += "move workloads off this host, "
     hint += "or split the model over two hosts (tensor parallelism)."
+    if plan["limited_by"] == "now":
+        msg += ("The host as it is now allows less: MemAvailable %s GiB%s leaves room for %.2f at most "
+                "(%.2f as declared). " % (
+                    _fmt(plan["now_available_bytes"] - plan["engines_held_bytes"]),
+                    " + %s the running engines give back" % _fmt(plan["engines_held_bytes"])
+                    if plan["engines_held_bytes"] else "",
+                    plan["max_hundredths_now"] / 100.0, plan["max_hundredths_declared"] / 100.0))
+    needed = kv_hundredths(plan)
+    if needed is not None:
+        # The same comparison the result gives for a reference share: which reserve is in the way.
+        hint += " min_kv_gib %s needs %s." % (_fmt(plan["min_kv_bytes"]), difference_line(plan, needed))
+    reference = plan.get("reference_hundredths")
+    if reference is not None and reference != needed and reference > plan["max_hundredths"]:
+        hint += " The %s: %s." % (
+            "share an engine runs with now" if plan["reference_source"] == "running engine"
+            else "reference share", difference_line(plan, reference))
     return msg + "Short by %s GiB. %s" % (_fmt(short), hint)
 
 
@@ -239,23 +494,25 @@ def plan_hosts(hosts, measure=None, gpu_memory_utilization=None):
     largest = decider["max_hundredths"]
     common = largest
     if gpu_memory_utilization is not None:
-        common = int(round(gpu_memory_utilization * 100))
-        if not 0 < common <= 100 or abs(common - gpu_memory_utilization * 100) > 1e-6:
-            raise MemoryPlanError("gpu_memory_utilization must be a fraction in (0, 1] in steps of 0.01, got %s"
-                                  % gpu_memory_utilization)
+        common = fraction_hundredths(gpu_memory_utilization, "gpu_memory_utilization")
         if common > largest:
             at_utilization(decider, common)
             raise MemoryPlanError(
                 "gpu_memory_utilization %.2f is above %.2f, the largest share host %s's memory and declared "
-                "workloads allow: at %.2f vLLM asks %s GiB and holds %s GiB outside it, and the start check needs "
-                "MemAvailable %s GiB (with the %s GiB floor) where the host as declared has %s GiB (MemTotal %s - "
-                "OS reserve %s - workloads %s) and keeps %s GiB of headroom. Lower it, or correct the declared "
-                "workloads." % (
-                    common / 100.0, largest / 100.0, decider["host"], common / 100.0, _fmt(decider["granted_bytes"]),
+                "workloads allow%s: %s. At %.2f vLLM asks %s GiB and holds %s GiB outside it, and the start check "
+                "needs MemAvailable %s GiB (with the %s GiB floor) where the host as declared has %s GiB (MemTotal %s - "
+                "OS reserve %s - workloads %s) and keeps %s GiB of headroom%s. Lower it, or correct the declared "
+                "workloads and reserves." % (
+                    common / 100.0, largest / 100.0, decider["host"],
+                    " with the memory it has available now" if decider["limited_by"] == "now" else "",
+                    difference_line(decider, common),
+                    common / 100.0, _fmt(decider["granted_bytes"]),
                     _fmt(decider["cuda_context_bytes"]), _fmt(decider["start_need_bytes"] + decider["floor_bytes"]),
                     _fmt(decider["floor_bytes"]), _fmt(declared_available_bytes(decider)),
                     _fmt(decider["mem_total_bytes"]), _fmt(decider["os_reserve_bytes"]),
-                    _fmt(decider["workloads_bytes"]), _fmt(decider["headroom_bytes"])))
+                    _fmt(decider["workloads_bytes"]), _fmt(decider["headroom_bytes"]),
+                    "" if decider["now_available_bytes"] is None else
+                    ", and now has %s GiB for a start" % _fmt(decider["now_available_bytes"])))
     for plan in plans:
         at_utilization(plan, common)
         if not plan["fits"]:

@@ -41,11 +41,27 @@ def reasoning_lines(plan):
     lines.append(row.format("-", "vLLM outside its share (CUDA context, procs)", _fmt(plan["cuda_context_bytes"]), ""))
     lines.append(row.format("=", "left for vLLM's share", _fmt(plan["budget_bytes"]), ""))
     lines.append(
-        "gpu_memory_utilization = largest share whose start check passes with the host as declared = %.2f "
-        "(max for this host %.2f; floor(%s / %s, 0.01) = %.2f) -> vLLM asks ceil(%s x %.2f) = %s GiB"
-        % (plan["gpu_memory_utilization"], plan["max_hundredths"] / 100.0, _fmt(max(plan["budget_bytes"], 0)),
+        "largest share whose start check passes with the host as declared = %.2f (floor(%s / %s, 0.01) = %.2f)"
+        % (plan["max_hundredths_declared"] / 100.0, _fmt(max(plan["budget_bytes"], 0)),
            _fmt(plan["device_total_bytes"]),
-           utilization_hundredths(max(plan["budget_bytes"], 0), plan["device_total_bytes"]) / 100.0,
+           utilization_hundredths(max(plan["budget_bytes"], 0), plan["device_total_bytes"]) / 100.0))
+    if plan["now_available_bytes"] is None:
+        lines.append("the host as it is now: not judged (no MemAvailable given)")
+    else:
+        held = plan["engines_held_bytes"]
+        lines.append(
+            "largest share that fits the host as it is now = %.2f: MemAvailable %s GiB%s - floor %s - outside the "
+            "share %s = %s GiB for the share"
+            % (plan["max_hundredths_now"] / 100.0, _fmt(plan["now_available_bytes"] - held),
+               (" + %s the running engines give back (%s)" % (_fmt(held), ", ".join(
+                   "%s: %s" % (e["unit"], e["held_basis"]) for e in plan["engines"]) or plan["engines_held_source"]))
+               if held else "",
+               _fmt(plan["floor_bytes"]), _fmt(plan["cuda_context_bytes"]),
+               _fmt(max(plan["now_available_bytes"] - plan["floor_bytes"] - plan["cuda_context_bytes"], 0))))
+    lines.append(
+        "gpu_memory_utilization = %.2f (max for this host %.2f, %s) -> vLLM asks ceil(%s x %.2f) = %s GiB"
+        % (plan["gpu_memory_utilization"], plan["max_hundredths"] / 100.0,
+           "as it is now" if plan["limited_by"] == "now" else "as declared",
            _fmt(plan["device_total_bytes"]), plan["gpu_memory_utilization"], _fmt(plan["granted_bytes"])))
     lines.append(
         "start check: MemAvailable >= %s (share + outside it, rounded up) + %s floor = %s GiB; the host as declared "
@@ -67,11 +83,16 @@ def reasoning_lines(plan):
     free, available = plan["mem_free_bytes"], plan["mem_available_bytes"]
     if free is not None and available is not None:
         now = plan["start_now"]
+        held = plan["engines_held_bytes"]
         verdict = {DROP_CACHES: "the start check drops the page cache, then vLLM can start",
-                   START: "vLLM can start now"}.get(
-            now["action"], "not enough available memory now (is vLLM or a workload already running?)")
-        lines.append("now: MemFree %s, MemAvailable %s GiB -> %s"
-                     % (_fmt(free), _fmt(available), verdict))
+                   START: "vLLM can start now"}.get(now["action"], "the start check would refuse it")
+        lines.append("after start, on the memory as it is now: MemAvailable %s%s - %s it takes = %s GiB %s the "
+                     "%s floor (MemFree %s) -> %s"
+                     % (_fmt(available), " + %s given back" % _fmt(held) if held else "",
+                        _fmt(plan["start_need_bytes"]), _fmt(plan["available_after_start_bytes"]),
+                        ">=" if plan["fits_now"] else "<", _fmt(plan["floor_bytes"]), _fmt(free), verdict))
+    if plan["difference"]:
+        lines.append(plan["difference"])
     return lines
 
 
@@ -121,4 +142,23 @@ def summary(plan):
         "kv_cache_gib": to_gib(plan["kv_cache_bytes"]),
         "fits_now": plan["fits_now"],
         "drop_caches_needed": plan["drop_caches_needed"],
+        "max_gpu_memory_utilization_declared": plan["max_hundredths_declared"] / 100.0,
+        "max_gpu_memory_utilization_now": (None if plan["max_hundredths_now"] is None
+                                           else plan["max_hundredths_now"] / 100.0),
+        "limited_by": plan["limited_by"],
+        "engines_held_gib": to_gib(plan["engines_held_bytes"]),
+        "engines": [
+            {
+                "unit": e["unit"],
+                "gpu_memory_utilization": e["gpu_memory_utilization"],
+                "measured_gib": gib_or_none(e["measured_bytes"]),
+                "held_gib": to_gib(e["held_bytes"]),
+                "held_basis": e["held_basis"],
+            }
+            for e in plan["engines"]
+        ],
+        "available_after_start_gib": gib_or_none(plan["available_after_start_bytes"]),
+        "reference_gpu_memory_utilization": (None if plan["reference_hundredths"] is None
+                                             else plan["reference_hundredths"] / 100.0),
+        "difference": plan["difference"],
     }

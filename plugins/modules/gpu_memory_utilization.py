@@ -16,7 +16,8 @@ description:
     databases and site builds, and refuses to start when less than that is free.
   - This module computes the largest RV(gpu_memory_utilization) whose start check passes on the host as
     declared - the OS at O(os_reserve_gib), every co-resident workload at its peak (or at its measured
-    use when that is higher) - while keeping O(headroom_gib), and checks that the model's weights,
+    use when that is higher) - while keeping O(headroom_gib), and that also fits the host as it is now
+    (C(MemAvailable), plus what the engines running there now give back when they stop), and checks that the model's weights,
     activations, CUDA graphs, non-torch memory and minimum KV cache fit in what it grants. The same
     computation (C(plugins/module_utils/_memory.py)) is the memory guard's start check on the host, so a
     share this module recommends is one that check lets start.
@@ -31,6 +32,16 @@ description:
     - O(cuda_context_gib)) / O(device_total_gib), 0.01));
     KV cache = granted - O(weights_gib) - O(activation_gib) - O(cuda_graph_gib) - O(non_torch_gib), which must be
     at least O(min_kv_gib)."
+  - "The host as it is now: a start finds C(MemAvailable) plus what the engines of O(engine_units) running now hold
+    (they stop first: a restart, or the other topology's engine in a switch); after the start that less granted and
+    O(cuda_context_gib) must still be at least O(floor_gib). The share is the smaller of the two
+    (RV(max_gpu_memory_utilization_declared), RV(max_gpu_memory_utilization_now); RV(limited_by) says which), so a
+    recommended share never leaves the host under its floor once vLLM holds its memory. RV(fits_now) is that test at
+    the returned share: after the start, not before."
+  - When the result is below a share an engine runs with now (or O(reference_gpu_memory_utilization)), or a pinned
+    O(gpu_memory_utilization), or the share O(min_kv_gib) needs, one line (RV(difference), and in the failure message)
+    says what keeps the host from it - which declared reserve (O(os_reserve_gib), O(cuda_context_gib), O(floor_gib),
+    O(headroom_gib)) alone makes the difference and the value it would need, or the GiB C(MemAvailable) is short now.
   - Page cache is reclaimable and is never counted as used. It matters only at start-up; RV(drop_caches_needed)
     says when the start check will drop it first.
   - With O(engine_log) (the engine's journal after a start), the figures vLLM measured - model weights, peak
@@ -38,8 +49,8 @@ description:
     declared ones in RV(declared_vs_measured).
   - With O(hosts) (the split topology, one model over several hosts) every host is planned and the
     smallest result is returned, naming the host that decided it.
-  - The module only reads (C(/proc/meminfo), the workloads' cgroup files, C(systemctl show)); it never
-    changes anything.
+  - The module only reads (C(/proc/meminfo), the workloads' and engines' cgroup files, the engines' command lines,
+    C(systemctl show)); it never changes anything.
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:
@@ -186,6 +197,31 @@ options:
       - Evaluate this share (a fraction 0-1 in steps of 0.01, for example one the inventory pins) instead of the
         largest; the module fails, naming the numbers, when it is above the largest safe share.
     type: float
+  reference_gpu_memory_utilization:
+    description:
+      - A share to compare the result with (a fraction 0-1 in steps of 0.01), for example the one the operators ran
+        by hand. When the result is below it, RV(difference) says in one line which declared reserve makes the
+        difference and by how much.
+      - Default - the largest share an engine of O(engine_units) runs with now.
+      - With O(hosts), the default for hosts that do not set their own.
+    type: float
+  engine_units:
+    description:
+      - The systemd units of the vLLM engines on this host (both topologies'). Each one that runs now is read - its
+        main process's command line for C(--gpu-memory-utilization), its cgroup for its memory - and what it holds
+        counts as available to a start, which stops it first.
+      - An engine started with C(--gpu-memory-utilization) holds ceil(O(device_total_gib) x its share) +
+        O(cuda_context_gib) (its measured use when that is higher); one without (vLLM's CPU build) its measured use
+        (C(memory.current) less page cache), or nothing when that cannot be measured.
+      - Not used with O(engines_held_gib) or O(hosts).
+    type: list
+    elements: str
+    default: []
+  engines_held_gib:
+    description:
+      - What the engines running on this host now hold, in GiB, instead of reading O(engine_units) - for tests and
+        what-if questions (V(0) - nothing runs).
+    type: float
   engine_log:
     description:
       - The engine's log after a start (for example C(journalctl -u vllm-replica.service) since its last start).
@@ -273,9 +309,18 @@ options:
       min_kv_gib:
         description: As the top-level O(min_kv_gib), in GiB.
         type: float
+      engines_held_gib:
+        description:
+          - What the engines running on this host now hold, in GiB (see the top-level O(engines_held_gib)); default
+            V(0).
+        type: float
+      reference_gpu_memory_utilization:
+        description: As the top-level O(reference_gpu_memory_utilization), a fraction 0-1.
+        type: float
 notes:
-  - The start-up check (RV(fits_now), RV(drop_caches_needed)) describes the host as it is now. Run the
-    module before vLLM starts; while vLLM runs, its own memory shows as used.
+  - The start-up check (RV(fits_now), RV(drop_caches_needed)) describes a start on the host as it is now, once the
+    engines running there have stopped (O(engine_units), or O(engines_held_gib)); a C(meminfo) without
+    C(MemAvailable) is not judged (RV(fits_now) false, RV(max_gpu_memory_utilization_now) null).
   - The rules follow vLLM 0.32.0 (C(vllm/v1/worker/utils.py) C(request_memory), C(vllm/v1/worker/gpu_worker.py)
     C(determine_available_memory), C(vllm/utils/mem_utils.py) C(MemorySnapshot)); the log lines read from
     O(engine_log) are that version's.
@@ -301,7 +346,13 @@ EXAMPLES = r"""
       - name: site builds
         slice: site-builds.slice
         peak_gib: 12
+    # Running engines give their memory back to the next start (both topologies' units).
+    engine_units: [vllm-replica.service, vllm-split.service]
   register: __vllm_memory
+
+- name: Why the computed share is below the 0.74 the operators ran by hand, in one line
+  ansible.builtin.debug:
+    msg: "{{ __vllm_memory.difference or 'nothing: it is not below it' }}"
 
 - name: Fail early when vLLM would not start
   ansible.builtin.assert:
@@ -346,6 +397,46 @@ max_gpu_memory_utilization:
   returned: success
   type: float
   sample: 0.74
+max_gpu_memory_utilization_declared:
+  description: On the deciding host, the largest share (fraction 0-1) whose start check passes on the host as declared.
+  returned: success
+  type: float
+  sample: 0.74
+max_gpu_memory_utilization_now:
+  description:
+    - On the deciding host, the largest share (fraction 0-1) that keeps O(floor_gib) of C(MemAvailable) after a start
+      on the host as it is now (what the running engines hold counted back). Null without C(MemAvailable).
+  returned: success
+  type: float
+  sample: 0.82
+limited_by:
+  description: Which test decided the deciding host's largest share - V(declared) or V(now).
+  returned: success
+  type: str
+  sample: declared
+available_after_start_gib:
+  description:
+    - On the deciding host, C(MemAvailable) after the engine starts at RV(gpu_memory_utilization), in GiB - now plus
+      RV(engines_held_gib), less RV(start_need_gib). At least RV(floor_gib) when RV(fits_now). Null without
+      C(MemAvailable).
+  returned: success
+  type: float
+  sample: 12.87
+engines_held_gib:
+  description: What the engines running on the deciding host hold now, in GiB (O(engine_units) or O(engines_held_gib)).
+  returned: success
+  type: float
+  sample: 95.66
+difference:
+  description:
+    - One line per host whose share is below its reference share (O(reference_gpu_memory_utilization), or the share
+      an engine runs with now) - which declared reserve makes the difference and the value it would need, or how
+      many GiB C(MemAvailable) is short now. Empty otherwise.
+  returned: success
+  type: str
+  sample: >-
+    gpu_memory_utilization 0.74 on host spark-b: 8.76 GiB more than its declarations leave (...); floor_gib alone
+    makes the difference (floor_gib 0.24 instead of 9.00)
 measured:
   description:
     - What vLLM printed about its memory at its last start in O(engine_log) (vLLM 0.32's log lines), GiB unless
@@ -415,8 +506,9 @@ drop_caches_needed:
   sample: false
 fits_now:
   description:
-    - True when the start check would let the engine start on every host with the memory as it is now
-      (C(MemAvailable) at least RV(start_need_gib) plus RV(floor_gib)).
+    - True when, on every host, a start on the memory as it is now leaves at least RV(floor_gib) of C(MemAvailable)
+      once the engine holds its share and what it takes outside it (C(MemAvailable) plus what the running engines
+      give back, less RV(start_need_gib)) - the start check would let it start.
   returned: success
   type: bool
   sample: true
@@ -544,9 +636,46 @@ hosts:
       type: float
       sample: 14.86
     fits_now:
-      description: The start check would let the engine start with the memory as it is now.
+      description: A start on the memory as it is now keeps RV(hosts[].floor_gib) once the engine has its memory.
       type: bool
       sample: true
+    max_gpu_memory_utilization_declared:
+      description: The largest share (0-1) this host allows as declared.
+      type: float
+      sample: 0.74
+    max_gpu_memory_utilization_now:
+      description: The largest share (0-1) this host allows as it is now; null without C(MemAvailable).
+      type: float
+      sample: 0.82
+    limited_by:
+      description: V(declared) or V(now), whichever decided RV(hosts[].max_gpu_memory_utilization).
+      type: str
+      sample: declared
+    engines_held_gib:
+      description: What the engines running on this host now hold, in GiB.
+      type: float
+      sample: 95.66
+    engines:
+      description:
+        - Each running engine read - C(unit), C(gpu_memory_utilization) (from its command line, null without the
+          flag), C(measured_gib) (its cgroup, null when not measurable), C(held_gib) and C(held_basis).
+      type: list
+      elements: dict
+      sample:
+        - {unit: vllm-replica.service, gpu_memory_utilization: 0.74, measured_gib: null, held_gib: 95.66,
+           held_basis: its --gpu-memory-utilization 0.74 + cuda_context_gib}
+    available_after_start_gib:
+      description: C(MemAvailable) after a start at the host's share, in GiB; null without C(MemAvailable).
+      type: float
+      sample: 12.87
+    reference_gpu_memory_utilization:
+      description: The share compared with (0-1), or null.
+      type: float
+      sample: 0.74
+    difference:
+      description: What keeps this host below its reference share, in one line; empty when nothing does.
+      type: str
+      sample: ""
     drop_caches_needed:
       description: C(MemFree) is below RV(hosts[].start_need_gib) and C(MemAvailable) is not.
       type: bool
@@ -564,6 +693,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
 )
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory_plan import (
     plan_hosts,
+    running_share,
 )
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory_report import reasoning_lines, summary
 from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import UnitStateError, show_properties
@@ -618,6 +748,32 @@ def measure_with(module):
     return measure
 
 
+def read_engines(module, units):
+    """The engines running on this host now: each one's ``--gpu-memory-utilization`` and measured memory.
+
+    A unit with no main process (inactive, or systemd cannot be asked) is not running and
+    holds nothing. Its command line is its main process's (``/proc/PID/cmdline``; for a
+    container, the ``docker run ... serve ...`` client's, which carries vLLM's flags).
+    """
+    show_property = systemctl_show(module)
+    engines = []
+    for unit in units:
+        try:
+            pid = int((show_property(unit, "MainPID") or "0").strip() or 0)
+        except ValueError:
+            pid = 0
+        if pid <= 0:
+            continue
+        try:
+            words = read_text("/proc/%d/cmdline" % pid).split("\0")
+        except OSError:
+            continue   # it ended since systemctl answered
+        measured = unit_memory(unit, show_property, read_text, CGROUP_ROOT)
+        engines.append({"unit": unit, "gpu_memory_utilization": running_share(words),
+                        "measured_bytes": None if measured is None else measured["used"]})
+    return engines
+
+
 def _check_workloads(module, workloads, where):
     for item in workloads:
         if item.get("unit") and item.get("slice"):
@@ -644,6 +800,9 @@ def run_module():
             floor_gib=dict(type="float", default=2.0),
             min_kv_gib=dict(type="float"),
             gpu_memory_utilization=dict(type="float"),
+            reference_gpu_memory_utilization=dict(type="float"),
+            engine_units=dict(type="list", elements="str", default=[]),
+            engines_held_gib=dict(type="float"),
             engine_log=dict(type="str"),
             hosts=dict(
                 type="list",
@@ -662,10 +821,13 @@ def run_module():
                     cuda_context_gib=dict(type="float"),
                     floor_gib=dict(type="float"),
                     min_kv_gib=dict(type="float"),
+                    engines_held_gib=dict(type="float"),
+                    reference_gpu_memory_utilization=dict(type="float"),
                 ),
             ),
         ),
-        mutually_exclusive=[("hosts", "host"), ("hosts", "meminfo"), ("hosts", "workloads")],
+        mutually_exclusive=[("hosts", "host"), ("hosts", "meminfo"), ("hosts", "workloads"),
+                            ("hosts", "engine_units"), ("hosts", "engines_held_gib")],
         supports_check_mode=True,
     )
     params = module.params
@@ -677,6 +839,10 @@ def run_module():
                       "workloads": entry["workloads"] or []}
             for key in _HOST_DEFAULTED:
                 kwargs[key] = entry[key] if entry[key] is not None else params[key]
+            kwargs["engines_held_gib"] = entry["engines_held_gib"]
+            kwargs["reference_gpu_memory_utilization"] = (entry["reference_gpu_memory_utilization"]
+                                                          if entry["reference_gpu_memory_utilization"] is not None
+                                                          else params["reference_gpu_memory_utilization"])
             _check_workloads(module, kwargs["workloads"], "host %s" % entry["name"])
             entries.append(kwargs)
         measure = None
@@ -694,6 +860,10 @@ def run_module():
                   "workloads": params["workloads"]}
         for key in _HOST_DEFAULTED:
             kwargs[key] = params[key]
+        kwargs["reference_gpu_memory_utilization"] = params["reference_gpu_memory_utilization"]
+        kwargs["engines_held_gib"] = params["engines_held_gib"]
+        if params["engines_held_gib"] is None:
+            kwargs["engines"] = read_engines(module, params["engine_units"])
         entries = [kwargs]
         measure = measure_with(module)
 
@@ -720,6 +890,9 @@ def run_module():
     if len(plans) > 1:
         reasoning.append("split: gpu_memory_utilization = min over hosts = %.2f, decided by %s"
                          % (result["gpu_memory_utilization"], result["decided_by"]))
+    difference = "; ".join(plan["difference"] for plan in plans if plan["difference"])
+    if difference:
+        reasoning.append(difference)
     for warning in warnings:
         module.warn(warning)
 
@@ -742,6 +915,12 @@ def run_module():
         start_need_gib=decider_summary["start_need_gib"],
         floor_gib=decider_summary["floor_gib"],
         max_gpu_memory_utilization=result["max_gpu_memory_utilization"],
+        max_gpu_memory_utilization_declared=decider_summary["max_gpu_memory_utilization_declared"],
+        max_gpu_memory_utilization_now=decider_summary["max_gpu_memory_utilization_now"],
+        limited_by=decider_summary["limited_by"],
+        available_after_start_gib=decider_summary["available_after_start_gib"],
+        engines_held_gib=decider_summary["engines_held_gib"],
+        difference=difference,
         measured=measured,
         declared_vs_measured=declared_vs_measured,
         gpu_memory_utilization=result["gpu_memory_utilization"],

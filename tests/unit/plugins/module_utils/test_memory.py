@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _memory
+from ansible_collections.factory_floor.llm.plugins.module_utils import _memory, _memory_plan
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
     GIB,
     MemoryPlanError,
@@ -230,21 +230,217 @@ def test_model_figures_validated(field, value):
 # --------------------------------------------------------------- page cache
 
 
-@pytest.mark.parametrize("free, available, drop, fits_now", [
-    (100, 110, False, True),   # free enough: 95.66 GiB asked (share + outside it)
-    (20, 99, True, True),      # page cache holds the rest: drop it before start
-    (20, 97, False, False),    # 97 < 95.66 + 2 floor: even after dropping caches it would not start
-    (20, 50, False, False),
+@pytest.mark.parametrize("free, available, share, drop", [
+    (100, 110, 0.74, False),   # free enough: 95.66 GiB asked (share + outside it)
+    (20, 99, 0.74, True),      # page cache holds the rest: drop it before start
+    # 97 < 95.66 + 2 floor: 0.74 would leave the host under its floor once started, so the
+    # share is the largest that fits now: 0.73 asks 88.85 + 5.60 = 94.45 + 2 <= 97.
+    (20, 97, 0.73, True),
 ])
-def test_page_cache_is_not_used_memory(free, available, drop, fits_now):
+def test_page_cache_is_not_used_memory(free, available, share, drop):
     text = meminfo_text(free_kb=free * 1024 * 1024, available_kb=available * 1024 * 1024,
                         cached_kb=(available - free) * 1024 * 1024)
     plan = plan_host("spark-a", text, device_total_gib=DEVICE_TOTAL, workloads=SEED_WORKLOADS,
                      headroom_gib=SEED_HEADROOM, **MODEL)
-    # The budget starts from MemTotal: page cache does not change the answer.
-    assert plan["gpu_memory_utilization"] == 0.74
+    # Page cache is available memory: MemFree alone does not lower the share.
+    assert plan["gpu_memory_utilization"] == share
     assert plan["drop_caches_needed"] is drop
-    assert plan["fits_now"] is fits_now
+    assert plan["fits_now"] is True
+    assert plan["available_after_start_bytes"] >= plan["floor_bytes"]
+
+
+def test_a_host_that_cannot_hold_the_model_now_is_refused_naming_memavailable():
+    # 50 GiB available now: even the smallest share with the minimum KV cache (0.69) would not start.
+    text = meminfo_text(free_kb=20 * 1024 * 1024, available_kb=50 * 1024 * 1024, cached_kb=30 * 1024 * 1024)
+    with pytest.raises(MemoryPlanError) as err:
+        plan_host("spark-a", text, device_total_gib=DEVICE_TOTAL, workloads=SEED_WORKLOADS,
+                  headroom_gib=SEED_HEADROOM, **MODEL)
+    msg = str(err.value)
+    assert "The host as it is now allows less: MemAvailable 50.00 GiB" in msg
+    assert ("min_kv_gib 8.00 needs gpu_memory_utilization 0.69 on host spark-a: MemAvailable now 50.00 GiB is "
+            "41.58 GiB short of the 91.58 GiB it needs with floor_gib 2.00") in msg
+
+
+# ----------------------------------------------- the host as it is now (issue 33, item 17)
+
+
+def test_share_fits_what_the_host_has_available_now():
+    """Declared: 0.74. But 5 GiB more is in use now than the declarations say (MemAvailable 95, not 100).
+
+    At 0.74 the engine would take 90.06 + 5.60 = 95.66 GiB: MemAvailable after start -0.66 GiB,
+    under the 2 GiB floor. The largest share that keeps the floor now: 95 - 2 - 5.6 = 87.4 GiB for
+    the share, 0.71 asks 86.41 (0.72 would ask 87.63).
+    """
+    text = meminfo_text(free_kb=95 * 1024 * 1024, available_kb=95 * 1024 * 1024)
+    plan = plan_host("spark-a", text, device_total_gib=DEVICE_TOTAL, workloads=SEED_WORKLOADS,
+                     headroom_gib=SEED_HEADROOM, reference_gpu_memory_utilization=0.74, **MODEL)
+    assert plan["max_hundredths_declared"] == 74
+    assert plan["max_hundredths_now"] == 71
+    assert plan["gpu_memory_utilization"] == 0.71
+    assert plan["limited_by"] == "now"
+    assert plan["fits_now"] is True
+    assert gib(plan["available_after_start_bytes"]) == 2.99   # 95 - 86.41 - 5.60 (rounded up): >= 2 floor
+    # One line says what keeps it from 0.74: the memory in use now, not a declared reserve.
+    assert plan["difference"] == (
+        "gpu_memory_utilization 0.74 on host spark-a: MemAvailable now 95.00 GiB is 2.66 GiB short of the 97.66 GiB it "
+        "needs with floor_gib 2.00 (memory in use now beyond the declarations: a workload above its peak, or "
+        "something undeclared)")
+    text = "\n".join(reasoning_lines(plan))
+    assert "largest share that fits the host as it is now = 0.71" in text
+    assert "= 2.99 GiB >= the 2.00 floor" in text
+
+
+def test_the_running_engine_gives_its_memory_back_to_its_restart():
+    """A routine deploy plans while the engine runs: MemAvailable 8 GiB, the engine holds its 0.74.
+
+    A restart finds 8 + ceil(121.70 x 0.74) 90.06 + 5.60 = 103.66 GiB: the declared 0.74 fits,
+    and keeps 103.66 - 95.66 = 8.00 GiB >= the floor. Without counting it, the share would fall
+    to nothing and the host would be called full.
+    """
+    text = meminfo_text(free_kb=8 * 1024 * 1024, available_kb=8 * 1024 * 1024)
+    engines = [{"unit": "vllm-replica.service", "gpu_memory_utilization": 0.74, "measured_bytes": 3 * GIB},
+               {"unit": "vllm-split.service", "gpu_memory_utilization": None, "measured_bytes": None}]
+    plan = plan_host("spark-a", text, device_total_gib=DEVICE_TOTAL, workloads=SEED_WORKLOADS,
+                     headroom_gib=SEED_HEADROOM, engines=engines, **MODEL)
+    assert plan["gpu_memory_utilization"] == 0.74
+    assert plan["limited_by"] == "declared"
+    assert gib(plan["engines_held_bytes"]) == 95.66
+    assert [e["held_basis"] for e in plan["engines"]] == [
+        "its --gpu-memory-utilization 0.74 + cuda_context_gib", "not measurable"]
+    assert plan["fits_now"] is True
+    assert gib(plan["available_after_start_bytes"]) == 8.0
+    assert plan["reference_hundredths"] == 74 and plan["difference"] == ""
+    # The same host with the engine's memory not counted back is full.
+    with pytest.raises(MemoryPlanError, match="MemAvailable now 8.00 GiB"):
+        plan_host("spark-a", text, device_total_gib=DEVICE_TOTAL, workloads=SEED_WORKLOADS,
+                  headroom_gib=SEED_HEADROOM, engines_held_gib=0, **MODEL)
+
+
+def test_an_engine_running_above_the_share_is_the_reference_and_the_line_says_why():
+    """The engine runs with 0.78 (set by hand, as in the report); the host as declared allows 0.74."""
+    text = meminfo_text(free_kb=4 * 1024 * 1024, available_kb=4 * 1024 * 1024)
+    engines = [{"unit": "vllm-replica.service", "gpu_memory_utilization": 0.785, "measured_bytes": None}]
+    plan = plan_host("spark-a", text, device_total_gib=DEVICE_TOTAL, workloads=SEED_WORKLOADS,
+                     headroom_gib=SEED_HEADROOM, engines=engines, **MODEL)
+    assert plan["gpu_memory_utilization"] == 0.74
+    assert plan["reference_hundredths"] == 78 and plan["reference_source"] == "running engine"
+    assert plan["difference"].startswith("gpu_memory_utilization 0.78 on host spark-a: 3.93 GiB more than its "
+                                         "declarations leave")
+    assert plan["difference"].endswith("os_reserve_gib or cuda_context_gib alone make the difference "
+                                       "(os_reserve_gib 0.06 instead of 4.00, cuda_context_gib 1.66 instead of 5.60)")
+
+
+@pytest.mark.parametrize("share, measured, expected_gib, basis", [
+    (0.74, None, 95.66, "its --gpu-memory-utilization 0.74 + cuda_context_gib"),
+    (0.74, 100 * GIB, 100.0, "measured"),       # it holds more than it was admitted with
+    (None, 3 * GIB, 3.0, "measured"),            # vLLM's CPU build: no share, its cgroup
+    (None, None, 0.0, "not measurable"),
+])
+def test_what_a_running_engine_holds(share, measured, expected_gib, basis):
+    held, why = _memory_plan.engines_held_bytes(share, measured, DEVICE_TOTAL_BYTES, int(round(5.6 * GIB)))
+    assert gib(held) == expected_gib
+    assert why == basis
+
+
+@pytest.mark.parametrize("words, share", [
+    (["python3", "-m", "vllm.entrypoints.cli.main", "serve", "/m", "--gpu-memory-utilization", "0.74"], 0.74),
+    (["docker", "run", "img", "serve", "/m", "--gpu-memory-utilization=0.7", "--port", "8000"], 0.7),
+    (["vllm", "serve", "/m", "--gpu_memory_utilization", "0.5", "--gpu-memory-utilization", "0.6"], 0.6),
+    (["vllm", "serve", "/m", "--max-num-seqs", "12"], None),              # the CPU build: no share
+    (["vllm", "serve", "/m", "--gpu-memory-utilization"], None),
+    (["vllm", "serve", "/m", "--gpu-memory-utilization", "lots"], None),
+    ([], None),
+])
+def test_running_share_from_the_command_line(words, share):
+    assert _memory_plan.running_share(words) == share
+
+
+# The seed's own figures (issue 33, item 17; MISSION.md "what went wrong", item 5): CUDA's
+# 121.7 GiB on GB10, databases at 9.8 GiB and site builds at 12 GiB at their peaks, 71 GiB of
+# weights, the operators wanting 9 GiB free. The team ran 0.74: 121.70 - ceil(121.70 x 0.74)
+# 90.06 - 9.8 - 12 = 9.84 GiB >= 9 (0.75 leaves 8.62; their 0.78, 4.97: "only 5 GiB were left").
+SEED_REPORT_MEMTOTAL_KB = 127611700          # 121.70 GiB as /proc/meminfo gives it
+SEED_REPORT_WORKLOADS = [{"name": "databases", "peak_gib": 9.8}, {"name": "site builds", "peak_gib": 12}]
+SEED_REPORT = dict(device_total_gib=121.7, workloads=SEED_REPORT_WORKLOADS, weights_gib=71.0, activation_gib=2.0,
+                   floor_gib=9.0)          # "9 GiB free" once vLLM has its memory: MemAvailable kept, the floor
+
+
+def seed_report(**changes):
+    """SEED_REPORT with some figures changed."""
+    args = dict(SEED_REPORT)
+    args.update(changes)
+    return args
+
+
+def seed_report_meminfo(os_gib):
+    """The host with the OS at ``os_gib`` and both workloads at their peaks, vLLM stopped."""
+    total_kb = SEED_REPORT_MEMTOTAL_KB
+    available_kb = total_kb - int(round((os_gib + 21.8) * 1024 * 1024))
+    return meminfo_text(total_kb=total_kb, free_kb=available_kb, available_kb=available_kb)
+
+
+def test_seed_report_the_teams_own_arithmetic_gives_their_074():
+    """Everything else (the OS, vLLM's own processes) came out of their 9 GiB: no OS reserve, nothing outside."""
+    plan = plan_host("spark-b", seed_report_meminfo(0.0), os_reserve_gib=0.0, cuda_context_gib=0.0,
+                     min_kv_gib=12.0, reference_gpu_memory_utilization=0.74, **SEED_REPORT)
+    assert plan["gpu_memory_utilization"] == 0.74
+    assert gib(plan["granted_bytes"]) == 90.06
+    assert gib(plan["available_after_start_bytes"]) == 9.84
+    assert plan["difference"] == ""
+    at_utilization(plan, 75)
+    assert plan["starts_as_declared"] is False         # 0.75 leaves 8.62 < 9
+
+
+def _reserve_named(line, option):
+    """The value the one line gives for ``option`` ("floor_gib 0.24 instead of 9.00")."""
+    import re
+    return float(re.search(r"%s (\d+\.\d\d) instead of" % option, line).group(1))
+
+
+@pytest.mark.parametrize("min_kv_gib", [4.0, 12.0])
+def test_seed_report_with_the_declared_reserves_names_the_one_that_makes_the_difference(min_kv_gib):
+    """The module's reserves besides the team's: the OS (4 GiB) and what vLLM holds outside its share (5.6).
+
+    0.74 then needs 90.06 + 5.60 + 9 = 104.66 GiB where MemTotal 121.70 - 4 - 21.80 = 95.90 are available:
+    8.76 GiB more. The module does not refuse outright: with a 4 GiB minimum KV cache it recommends 0.66 and
+    says in one line that floor_gib makes the difference (0.24 instead of 9); with the inventory's 12 GiB
+    minimum (0.72 needed) it refuses, naming the same reserve for 0.72 and for the team's 0.74.
+    """
+    meminfo = seed_report_meminfo(4.0)
+    why = ("gpu_memory_utilization 0.74 on host spark-b: 8.76 GiB more than its declarations leave (it takes 90.06 "
+           "GiB + 5.60 outside its share (cuda_context_gib) and keeps floor_gib 9.00 + headroom_gib 0.00 free = "
+           "104.66 GiB, where MemTotal 121.70 - os_reserve_gib 4.00 - workloads 21.80 = 95.90 GiB); floor_gib alone "
+           "makes the difference (floor_gib 0.24 instead of 9.00)")
+    if min_kv_gib == 4.0:
+        plan = plan_host("spark-b", meminfo, min_kv_gib=min_kv_gib, reference_gpu_memory_utilization=0.74,
+                         **SEED_REPORT)
+        assert plan["gpu_memory_utilization"] == 0.66
+        assert plan["difference"] == why
+        assert why in reasoning_lines(plan)
+    else:
+        with pytest.raises(MemoryPlanError) as err:
+            plan_host("spark-b", meminfo, min_kv_gib=min_kv_gib, reference_gpu_memory_utilization=0.74,
+                      **SEED_REPORT)
+        assert "min_kv_gib 12.00 needs gpu_memory_utilization 0.72 on host spark-b: 6.33 GiB more" in str(err.value)
+        assert "floor_gib alone makes the difference (floor_gib 2.67 instead of 9.00)" in str(err.value)
+        assert "The reference share: " + why in str(err.value)
+        plan = plan_host("spark-b", meminfo, min_kv_gib=min_kv_gib, **seed_report(floor_gib=2.67))
+        assert plan["gpu_memory_utilization"] == 0.72 and plan["fits"]
+    # "By how much" is exact: the named floor gives the team's share back, on the same memory.
+    plan = plan_host("spark-b", meminfo, min_kv_gib=min_kv_gib, **seed_report(floor_gib=_reserve_named(why, "floor_gib")))
+    assert plan["gpu_memory_utilization"] == 0.74
+    assert plan["available_after_start_bytes"] >= plan["floor_bytes"]
+
+
+def test_seed_report_read_as_headroom_names_every_reserve():
+    """The 9 GiB declared as headroom on top of the 2 GiB floor: no one reserve alone covers 10.76 GiB."""
+    plan = plan_host("spark-b", seed_report_meminfo(4.0), min_kv_gib=3.0, reference_gpu_memory_utilization=0.74,
+                     **seed_report(floor_gib=2.0, headroom_gib=9.0))
+    assert plan["gpu_memory_utilization"] == 0.65
+    assert plan["difference"].endswith(
+        "no declared reserve alone makes the difference: together os_reserve_gib 4.00 + cuda_context_gib 5.60 + "
+        "floor_gib 2.00 + headroom_gib 9.00 hold 20.60 GiB, 10.76 GiB of it would have to go")
+    assert "10.76 GiB more than its declarations leave" in plan["difference"]
 
 
 # -------------------------------------------------------------- measurement

@@ -232,3 +232,64 @@ def test_engine_log_figures_beside_the_declared_ones(run_module, host):
     assert rows["kv_cache_gib"]["measured_gib"] == 6.87
     assert any("measured at the last start: non_torch_gib declared 0.5 GiB, vLLM non_torch_gib 0.51 GiB (+0.01)"
                in line for line in result["reasoning"])
+
+
+def test_a_running_engine_is_read_and_gives_its_memory_back(run_module, host):
+    """A deploy plans while the engine runs: its share comes from its command line, its memory back to its restart."""
+    files, properties = host
+    files["/proc/meminfo"] = ("MemTotal: %d kB\nMemFree: %d kB\nMemAvailable: %d kB\n"
+                              % (MEMTOTAL_KB, 6 * 1024 * 1024, 8 * 1024 * 1024))
+    properties[("vllm-replica.service", "MainPID")] = "4242"
+    properties[("vllm-split.service", "MainPID")] = "0"          # inactive: holds nothing
+    files["/proc/4242/cmdline"] = "\0".join(["docker", "run", "--rm", "vllm-gb10:0.32.0", "serve", "/models/m",
+                                             "--gpu-memory-utilization", "0.74", "--port", "8000", ""])
+    result = run_module(module, dict(SEED, engine_units=["vllm-replica.service", "vllm-split.service"])).result
+    assert result["gpu_memory_utilization"] == 0.74
+    assert result["engines_held_gib"] == 95.66          # ceil(121.70 x 0.74) + 5.60 outside the share
+    assert result["hosts"][0]["engines"] == [{
+        "unit": "vllm-replica.service", "gpu_memory_utilization": 0.74, "measured_gib": None, "held_gib": 95.66,
+        "held_basis": "its --gpu-memory-utilization 0.74 + cuda_context_gib"}]
+    assert result["fits_now"] is True
+    assert result["available_after_start_gib"] == 8.0     # 8 + 95.66 given back - 95.66 it takes
+    assert result["max_gpu_memory_utilization_declared"] == 0.74
+    assert result["limited_by"] == "declared"
+    assert result["difference"] == ""                     # the share it runs with is the one computed
+    # The same host read as if nothing ran: 8 GiB cannot hold the model.
+    failed = run_module(module, dict(SEED, engines_held_gib=0)).result
+    assert failed["failed"] is True and "MemAvailable now 8.00 GiB" in failed["msg"]
+
+
+# The seed's own figures (issue 33, item 17): 121.7 GiB, databases 9.8 + site builds 12 GiB at
+# their peaks, 71 GiB of weights, the operators wanting 9 GiB free; the team ran 0.74.
+SEED_REPORT_MEMINFO = {"MemTotal": 127611700, "MemFree": 100558439, "MemAvailable": 100558439}  # OS 4, both at peak
+SEED_REPORT = {
+    "host": "spark-b",
+    "meminfo": SEED_REPORT_MEMINFO,
+    "device_total_gib": 121.7,
+    "weights_gib": 71,
+    "min_kv_gib": 4,
+    "floor_gib": 9,
+    "workloads": [{"name": "databases", "peak_gib": 9.8}, {"name": "site builds", "peak_gib": 12}],
+}
+SEED_REPORT_WHY = (
+    "gpu_memory_utilization 0.74 on host spark-b: 8.76 GiB more than its declarations leave (it takes 90.06 GiB + 5.60 "
+    "outside its share (cuda_context_gib) and keeps floor_gib 9.00 + headroom_gib 0.00 free = 104.66 GiB, where "
+    "MemTotal 121.70 - os_reserve_gib 4.00 - workloads 21.80 = 95.90 GiB); floor_gib alone makes the difference "
+    "(floor_gib 0.24 instead of 9.00)")
+
+
+def test_seed_report_figures_name_the_reserve_that_makes_the_difference(run_module, host):
+    result = run_module(module, dict(SEED_REPORT, reference_gpu_memory_utilization=0.74)).result
+    assert result["gpu_memory_utilization"] == 0.66
+    assert result["difference"] == SEED_REPORT_WHY
+    assert result["reasoning"][-1] == SEED_REPORT_WHY
+    # The team's 0.74 pinned in the inventory: refused before anything changes, with the same line.
+    failed = run_module(module, dict(SEED_REPORT, gpu_memory_utilization=0.74)).result
+    assert failed["failed"] is True
+    assert "gpu_memory_utilization 0.74 is above 0.66" in failed["msg"]
+    assert SEED_REPORT_WHY in failed["msg"]
+    # Their own arithmetic - the OS and vLLM's processes inside the 9 GiB - is their 0.74.
+    team = run_module(module, dict(SEED_REPORT, os_reserve_gib=0, cuda_context_gib=0,
+                                   meminfo=dict(SEED_REPORT_MEMINFO, MemAvailable=104752743))).result
+    assert team["gpu_memory_utilization"] == 0.74
+    assert team["available_after_start_gib"] == 9.84
