@@ -15,9 +15,9 @@ description:
     (O(fingerprint), the C(FACTORY_FLOOR_CONFIG) variable of the engine's environment).
   - The environment holds the engine's API key; it is read here and never returned, only whether the fingerprint
     matches.
-  - Also returns whether systemd has loaded the unit as it is on disk (RV(need_daemon_reload)): a restart without
+  - Also returns whether systemd has loaded the unit as it is on disk (RV(need_daemon_reload)); a restart without
     C(systemctl daemon-reload) runs the definition systemd loaded before, not the file the role rendered.
-  - With O(require_match), it fails unless the process runs O(argv) with O(fingerprint): the C(vllm) role's check
+  - With O(require_match), it fails unless the process runs O(argv) with O(fingerprint) - the C(vllm) role's check
     right after it (re)started an engine.
   - Read-only. Replaces the role's reading of C(/proc) in Jinja.
 extends_documentation_fragment:

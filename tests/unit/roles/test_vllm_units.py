@@ -74,7 +74,7 @@ def directives(unit_text):
         if line.startswith("["):
             section = line.strip("[]")
             continue
-        key, _, value = line.partition("=")
+        key, value = line.split("=", 1)
         found.setdefault((section, key), []).append(value)
     return found
 

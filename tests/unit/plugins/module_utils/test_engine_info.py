@@ -65,8 +65,8 @@ def test_runs_rendered(result, rendered):
 
 
 def test_not_rendered_message_names_the_reload_when_systemd_had_the_old_unit():
-    message = ei.not_rendered_message("vllm-replica.service", _result(differs=True, removed=["--max-num-seqs 12"],
-                                                                       added=["--max-num-seqs 10"]), True)
+    result = _result(differs=True, removed=["--max-num-seqs 12"], added=["--max-num-seqs 10"])
+    message = ei.not_rendered_message("vllm-replica.service", result, True)
     assert message == (
         "vllm-replica.service was just started, and it does not run the configuration rendered for it: its vLLM"
         " arguments differ (runs --max-num-seqs 12; rendered --max-num-seqs 10); its configuration fingerprint"
