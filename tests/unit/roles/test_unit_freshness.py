@@ -55,6 +55,19 @@ def systemd_task(path, **wanted):
     return matches[0]
 
 
+def _trusted(value):
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, list):
+        return [_trusted(item) for item in value]
+    return value
+
+
+def with_task_vars(task, variables):
+    """The variables a task sees: the play's, then its own ``vars:`` (templates, resolved when used)."""
+    return dict(variables, **{name: _trusted(value) for name, value in task.get("vars", {}).items()})
+
+
 def evaluate(expression, variables):
     templar = Templar(loader=DataLoader(), variables=variables)
     if isinstance(expression, bool):
@@ -63,9 +76,14 @@ def evaluate(expression, variables):
     return templar.template(trust_as_template(text))
 
 
+def argument(task, name, variables):
+    """The task's ``ansible.builtin.systemd_service`` argument ``name`` as Ansible evaluates it."""
+    return evaluate(task[SYSTEMD][name], with_task_vars(task, variables))
+
+
 def runs(task, variables):
     """Whether the task runs: every ``when:`` condition true."""
-    conditions = task.get("when", [])
+    conditions, variables = task.get("when", []), with_task_vars(task, variables)
     return all(boolean(evaluate(condition, variables)) for condition in
                (conditions if isinstance(conditions, list) else [conditions]))
 
@@ -88,13 +106,13 @@ def test_the_restart_of_an_engine_reloads_the_unit_systemd_had_not_read():
     # The lab: the unit said --max-num-seqs 10, systemd still had 12, the restart ran 12 again.
     task = systemd_task("roles/vllm/tasks/service_run.yml", state="restarted")
     assert runs(task, ENGINE)
-    assert boolean(evaluate(task[SYSTEMD]["daemon_reload"], ENGINE))
+    assert boolean(argument(task, "daemon_reload", ENGINE))
 
 
 def test_a_start_reloads_too_when_no_restart_did():
     task = systemd_task("roles/vllm/tasks/service_run.yml", state="started")
     values = dict(ENGINE, vllm_service_restart=False, __vllm_restarted=SKIPPED)
-    assert boolean(evaluate(task[SYSTEMD]["daemon_reload"], values))
+    assert boolean(argument(task, "daemon_reload", values))
 
 
 def test_a_staged_unit_systemd_had_not_read_is_read():
@@ -135,7 +153,7 @@ DAEMONS = [
 def test_a_daemon_an_interrupted_run_left_on_its_old_files_is_reloaded_and_restarted(path, unit, info, values):
     values = dict(values, **{info: stale(unit)})
     start = systemd_task(path, name=unit, state="started")
-    assert boolean(evaluate(start[SYSTEMD]["daemon_reload"], values))
+    assert boolean(argument(start, "daemon_reload", values))
     restart = systemd_task(path, name=unit, state="restarted")
     assert runs(restart, dict(values, **{start["register"]: UNCHANGED}))
     # ...and one on its files is left running.
@@ -158,20 +176,20 @@ def test_the_firewall_rules_an_interrupted_run_wrote_are_loaded():
     task = systemd_task("roles/vllm/tasks/firewall.yml", name="factory-floor-firewall.service")
     values = common(__vllm_firewall_rules=UNCHANGED, __vllm_firewall_unit=UNCHANGED,
                     __vllm_firewall_unit_info=stale("factory-floor-firewall.service"))
-    assert evaluate(task[SYSTEMD]["state"], values).strip() == "restarted"
-    assert boolean(evaluate(task[SYSTEMD]["daemon_reload"], values))
+    assert argument(task, "state", values).strip() == "restarted"
+    assert boolean(argument(task, "daemon_reload", values))
     values["__vllm_firewall_unit_info"] = dict(UNCHANGED, need_daemon_reload=False, restart=[])
-    assert evaluate(task[SYSTEMD]["state"], values).strip() == "started"
+    assert argument(task, "state", values).strip() == "started"
 
 
 def test_the_leave_unit_and_keepalived_are_reloaded_never_restarted():
     leave = systemd_task("roles/vllm/tasks/firewall.yml", name="factory-floor-engine-leave.service")
     assert leave[SYSTEMD]["state"] == "started"
-    assert boolean(evaluate(leave[SYSTEMD]["daemon_reload"], common(
+    assert boolean(argument(leave, "daemon_reload", common(
         __vllm_leave_unit=UNCHANGED, __vllm_leave_unit_info=stale("factory-floor-engine-leave.service"))))
     keepalived = systemd_task("roles/keepalived/tasks/run.yml", name="keepalived.service")
     assert keepalived[SYSTEMD]["state"] == "started"
-    assert boolean(evaluate(keepalived[SYSTEMD]["daemon_reload"], common(
+    assert boolean(argument(keepalived, "daemon_reload", common(
         __keepalived_dropin_file=UNCHANGED, __keepalived_unit_info=stale("keepalived.service"))))
 
 
