@@ -200,3 +200,59 @@ def test_the_memory_guard_reloads_the_drop_ins_an_interrupted_run_wrote():
     assert runs(reload, values)
     values["__memory_guard_units"]["need_daemon_reload"] = False
     assert not runs(reload, values)
+
+
+# --------------------------------------------------------------------------- what each role asks about
+
+INFO = "factory_floor.llm.systemd_unit_info"
+
+
+def info_tasks(path):
+    return [task for task in tasks(path) if INFO in task]
+
+
+def asked(task, variables):
+    """The units and files a systemd_unit_info task asks about, as Ansible evaluates them."""
+    variables = with_task_vars(task, variables)
+    return ({key: evaluate(value, variables) if isinstance(value, str) else [evaluate(item, variables) for item in value]
+             for key, value in task[INFO].items()})
+
+
+def test_the_watchdog_is_asked_about_every_file_it_was_started_from():
+    (task,) = info_tasks("roles/vllm_watchdog/tasks/run.yml")
+    args = asked(task, common(_vllm_watchdog_unit="vllm-watchdog-replica.service", _vllm_watchdog_unit_dir="/etc/systemd/system",
+                              _vllm_watchdog_config_file="/etc/factory-floor/vllm-watchdog-replica.json",
+                              _vllm_watchdog_lib_dir="/usr/local/lib/factory-floor",
+                              _vllm_watchdog_files=["_watchdog.py", "_systemd.py"]))
+    assert args == {"units": ["vllm-watchdog-replica.service"],
+                    "files": ["/etc/systemd/system/vllm-watchdog-replica.service", "/etc/factory-floor/vllm-watchdog-replica.json",
+                              "/usr/local/lib/factory-floor/_watchdog.py", "/usr/local/lib/factory-floor/_systemd.py"]}
+
+
+def test_the_checker_is_asked_about_every_file_it_was_started_from():
+    (task,) = info_tasks("roles/nginx_proxy/tasks/run.yml")
+    args = asked(task, common(_nginx_proxy_checker_unit="factory-floor-upstream.service", _nginx_proxy_config_dir="/etc/factory-floor",
+                              _nginx_proxy_lib_dir="/usr/local/lib/factory-floor", _nginx_proxy_checker_files=["_upstream.py"]))
+    assert args == {"units": ["factory-floor-upstream.service"],
+                    "files": ["/etc/systemd/system/factory-floor-upstream.service", "/etc/factory-floor/upstream.json",
+                              "/usr/local/lib/factory-floor/_upstream.py"]}
+
+
+def test_the_memory_watch_is_asked_about_every_file_it_was_started_from():
+    (task,) = info_tasks("roles/memory_guard/tasks/watch.yml")
+    args = asked(task, common(_memory_guard_watch_unit="factory-floor-memory-guard.service", _memory_guard_unit_dir="/etc/systemd/system",
+                              _memory_guard_watch_config="/etc/factory-floor/memory-guard.json",
+                              _memory_guard_lib_dir="/usr/local/lib/factory-floor", _memory_guard_lib_files=["_memory_guard_watch.py"]))
+    assert args == {"units": ["factory-floor-memory-guard.service"],
+                    "files": ["/etc/systemd/system/factory-floor-memory-guard.service", "/etc/factory-floor/memory-guard.json",
+                              "/usr/local/lib/factory-floor/_memory_guard_watch.py"]}
+
+
+def test_the_memory_guard_asks_about_the_slice_every_workload_and_the_engines():
+    (task,) = info_tasks("roles/memory_guard/tasks/main.yml")
+    args = asked(task, common(memory_guard_slice="factory-floor-workloads.slice",
+                              _memory_guard_unit_workloads=[{"name": "db", "unit": "postgresql.service"}],
+                              _memory_guard_slice_workloads=[{"name": "builds", "slice": "factory-floor-workloads-builds.slice"}],
+                              memory_guard_engine_units=["vllm-replica.service", "vllm-split.service"]))
+    assert args == {"units": ["factory-floor-workloads.slice", "postgresql.service", "factory-floor-workloads-builds.slice",
+                              "vllm-replica.service", "vllm-split.service"]}
