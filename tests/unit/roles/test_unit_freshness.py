@@ -174,12 +174,23 @@ def test_the_daemons_files_are_the_ones_it_runs(path, unit, info, values):
 
 def test_the_firewall_rules_an_interrupted_run_wrote_are_loaded():
     task = systemd_task("roles/vllm/tasks/firewall.yml", name="factory-floor-firewall.service")
-    values = common(__vllm_firewall_rules=UNCHANGED, __vllm_firewall_unit=UNCHANGED,
+    values = common(__vllm_firewall_rules=UNCHANGED, __vllm_firewall_unit=UNCHANGED, __vllm_firewall_table={"rc": 0},
                     __vllm_firewall_unit_info=stale("factory-floor-firewall.service"))
     assert argument(task, "state", values).strip() == "restarted"
     assert boolean(argument(task, "daemon_reload", values))
     values["__vllm_firewall_unit_info"] = dict(UNCHANGED, need_daemon_reload=False, restart=[])
     assert argument(task, "state", values).strip() == "started"
+
+
+def test_a_firewall_table_flushed_under_an_active_unit_is_loaded_again():
+    # `systemctl start nftables` on a running host flushes the ruleset; the unit stays active.
+    task = systemd_task("roles/vllm/tasks/firewall.yml", name="factory-floor-firewall.service")
+    (read,) = [t for t in tasks("roles/vllm/tasks/firewall.yml") if "ansible.builtin.command" in t
+               and t["ansible.builtin.command"]["argv"] == ["nft", "list", "table", "inet", "factory_floor"]]
+    values = common(__vllm_firewall_rules=UNCHANGED, __vllm_firewall_unit=UNCHANGED, __vllm_firewall_table={"rc": 1},
+                    __vllm_firewall_unit_info=dict(UNCHANGED, need_daemon_reload=False, restart=[]))
+    assert read["register"] == "__vllm_firewall_table" and read["check_mode"] is False
+    assert argument(task, "state", values).strip() == "restarted"
 
 
 def test_the_leave_unit_and_keepalived_are_reloaded_never_restarted():
