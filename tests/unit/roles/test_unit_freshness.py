@@ -229,34 +229,28 @@ def asked(task, variables):
              for key, value in task[INFO].items()})
 
 
-def test_the_watchdog_is_asked_about_every_file_it_was_started_from():
-    (task,) = info_tasks("roles/vllm_watchdog/tasks/run.yml")
-    args = asked(task, common(_vllm_watchdog_unit="vllm-watchdog-replica.service", _vllm_watchdog_unit_dir="/etc/systemd/system",
-                              _vllm_watchdog_config_file="/etc/factory-floor/vllm-watchdog-replica.json",
-                              _vllm_watchdog_lib_dir="/usr/local/lib/factory-floor",
-                              _vllm_watchdog_files=["_watchdog.py", "_systemd.py"]))
-    assert args == {"units": ["vllm-watchdog-replica.service"],
-                    "files": ["/etc/systemd/system/vllm-watchdog-replica.service", "/etc/factory-floor/vllm-watchdog-replica.json",
-                              "/usr/local/lib/factory-floor/_watchdog.py", "/usr/local/lib/factory-floor/_systemd.py"]}
+LIB = "/usr/local/lib/factory-floor"
 
 
-def test_the_checker_is_asked_about_every_file_it_was_started_from():
-    (task,) = info_tasks("roles/nginx_proxy/tasks/run.yml")
-    args = asked(task, common(_nginx_proxy_checker_unit="factory-floor-upstream.service", _nginx_proxy_config_dir="/etc/factory-floor",
-                              _nginx_proxy_lib_dir="/usr/local/lib/factory-floor", _nginx_proxy_checker_files=["_upstream.py"]))
-    assert args == {"units": ["factory-floor-upstream.service"],
-                    "files": ["/etc/systemd/system/factory-floor-upstream.service", "/etc/factory-floor/upstream.json",
-                              "/usr/local/lib/factory-floor/_upstream.py"]}
-
-
-def test_the_memory_watch_is_asked_about_every_file_it_was_started_from():
-    (task,) = info_tasks("roles/memory_guard/tasks/watch.yml")
-    args = asked(task, common(_memory_guard_watch_unit="factory-floor-memory-guard.service", _memory_guard_unit_dir="/etc/systemd/system",
-                              _memory_guard_watch_config="/etc/factory-floor/memory-guard.json",
-                              _memory_guard_lib_dir="/usr/local/lib/factory-floor", _memory_guard_lib_files=["_memory_guard_watch.py"]))
-    assert args == {"units": ["factory-floor-memory-guard.service"],
-                    "files": ["/etc/systemd/system/factory-floor-memory-guard.service", "/etc/factory-floor/memory-guard.json",
-                              "/usr/local/lib/factory-floor/_memory_guard_watch.py"]}
+@pytest.mark.parametrize("path, values, unit, own_files", [
+    ("roles/vllm_watchdog/tasks/run.yml",
+     dict(_vllm_watchdog_unit="vllm-watchdog-replica.service", _vllm_watchdog_unit_dir="/etc/systemd/system",
+          _vllm_watchdog_config_file="/etc/factory-floor/vllm-watchdog-replica.json", _vllm_watchdog_lib_dir=LIB,
+          _vllm_watchdog_files=["_watchdog.py", "_systemd.py"]),
+     "vllm-watchdog-replica.service", ["/etc/factory-floor/vllm-watchdog-replica.json", LIB + "/_watchdog.py", LIB + "/_systemd.py"]),
+    ("roles/nginx_proxy/tasks/run.yml",
+     dict(_nginx_proxy_checker_unit="factory-floor-upstream.service", _nginx_proxy_config_dir="/etc/factory-floor",
+          _nginx_proxy_lib_dir=LIB, _nginx_proxy_checker_files=["_upstream.py"]),
+     "factory-floor-upstream.service", ["/etc/factory-floor/upstream.json", LIB + "/_upstream.py"]),
+    ("roles/memory_guard/tasks/watch.yml",
+     dict(_memory_guard_watch_unit="factory-floor-memory-guard.service", _memory_guard_unit_dir="/etc/systemd/system",
+          _memory_guard_watch_config="/etc/factory-floor/memory-guard.json", _memory_guard_lib_dir=LIB,
+          _memory_guard_lib_files=["_memory_guard_watch.py"]),
+     "factory-floor-memory-guard.service", ["/etc/factory-floor/memory-guard.json", LIB + "/_memory_guard_watch.py"]),
+], ids=["watchdog", "checker", "memory-watch"])
+def test_a_daemon_is_asked_about_every_file_it_was_started_from(path, values, unit, own_files):
+    (task,) = info_tasks(path)
+    assert asked(task, common(**values)) == {"units": [unit], "files": ["/etc/systemd/system/" + unit] + own_files}
 
 
 def test_the_memory_guard_asks_about_the_slice_every_workload_and_the_engines():
