@@ -61,3 +61,27 @@ def compare(cmdline: list | None, environ: list | None, argv: list, fingerprint:
         "args_removed": removed,
         "args_added": added,
     }
+
+
+def runs_rendered(result: dict) -> bool:
+    """Whether a :func:`compare` result says the process runs the rendered configuration: its fingerprint and its
+    arguments. True when nothing runs: there is no process to judge (a start that failed is the health wait's)."""
+    return not result["running"] or not (result["config_differs"] or result["args_removed"] or result["args_added"])
+
+
+def not_rendered_message(unit: str, result: dict, need_daemon_reload: bool) -> str:
+    """What to say when a unit just (re)started runs another configuration than the one rendered for it."""
+    what = []
+    if result["args_removed"] or result["args_added"]:
+        what.append("its vLLM arguments differ (runs %s; rendered %s)" % (
+            " ".join(result["args_removed"]) or "-", " ".join(result["args_added"]) or "-"))
+    if result["config_differs"]:
+        what.append("its configuration fingerprint (%s) is not the rendered one (the command line, the environment"
+                    " or the API key differ)" % FINGERPRINT_VARIABLE)
+    why = ("It ran the unit file systemd had loaded before (NeedDaemonReload=yes): run systemctl daemon-reload, then"
+           " restart it" if need_daemon_reload else
+           "The unit file systemd runs is the rendered one, so something else sets its command line or environment"
+           " (a drop-in in %s.d/, a unit of the same name earlier in systemd's search path: systemctl cat %s)"
+           % (unit, unit))
+    return "%s was just started, and it does not run the configuration rendered for it: %s. %s." % (
+        unit, "; ".join(what), why)

@@ -25,7 +25,7 @@ except ImportError:  # installed next to a daemon on a host
 
 # Every property a caller reads (one place to add one).
 PROPERTIES = ("LoadState", "ActiveState", "SubState", "Result", "ExecMainStatus", "MainPID", "InvocationID",
-              "UnitFileState", "NRestarts", "ExecMainStartTimestampMonotonic")
+              "UnitFileState", "NRestarts", "ExecMainStartTimestampMonotonic", "NeedDaemonReload")
 # UnitFileState values of a unit that is enabled: it should run.
 WANTED_FILE_STATES = ("enabled", "enabled-runtime", "linked", "linked-runtime")
 
@@ -48,7 +48,9 @@ class UnitState:
     ``n_restarts`` is ``NRestarts`` (systemd's own restarts under ``Restart=``; reset when
     the unit is started by hand), ``main_started`` is ``ExecMainStartTimestampMonotonic``
     (microseconds of CLOCK_MONOTONIC when the current main process started; changes with
-    every new run; None when it never ran).
+    every new run; None when it never ran). ``need_daemon_reload`` is ``NeedDaemonReload``:
+    the unit file or one of its drop-ins on disk is not what systemd loaded, so a start
+    or restart now would run the loaded (older) definition until ``systemctl daemon-reload``.
     """
 
     name: str
@@ -62,6 +64,7 @@ class UnitState:
     main_pid: int | None = None
     invocation_id: str | None = None
     unit_file_state: str | None = None
+    need_daemon_reload: bool = False
 
     @property
     def down(self) -> bool:
@@ -131,6 +134,7 @@ def parse_show(name: str, text: str) -> UnitState:
         main_pid=_int(values.get("MainPID")) or None,
         invocation_id=values.get("InvocationID") or None,
         unit_file_state=values.get("UnitFileState") or None,
+        need_daemon_reload=values.get("NeedDaemonReload") == "yes",
     )
 
 
@@ -163,6 +167,66 @@ def show(unit: str, run, systemctl: str = "systemctl", properties=PROPERTIES) ->
         return parse_show(unit, out)
     except UnitStateError:
         raise UnitStateError("%s did not report ActiveState: %r" % (" ".join(argv), out))
+
+
+# ActiveState of a unit whose current process (or, Type=oneshot with RemainAfterExit=, whose
+# last run) is what it runs now. "activating" (a start, an auto-restart) reads its files
+# when it gets there.
+_CURRENT_STATES = ("active", "reloading")
+
+
+def started_wallclock(main_started_us, now_wall: float, now_monotonic: float):
+    """When the unit's main process started, in seconds since the epoch; None when it never ran.
+
+    ``main_started_us`` is ``ExecMainStartTimestampMonotonic`` (CLOCK_MONOTONIC, the clock of
+    ``time.monotonic()``), placed on the wall clock of now: ``now_wall - (now_monotonic -
+    start)``. A step of the wall clock between the start and now (the clock set at boot, by
+    NTP, by hand) therefore moves the start with it, where systemd's own wall-clock
+    ``ExecMainStartTimestamp`` would keep the clock of that moment. (CLOCK_MONOTONIC does
+    not count time suspended: a server that suspends would see its starts too late.)
+    """
+    if not main_started_us:
+        return None
+    return now_wall - (now_monotonic - main_started_us / 1e6)
+
+
+def files_changed_since_start(state: UnitState, mtimes: dict, now_wall: float, now_monotonic: float) -> list:
+    """The paths of ``mtimes`` (``{path: st_mtime}``, None for a missing file) modified after the unit's main process started.
+
+    Sorted; [] when the unit has no main process start (it never ran). A missing file is
+    left out: what is gone cannot be restarted onto.
+    """
+    started = started_wallclock(state.main_started, now_wall, now_monotonic)
+    if started is None:
+        return []
+    return sorted(path for path, mtime in mtimes.items() if mtime is not None and mtime > started)
+
+
+def restart_reasons(state: UnitState, mtimes: dict, now_wall: float, now_monotonic: float) -> list:
+    """Why a running unit is not on the files on disk now, one sentence each; [] when it is, or when it does not run.
+
+    The rule the collection's daemons (watchdog, membership checker, memory watch) and its
+    oneshot units (the engines' firewall) are restarted by, whatever run wrote the files: a
+    run that wrote them and was interrupted before the restart leaves a process that the
+    next run, which writes nothing new, still finds here. The unit runs (``ActiveState``
+    active or reloading, a main process start known) and
+
+    - systemd has not loaded its unit file or a drop-in as it is on disk
+      (``NeedDaemonReload=yes``): it was started from an older definition; or
+    - one of ``mtimes`` (its code, configuration, unit file: ``{path: st_mtime}``) was
+      modified after its main process started (:func:`files_changed_since_start`).
+
+    A restart after ``systemctl daemon-reload`` puts it on what is on disk.
+    """
+    if state.active_state not in _CURRENT_STATES or not state.main_started:
+        return []
+    reasons = []
+    if state.need_daemon_reload:
+        reasons.append("systemd has not loaded its unit file as it is on disk (NeedDaemonReload=yes)")
+    started = started_wallclock(state.main_started, now_wall, now_monotonic)
+    for path in files_changed_since_start(state, mtimes, now_wall, now_monotonic):
+        reasons.append("%s was modified %.0f s after its main process started" % (path, mtimes[path] - started))
+    return reasons
 
 
 def run(argv, timeout: float = 30.0):

@@ -15,6 +15,10 @@ description:
     (O(fingerprint), the C(FACTORY_FLOOR_CONFIG) variable of the engine's environment).
   - The environment holds the engine's API key; it is read here and never returned, only whether the fingerprint
     matches.
+  - Also returns whether systemd has loaded the unit as it is on disk (RV(need_daemon_reload)); a restart without
+    C(systemctl daemon-reload) runs the definition systemd loaded before, not the file the role rendered.
+  - With O(require_match), it fails unless the process runs O(argv) with O(fingerprint) - the C(vllm) role's check
+    right after it (re)started an engine.
   - Read-only. Replaces the role's reading of C(/proc) in Jinja.
 extends_documentation_fragment:
   - factory_floor.llm.attributes
@@ -34,6 +38,18 @@ options:
       - The configuration fingerprint the unit would start with now; unset, RV(config_differs) is false.
       - Derived from the API key and the environment, so never shown (C(no_log)), like the key itself.
     type: str
+  require_match:
+    description:
+      - Fail unless the unit's main process runs O(argv) (its C(vllm serve) arguments) with O(fingerprint), reading it
+        again for up to O(settle) seconds (right after a start the process may still be replacing the one systemd
+        forked). A unit without a main process passes (a start that failed is for the health wait to report).
+      - The failure says what differs and why (C(NeedDaemonReload), or something else setting the command line).
+    type: bool
+    default: false
+  settle:
+    description: Seconds O(require_match) reads again before it fails.
+    type: float
+    default: 10
   proc:
     description: Where C(/proc) is (tests).
     type: path
@@ -64,6 +80,12 @@ main_pid:
   description: Its main process (0 when none).
   returned: always
   type: int
+need_daemon_reload:
+  description:
+    - systemd's C(NeedDaemonReload) of the unit - its file or a drop-in on disk is not what systemd loaded; a start or
+      restart runs the loaded (older) definition until C(systemctl daemon-reload).
+  returned: always
+  type: bool
 config_differs:
   description: It runs, and was started with another configuration fingerprint than O(fingerprint).
   returned: always
@@ -91,14 +113,16 @@ args_added:
 """
 
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._engine_info import compare, split_nul
+from ansible_collections.factory_floor.llm.plugins.module_utils._engine_info import (
+    compare, not_rendered_message, runs_rendered, split_nul)
 from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import UnitStateError, show
 
 
-def _read(path):
+def _read_nul(path):
     try:
         with open(path, "rb") as handle:
             return split_nul(handle.read())
@@ -113,23 +137,39 @@ def main():
             argv=dict(type="list", elements="str", default=[]),
             # Derived from the API key: never shown (a guess of the key could be checked against it).
             fingerprint=dict(type="str", no_log=True),
+            require_match=dict(type="bool", default=False),
+            settle=dict(type="float", default=10.0),
             proc=dict(type="path", default="/proc"),
             systemctl=dict(type="path", default="/usr/bin/systemctl"),
         ),
         supports_check_mode=True,
     )
     params = module.params
+    deadline = time.monotonic() + params["settle"]
+    while True:
+        state, pid, result = _read(module, params)
+        if not params["require_match"] or runs_rendered(result) or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    if params["require_match"] and not runs_rendered(result):
+        module.fail_json(msg=not_rendered_message(params["unit"], result, state.need_daemon_reload),
+                         main_pid=pid, need_daemon_reload=state.need_daemon_reload, **result)
+    module.exit_json(changed=False, main_pid=pid, need_daemon_reload=state.need_daemon_reload, **result)
+
+
+def _read(module, params):
+    """(unit state, main PID or 0, compare() of its /proc against the rendered argv and fingerprint)."""
     try:
-        state = show(params["unit"], module.run_command, params["systemctl"], properties=("ActiveState", "MainPID"))
+        state = show(params["unit"], module.run_command, params["systemctl"],
+                     properties=("ActiveState", "MainPID", "NeedDaemonReload"))
     except UnitStateError as exc:
         module.fail_json(msg="Could not read the main process of %s: %s" % (params["unit"], exc))
     pid = state.main_pid or 0
     cmdline = environ = None
     if pid:
-        cmdline = _read(os.path.join(params["proc"], str(pid), "cmdline"))
-        environ = _read(os.path.join(params["proc"], str(pid), "environ"))
-    result = compare(cmdline, environ, params["argv"], params["fingerprint"])
-    module.exit_json(changed=False, main_pid=pid if cmdline is not None else 0, **result)
+        cmdline = _read_nul(os.path.join(params["proc"], str(pid), "cmdline"))
+        environ = _read_nul(os.path.join(params["proc"], str(pid), "environ"))
+    return state, pid if cmdline is not None else 0, compare(cmdline, environ, params["argv"], params["fingerprint"])
 
 
 if __name__ == "__main__":

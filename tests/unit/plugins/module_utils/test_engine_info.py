@@ -48,3 +48,28 @@ def test_a_read_without_argv_wants_nothing():
     assert result["args_new"] == [] and result["args_added"] == []
     assert result["args_now"] == ["/models/A", "--port 8000", "--max-num-seqs 8"]
     assert ei.serve_args([]) == []
+
+
+def _result(running=True, differs=False, removed=(), added=()):
+    return {"running": running, "config_differs": differs, "args_removed": list(removed), "args_added": list(added)}
+
+
+@pytest.mark.parametrize("result, rendered", [
+    (_result(), True),
+    (_result(running=False), True),
+    (_result(differs=True), False),
+    (_result(removed=["--max-num-seqs 12"], added=["--max-num-seqs 10"]), False),
+])
+def test_runs_rendered(result, rendered):
+    assert ei.runs_rendered(result) is rendered
+
+
+def test_not_rendered_message_names_the_reload_when_systemd_had_the_old_unit():
+    result = _result(differs=True, removed=["--max-num-seqs 12"], added=["--max-num-seqs 10"])
+    message = ei.not_rendered_message("vllm-replica.service", result, True)
+    assert message == (
+        "vllm-replica.service was just started, and it does not run the configuration rendered for it: its vLLM"
+        " arguments differ (runs --max-num-seqs 12; rendered --max-num-seqs 10); its configuration fingerprint"
+        " (FACTORY_FLOOR_CONFIG) is not the rendered one (the command line, the environment or the API key differ)."
+        " It ran the unit file systemd had loaded before (NeedDaemonReload=yes): run systemctl daemon-reload, then"
+        " restart it.")

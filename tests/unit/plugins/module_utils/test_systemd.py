@@ -196,3 +196,66 @@ def test_systemd_journal_leaves_out_the_exit_leak_report():
     assert lines == cause + stopped
     many = ["%s line %d" % (prefix, n) for n in range(100)]
     assert sd.journal("vllm.service", lambda argv: (0, "\n".join(many + noise), "")) == many[-30:]
+
+
+# --------------------------------------------------------------------------- on the files on disk?
+
+# The wall clock and CLOCK_MONOTONIC of "now" in these tests: the host booted 1,000,000 s before.
+NOW_WALL, NOW_MONO = 1_767_225_600.0, 1_000_000.0
+
+
+def _running(started_s_ago, need_daemon_reload=False, active="active", sub="running"):
+    return sd.UnitState("w.service", "loaded", active, sub, main_pid=42, need_daemon_reload=need_daemon_reload,
+                        main_started=int((NOW_MONO - started_s_ago) * 1e6))
+
+
+def test_parse_show_reads_need_daemon_reload():
+    assert sd.parse_show("u", "ActiveState=active\nNeedDaemonReload=yes\n").need_daemon_reload is True
+    assert sd.parse_show("u", "ActiveState=active\nNeedDaemonReload=no\n").need_daemon_reload is False
+    assert "NeedDaemonReload" in sd.PROPERTIES
+
+
+def test_started_wallclock_places_the_monotonic_start_on_the_clock_of_now():
+    assert sd.started_wallclock(int((NOW_MONO - 100) * 1e6), NOW_WALL, NOW_MONO) == pytest.approx(NOW_WALL - 100)
+    assert sd.started_wallclock(None, NOW_WALL, NOW_MONO) is None
+
+
+def test_an_interrupted_run_leaves_a_daemon_that_the_next_run_restarts():
+    # The run before wrote the configuration 60 s ago and was interrupted; the watchdog has run
+    # for a day on the old one. This run writes nothing (the file is as it wants it).
+    mtimes = {"/etc/factory-floor/w.json": NOW_WALL - 60, "/usr/local/lib/factory-floor/_watchdog.py": NOW_WALL - 90_000,
+              "/etc/systemd/system/w.service": None}
+    state = _running(started_s_ago=86_400)
+    assert sd.files_changed_since_start(state, mtimes, NOW_WALL, NOW_MONO) == ["/etc/factory-floor/w.json"]
+    assert sd.restart_reasons(state, mtimes, NOW_WALL, NOW_MONO) == [
+        "/etc/factory-floor/w.json was modified 86340 s after its main process started"]
+
+
+def test_a_daemon_started_after_its_files_were_written_is_left_alone():
+    mtimes = {"/etc/factory-floor/w.json": NOW_WALL - 60.5, "/etc/systemd/system/w.service": NOW_WALL - 61}
+    assert sd.restart_reasons(_running(started_s_ago=60), mtimes, NOW_WALL, NOW_MONO) == []
+
+
+def test_a_unit_file_systemd_has_not_loaded_is_a_reason():
+    reasons = sd.restart_reasons(_running(started_s_ago=60, need_daemon_reload=True), {}, NOW_WALL, NOW_MONO)
+    assert reasons == ["systemd has not loaded its unit file as it is on disk (NeedDaemonReload=yes)"]
+
+
+def test_a_oneshot_is_judged_by_its_last_run():
+    # The engines' firewall (Type=oneshot, RemainAfterExit=yes): active/exited, no main process left.
+    state = _running(started_s_ago=3_600, sub="exited")
+    state.main_pid = None
+    assert sd.restart_reasons(state, {"/etc/factory-floor/firewall.nft": NOW_WALL - 10}, NOW_WALL, NOW_MONO)
+
+
+@pytest.mark.parametrize("active, sub", [("inactive", "dead"), ("failed", "failed"), ("activating", "auto-restart")])
+def test_a_unit_that_does_not_run_is_not_restarted(active, sub):
+    # Its next start reads what is on disk (after the reload need_daemon_reload asks for).
+    state = _running(started_s_ago=86_400, need_daemon_reload=True, active=active, sub=sub)
+    assert sd.restart_reasons(state, {"/etc/factory-floor/w.json": NOW_WALL - 60}, NOW_WALL, NOW_MONO) == []
+
+
+def test_a_unit_that_never_ran_has_no_start():
+    state = sd.UnitState("w.service", "loaded", "active", "running")
+    assert sd.files_changed_since_start(state, {"/x": NOW_WALL}, NOW_WALL, NOW_MONO) == []
+    assert sd.restart_reasons(state, {"/x": NOW_WALL}, NOW_WALL, NOW_MONO) == []

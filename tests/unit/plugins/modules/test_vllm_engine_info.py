@@ -64,3 +64,62 @@ def test_the_fingerprint_is_never_shown(run_module, tmp_path):
     assert code == 0, result
     assert result["config_differs"] is True
     assert digest not in str(result)
+
+
+def systemctl_with(tmp_path, pid, need_daemon_reload):
+    path = tmp_path / "systemctl"
+    path.write_text("#!%s\nprint('ActiveState=active'); print('MainPID=%d'); print('NeedDaemonReload=%s')\n"
+                    % (sys.executable, pid, "yes" if need_daemon_reload else "no"))
+    path.chmod(0o755)
+    return str(path)
+
+
+def engine_process(tmp_path, max_num_seqs, fingerprint):
+    proc = tmp_path / "proc" / "4242"
+    proc.mkdir(parents=True, exist_ok=True)
+    (proc / "cmdline").write_bytes(("/usr/bin/docker\0run\0--name\0vllm-replica\0img\0serve\0/models/A\0--max-num-seqs\0%d\0"
+                                    % max_num_seqs).encode())
+    (proc / "environ").write_bytes(("FACTORY_FLOOR_CONFIG=%s\0VLLM_API_KEY=secret\0" % fingerprint).encode())
+    return str(tmp_path / "proc")
+
+
+RENDERED = ["/usr/bin/docker", "run", "--name", "vllm-replica", "img", "serve", "/models/A", "--max-num-seqs", "10"]
+
+
+def test_a_restart_that_ran_the_old_definition_fails_and_says_why(run_module, tmp_path):
+    # Issue 33, item 18: the unit file says 10, systemd had not reloaded it, the restart ran 12 again.
+    code, result = run_module(module, {"unit": "vllm-replica.service", "argv": RENDERED, "fingerprint": "new",
+                                       "require_match": True, "settle": 0, "proc": engine_process(tmp_path, 12, "old"),
+                                       "systemctl": systemctl_with(tmp_path, 4242, need_daemon_reload=True)})
+    assert code == 1
+    assert result["need_daemon_reload"] is True
+    assert result["msg"].startswith("vllm-replica.service was just started, and it does not run the configuration rendered"
+                                    " for it: its vLLM arguments differ (runs --max-num-seqs 12; rendered --max-num-seqs 10)")
+    assert "NeedDaemonReload=yes" in result["msg"] and "daemon-reload" in result["msg"]
+    assert "secret" not in str(result)
+
+
+def test_a_restart_onto_the_rendered_configuration_passes(run_module, tmp_path):
+    code, result = run_module(module, {"unit": "vllm-replica.service", "argv": RENDERED, "fingerprint": "new",
+                                       "require_match": True, "settle": 0, "proc": engine_process(tmp_path, 10, "new"),
+                                       "systemctl": systemctl_with(tmp_path, 4242, need_daemon_reload=False)})
+    assert code == 0, result
+    assert (result["config_differs"], result["args_removed"], result["need_daemon_reload"]) == (False, [], False)
+
+
+def test_only_the_fingerprint_differs_is_named_too(run_module, tmp_path):
+    code, result = run_module(module, {"unit": "vllm-replica.service", "argv": RENDERED, "fingerprint": "new",
+                                       "require_match": True, "settle": 0, "proc": engine_process(tmp_path, 10, "old"),
+                                       "systemctl": systemctl_with(tmp_path, 4242, need_daemon_reload=False)})
+    assert code == 1
+    assert "configuration fingerprint (FACTORY_FLOOR_CONFIG) is not the rendered one" in result["msg"]
+    assert "systemctl cat vllm-replica.service" in result["msg"]
+    assert "secret" not in str(result)
+
+
+def test_plan_reads_need_daemon_reload_without_failing(run_module, tmp_path):
+    code, result = run_module(module, {"unit": "vllm-replica.service", "argv": RENDERED, "fingerprint": "new",
+                                       "proc": engine_process(tmp_path, 12, "old"),
+                                       "systemctl": systemctl_with(tmp_path, 4242, need_daemon_reload=True)})
+    assert code == 0, result
+    assert (result["need_daemon_reload"], result["config_differs"]) == (True, True)

@@ -1,0 +1,263 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The re-run of an interrupted run: every unit the collection manages is reloaded and (re)started onto what is
+on disk, though this run changes no file (issue 33, items 16 and 18).
+
+Each case is the situation a run finds after one that wrote the files and stopped before ``systemctl
+daemon-reload`` or the restart: every file task reports "not changed", systemd says ``NeedDaemonReload=yes``
+and ``factory_floor.llm.systemd_unit_info`` names the unit for a restart. The role's own task (found by its
+module and what it does, not by its name) is evaluated with Ansible's templating, as a run would.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+SYSTEMD = "ansible.builtin.systemd_service"
+
+UNCHANGED = {"changed": False, "skipped": False, "failed": False}
+SKIPPED = {"changed": False, "skipped": True}
+CHANGED = {"changed": True, "skipped": False, "failed": False}
+
+
+def stale(unit):
+    """What systemd_unit_info returns for a unit an interrupted run left on its old files."""
+    return dict(UNCHANGED, need_daemon_reload=True, restart=[unit])
+
+
+def tasks(path):
+    """Every task of a task file, blocks flattened."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as handle:
+        pending = list(yaml.safe_load(handle))
+    found = []
+    while pending:
+        task = pending.pop(0)
+        pending[:0] = task.get("block", []) + task.get("rescue", []) + task.get("always", [])
+        found.append(task)
+    return found
+
+
+def systemd_task(path, **wanted):
+    """The one systemd_service task of ``path`` whose arguments hold ``wanted`` (values compared as written)."""
+    matches = [task for task in tasks(path)
+               if SYSTEMD in task and all(str(task[SYSTEMD].get(key)) == str(value) for key, value in wanted.items())]
+    assert len(matches) == 1, (path, wanted, [task.get("name") for task in matches])
+    return matches[0]
+
+
+def _trusted(value):
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, list):
+        return [_trusted(item) for item in value]
+    return value
+
+
+def with_task_vars(task, variables):
+    """The variables a task sees: the play's, then its own ``vars:`` (templates, resolved when used)."""
+    return dict(variables, **{name: _trusted(value) for name, value in task.get("vars", {}).items()})
+
+
+def evaluate(expression, variables):
+    templar = Templar(loader=DataLoader(), variables=variables)
+    if isinstance(expression, bool):
+        return expression
+    text = expression if "{{" in str(expression) else "{{ %s }}" % expression
+    return templar.template(trust_as_template(text))
+
+
+def argument(task, name, variables):
+    """The task's ``ansible.builtin.systemd_service`` argument ``name`` as Ansible evaluates it."""
+    return evaluate(task[SYSTEMD][name], with_task_vars(task, variables))
+
+
+def runs(task, variables):
+    """Whether the task runs: every ``when:`` condition true."""
+    conditions, variables = task.get("when", []), with_task_vars(task, variables)
+    return all(boolean(evaluate(condition, variables)) for condition in
+               (conditions if isinstance(conditions, list) else [conditions]))
+
+
+def common(**extra):
+    values = {"ansible_check_mode": False}
+    values.update(extra)
+    return values
+
+
+# --------------------------------------------------------------------------- item 18: the engines
+
+
+ENGINE = common(vllm_service_name="vllm-replica.service", vllm_service_state="started", vllm_service_restart=True,
+                vllm_service_plan={"restart_pending": True}, __vllm_unit_file=UNCHANGED, __vllm_env_file=UNCHANGED,
+                __vllm_engine=dict(UNCHANGED, need_daemon_reload=True, config_differs=True))
+
+
+def test_the_restart_of_an_engine_reloads_the_unit_systemd_had_not_read():
+    # The lab: the unit said --max-num-seqs 10, systemd still had 12, the restart ran 12 again.
+    task = systemd_task("roles/vllm/tasks/service_run.yml", state="restarted")
+    assert runs(task, ENGINE)
+    assert boolean(argument(task, "daemon_reload", ENGINE))
+
+
+def test_a_start_reloads_too_when_no_restart_did():
+    task = systemd_task("roles/vllm/tasks/service_run.yml", state="started")
+    values = dict(ENGINE, vllm_service_restart=False, __vllm_restarted=SKIPPED)
+    assert boolean(argument(task, "daemon_reload", values))
+
+
+def test_a_staged_unit_systemd_had_not_read_is_read():
+    task = systemd_task("roles/vllm/tasks/service_run.yml", daemon_reload=True)
+    assert runs(task, dict(ENGINE, vllm_service_state="present"))
+
+
+def test_a_restarted_engine_is_checked_against_the_rendered_configuration():
+    checks = [task for task in tasks("roles/vllm/tasks/service_run.yml") if "factory_floor.llm.vllm_engine_info" in task]
+    assert len(checks) == 1
+    check = checks[0]
+    assert check["factory_floor.llm.vllm_engine_info"]["require_match"] is True
+    assert check["factory_floor.llm.vllm_engine_info"]["argv"] == "{{ __vllm_argv }}"
+    assert check["factory_floor.llm.vllm_engine_info"]["fingerprint"] == "{{ __vllm_digest }}"
+    assert runs(check, dict(ENGINE, __vllm_restarted=CHANGED, __vllm_started=UNCHANGED))
+    assert runs(check, dict(ENGINE, __vllm_restarted=SKIPPED, __vllm_started=CHANGED))
+    assert not runs(check, dict(ENGINE, __vllm_restarted=SKIPPED, __vllm_started=UNCHANGED))
+    assert not runs(check, dict(ENGINE, __vllm_restarted=CHANGED, ansible_check_mode=True))
+
+
+# --------------------------------------------------------------------------- item 16: the daemons
+
+
+DAEMONS = [
+    ("roles/vllm_watchdog/tasks/run.yml", "{{ _vllm_watchdog_unit }}", "__vllm_watchdog_unit_info",
+     common(_vllm_watchdog_unit="vllm-watchdog-replica.service", __vllm_watchdog_code=UNCHANGED,
+            __vllm_watchdog_config=UNCHANGED, __vllm_watchdog_unit_file=UNCHANGED)),
+    ("roles/nginx_proxy/tasks/run.yml", "{{ _nginx_proxy_checker_unit }}", "__nginx_proxy_checker_unit_info",
+     common(_nginx_proxy_checker_unit="factory-floor-upstream.service", __nginx_proxy_checker_code=UNCHANGED,
+            __nginx_proxy_checker_config=UNCHANGED, __nginx_proxy_checker_unit_file=UNCHANGED)),
+    ("roles/memory_guard/tasks/watch.yml", "{{ _memory_guard_watch_unit }}", "__memory_guard_watch_unit_info",
+     common(_memory_guard_watch_unit="factory-floor-memory-guard.service", _memory_guard_watch_on=True,
+            __memory_guard_lib=UNCHANGED, __memory_guard_watch_config=UNCHANGED, __memory_guard_watch_unit_file=UNCHANGED)),
+]
+
+
+@pytest.mark.parametrize("path, unit, info, values", DAEMONS, ids=["watchdog", "checker", "memory-watch"])
+def test_a_daemon_an_interrupted_run_left_on_its_old_files_is_reloaded_and_restarted(path, unit, info, values):
+    values = dict(values, **{info: stale(unit)})
+    start = systemd_task(path, name=unit, state="started")
+    assert boolean(argument(start, "daemon_reload", values))
+    restart = systemd_task(path, name=unit, state="restarted")
+    assert runs(restart, dict(values, **{start["register"]: UNCHANGED}))
+    # ...and one on its files is left running.
+    assert not runs(restart, dict(values, **{info: dict(UNCHANGED, need_daemon_reload=False, restart=[]),
+                                             start["register"]: UNCHANGED}))
+
+
+@pytest.mark.parametrize("path, unit, info, values", DAEMONS, ids=["watchdog", "checker", "memory-watch"])
+def test_the_daemons_files_are_the_ones_it_runs(path, unit, info, values):
+    # The module is asked about the unit the role starts, with its code, configuration and unit file.
+    reads = [task for task in tasks(path) if "factory_floor.llm.systemd_unit_info" in task]
+    assert len(reads) == 1 and reads[0]["register"] == info
+    assert reads[0]["factory_floor.llm.systemd_unit_info"]["units"] == [unit]
+    files = reads[0]["factory_floor.llm.systemd_unit_info"]["files"]
+    for part in ("_unit", "config", "_files", "_lib_dir"):
+        assert part in files, (path, part)
+
+
+def test_the_firewall_rules_an_interrupted_run_wrote_are_loaded():
+    task = systemd_task("roles/vllm/tasks/firewall.yml", name="factory-floor-firewall.service")
+    values = common(__vllm_firewall_rules=UNCHANGED, __vllm_firewall_unit=UNCHANGED, __vllm_firewall_table={"rc": 0},
+                    __vllm_firewall_unit_info=stale("factory-floor-firewall.service"))
+    assert argument(task, "state", values).strip() == "restarted"
+    assert boolean(argument(task, "daemon_reload", values))
+    values["__vllm_firewall_unit_info"] = dict(UNCHANGED, need_daemon_reload=False, restart=[])
+    assert argument(task, "state", values).strip() == "started"
+
+
+def test_a_firewall_table_flushed_under_an_active_unit_is_loaded_again():
+    # `systemctl start nftables` on a running host flushes the ruleset; the unit stays active.
+    task = systemd_task("roles/vllm/tasks/firewall.yml", name="factory-floor-firewall.service")
+    (read,) = [t for t in tasks("roles/vllm/tasks/firewall.yml") if "ansible.builtin.command" in t
+               and t["ansible.builtin.command"]["argv"] == ["nft", "list", "table", "inet", "factory_floor"]]
+    values = common(__vllm_firewall_rules=UNCHANGED, __vllm_firewall_unit=UNCHANGED, __vllm_firewall_table={"rc": 1},
+                    __vllm_firewall_unit_info=dict(UNCHANGED, need_daemon_reload=False, restart=[]))
+    assert read["register"] == "__vllm_firewall_table" and read["check_mode"] is False
+    assert argument(task, "state", values).strip() == "restarted"
+
+
+def test_the_leave_unit_and_keepalived_are_reloaded_never_restarted():
+    leave = systemd_task("roles/vllm/tasks/firewall.yml", name="factory-floor-engine-leave.service")
+    assert leave[SYSTEMD]["state"] == "started"
+    assert boolean(argument(leave, "daemon_reload", common(
+        __vllm_leave_unit=UNCHANGED, __vllm_leave_unit_info=stale("factory-floor-engine-leave.service"))))
+    keepalived = systemd_task("roles/keepalived/tasks/run.yml", name="keepalived.service")
+    assert keepalived[SYSTEMD]["state"] == "started"
+    assert boolean(argument(keepalived, "daemon_reload", common(
+        __keepalived_dropin_file=UNCHANGED, __keepalived_unit_info=stale("keepalived.service"))))
+
+
+def test_the_memory_guard_reloads_the_drop_ins_an_interrupted_run_wrote():
+    # Workload and engine drop-ins notify a handler; a run interrupted before it ran left systemd on the old ones.
+    reload = systemd_task("roles/memory_guard/tasks/main.yml", daemon_reload=True)
+    values = common(memory_guard_enabled=True, __memory_guard_units=dict(UNCHANGED, need_daemon_reload=True, restart=[]))
+    assert runs(reload, values)
+    values["__memory_guard_units"]["need_daemon_reload"] = False
+    assert not runs(reload, values)
+
+
+# --------------------------------------------------------------------------- what each role asks about
+
+INFO = "factory_floor.llm.systemd_unit_info"
+
+
+def info_tasks(path):
+    return [task for task in tasks(path) if INFO in task]
+
+
+def asked(task, variables):
+    """The units and files a systemd_unit_info task asks about, as Ansible evaluates them."""
+    variables = with_task_vars(task, variables)
+    return ({key: evaluate(value, variables) if isinstance(value, str) else [evaluate(item, variables) for item in value]
+             for key, value in task[INFO].items()})
+
+
+LIB = "/usr/local/lib/factory-floor"
+
+
+@pytest.mark.parametrize("path, values, unit, own_files", [
+    ("roles/vllm_watchdog/tasks/run.yml",
+     dict(_vllm_watchdog_unit="vllm-watchdog-replica.service", _vllm_watchdog_unit_dir="/etc/systemd/system",
+          _vllm_watchdog_config_file="/etc/factory-floor/vllm-watchdog-replica.json", _vllm_watchdog_lib_dir=LIB,
+          _vllm_watchdog_files=["_watchdog.py", "_systemd.py"]),
+     "vllm-watchdog-replica.service", ["/etc/factory-floor/vllm-watchdog-replica.json", LIB + "/_watchdog.py", LIB + "/_systemd.py"]),
+    ("roles/nginx_proxy/tasks/run.yml",
+     dict(_nginx_proxy_checker_unit="factory-floor-upstream.service", _nginx_proxy_config_dir="/etc/factory-floor",
+          _nginx_proxy_lib_dir=LIB, _nginx_proxy_checker_files=["_upstream.py"]),
+     "factory-floor-upstream.service", ["/etc/factory-floor/upstream.json", LIB + "/_upstream.py"]),
+    ("roles/memory_guard/tasks/watch.yml",
+     dict(_memory_guard_watch_unit="factory-floor-memory-guard.service", _memory_guard_unit_dir="/etc/systemd/system",
+          _memory_guard_watch_config="/etc/factory-floor/memory-guard.json", _memory_guard_lib_dir=LIB,
+          _memory_guard_lib_files=["_memory_guard_watch.py"]),
+     "factory-floor-memory-guard.service", ["/etc/factory-floor/memory-guard.json", LIB + "/_memory_guard_watch.py"]),
+], ids=["watchdog", "checker", "memory-watch"])
+def test_a_daemon_is_asked_about_every_file_it_was_started_from(path, values, unit, own_files):
+    (task,) = info_tasks(path)
+    assert asked(task, common(**values)) == {"units": [unit], "files": ["/etc/systemd/system/" + unit] + own_files}
+
+
+def test_the_memory_guard_asks_about_the_slice_every_workload_and_the_engines():
+    (task,) = info_tasks("roles/memory_guard/tasks/main.yml")
+    args = asked(task, common(memory_guard_slice="factory-floor-workloads.slice",
+                              _memory_guard_unit_workloads=[{"name": "db", "unit": "postgresql.service"}],
+                              _memory_guard_slice_workloads=[{"name": "builds", "slice": "factory-floor-workloads-builds.slice"}],
+                              memory_guard_engine_units=["vllm-replica.service", "vllm-split.service"]))
+    assert args == {"units": ["factory-floor-workloads.slice", "postgresql.service", "factory-floor-workloads-builds.slice",
+                              "vllm-replica.service", "vllm-split.service"]}
