@@ -23,6 +23,8 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ansible_collections.factory_floor.llm.plugins.filter.systemd_exec import systemd_exec
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 # The role's templates hold regex_replace('\.service$', ...); Jinja warns of that escape, as it does in Ansible.
 pytestmark = pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")
@@ -52,16 +54,23 @@ def _role_vars(**overrides):
     return values
 
 
+def _templar(**overrides):
+    templar = Templar(loader=DataLoader(), variables=_role_vars(**overrides))
+    # The collection's own filters, as a play finds them by their FQCN (no collection loader in this process).
+    templar.environment.filters["factory_floor.llm.systemd_exec"] = systemd_exec
+    return templar
+
+
 def render(template, **overrides):
     """``roles/vllm/templates/<template>`` as the role writes it."""
     with open(os.path.join(ROOT, "roles", "vllm", "templates", template), encoding="utf-8") as handle:
         source = handle.read()
-    return Templar(loader=DataLoader(), variables=_role_vars(**overrides)).template(trust_as_template(source))
+    return _templar(**overrides).template(trust_as_template(source))
 
 
 def evaluate(expression, **overrides):
     """A Jinja expression (a role variable's value) as Ansible evaluates it with the role's variables."""
-    return Templar(loader=DataLoader(), variables=_role_vars(**overrides)).template(trust_as_template(expression))
+    return _templar(**overrides).template(trust_as_template(expression))
 
 
 def directives(unit_text):
