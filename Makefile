@@ -144,8 +144,11 @@ units: test-deps $(PROMTOOL) $(NGINX_ROOT)/usr/sbin/nginx
 	PROMTOOL=$(abspath $(PROMTOOL)) FF_NGINX_ROOT=$(abspath $(NGINX_ROOT)) $(PY) -m pytest -q --import-mode=importlib tests/unit
 
 # ansible-lint's syntax check resolves the playbooks' hosts against an inventory: the example's, as a site's.
+# A private HOME: ansible-lint also looks in ~/.ansible/collections, where molecule installs the collection
+# it tests, and there it would find an older copy of this one first and lint that.
 lint: test-deps
-	ANSIBLE_INVENTORY=$(abspath inventory/example) ansible-lint --profile production
+	mkdir -p build/lint-home
+	HOME=$(abspath build/lint-home) ANSIBLE_INVENTORY=$(abspath inventory/example) ansible-lint --profile production
 
 # ansible-test runs each sanity test in a virtualenv it bootstraps with get-pip.py
 # from a host these machines cannot reach; tests/sanity/get-pip.py is a stand-in
