@@ -199,7 +199,7 @@ units-newest sanity-newest:
 	@echo "make $@: skipped: no Python >= 3.12 here (tried python3.12, python3.13, python3.14 and pyenv's versions), which $$(grep '^ansible-core==' requirements-newest.txt) needs; NEWEST_PYTHON=PATH names one"
 else
 units-newest: test-deps $(NEWEST_VENV)/.done $(PROMTOOL) $(NGINX_ROOT)/usr/sbin/nginx
-	@$(NEWEST_VENV)/bin/ansible --version | head -n 1
+	@$(NEWEST_VENV)/bin/python -c "import ansible.release; print('ansible-core', ansible.release.__version__)"
 	PROMTOOL=$(abspath $(PROMTOOL)) FF_NGINX_ROOT=$(abspath $(NGINX_ROOT)) $(NEWEST_VENV)/bin/python -m pytest -q --import-mode=importlib tests/unit
 
 sanity-newest: test-deps $(SANITY_NEWEST_VENV)/.done
