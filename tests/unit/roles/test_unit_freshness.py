@@ -121,12 +121,14 @@ def test_a_staged_unit_systemd_had_not_read_is_read():
 
 
 def test_a_restarted_engine_is_checked_against_the_rendered_configuration():
-    checks = [task for task in tasks("roles/vllm/tasks/service_run.yml") if "factory_floor.llm.vllm_engine_info" in task]
-    assert len(checks) == 1
-    check = checks[0]
-    assert check["factory_floor.llm.vllm_engine_info"]["require_match"] is True
-    assert check["factory_floor.llm.vllm_engine_info"]["argv"] == "{{ __vllm_argv }}"
-    assert check["factory_floor.llm.vllm_engine_info"]["fingerprint"] == "{{ __vllm_digest }}"
+    # The check is the service_check entry point, shared with the switch's cut-over (test_vllm_cut_over.py).
+    (check,) = [task for task in tasks("roles/vllm/tasks/service_run.yml")
+                if task.get("ansible.builtin.include_tasks") == "service_check.yml"]
+    (engine_info,) = [task for task in tasks("roles/vllm/tasks/service_check.yml") if "factory_floor.llm.vllm_engine_info" in task]
+    assert engine_info["factory_floor.llm.vllm_engine_info"]["require_match"] is True
+    assert engine_info["factory_floor.llm.vllm_engine_info"]["argv"] == "{{ __vllm_argv }}"
+    assert engine_info["factory_floor.llm.vllm_engine_info"]["fingerprint"] == "{{ __vllm_digest }}"
+    assert not runs(engine_info, dict(ENGINE, ansible_check_mode=True))
     assert runs(check, dict(ENGINE, __vllm_restarted=CHANGED, __vllm_started=UNCHANGED))
     assert runs(check, dict(ENGINE, __vllm_restarted=SKIPPED, __vllm_started=CHANGED))
     assert not runs(check, dict(ENGINE, __vllm_restarted=SKIPPED, __vllm_started=UNCHANGED))
