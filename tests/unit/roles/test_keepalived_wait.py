@@ -115,11 +115,11 @@ def test_with_tls_the_wait_speaks_https_to_the_floating_address_and_verifies_the
         # A certificate it cannot verify (another CA) is no answer: the run fails, naming the address.
         (tmp_path / "other").mkdir()
         other = harness.self_signed(tmp_path / "other", "other.test")
-        rc, output = run_wait(tmp_path, server.port, **dict(tls, nginx_proxy_tls_ca_file=other[0]))
+        rc, output = run_wait(tmp_path, server.port, **{**tls, "nginx_proxy_tls_ca_file": other[0]})
         assert rc != 0 and "The floating address 127.0.0.1 did not answer 200" in output, output
         assert "SSL certificate problem" in output, output
         # Nor is one for another name.
-        rc, output = run_wait(tmp_path, server.port, **dict(tls, nginx_proxy_tls_server_name="other.test"))
+        rc, output = run_wait(tmp_path, server.port, **{**tls, "nginx_proxy_tls_server_name": "other.test"})
         assert rc != 0, output
     finally:
         server.close()

@@ -87,8 +87,8 @@ def test_an_unreachable_peer_gets_the_refusal_not_a_silent_exit(tmp_path, engine
            "and no other replica both serves and is in the proxy's rotation to carry the load meanwhile " \
            "(spark-b: host unreachable)." in " ".join(output.split()), output
     # It never restarted: the stand-in vLLM was only probed (health, models, one 1-token generation).
-    assert {path for _method, path, _headers, _body in engine.requests} <= {"/health", "/version", "/v1/models",
-                                                                             "/v1/completions"}
+    probed = {path for _method, path, _headers, _body in engine.requests}
+    assert probed <= {"/health", "/version", "/v1/models", "/v1/completions"}
 
 
 ABORT = [{
