@@ -95,7 +95,7 @@ options:
       - Also check every inventory variable of the hosts of O(groups) that has one of the collection's prefixes -
         its name, its type, its choices and its documented range - against every role's C(meta/argument_specs.yml)
         (read on the controller from the collection's C(roles/)). Done by the module's action plugin on the
-        controller, from C(hostvars): the values never become module arguments, so no verbosity shows them.
+        controller, from C(hostvars); the values never become module arguments, so no verbosity shows them.
       - Names of another collection's variables that share a prefix are accepted when listed in the inventory
         variable C(vllm_layout_foreign_variables) of a host.
       - Supersedes O(value_types) and O(expected_types), which remain for a what-if without an inventory.
@@ -180,7 +180,7 @@ errors:
           V(port_value), V(port_shared), V(upstream_shared), V(proxy_port_shared), V(loopback_backend),
           V(loopback_listen), V(split_group), V(split_hosts), V(split_settings_differ), V(split_head), V(split_parallel),
           V(split_machines), V(value_type), V(api_key), V(served_model_name_differs), V(api_key_differs),
-          V(variable_name) (O(inventory_variables): a name no role declares).
+          V(variable_name) (with O(inventory_variables), a name no role declares).
       type: str
       sample: split_hosts
     hosts:
