@@ -431,6 +431,6 @@ def test_the_playbooks_let_the_check_validate_first(name):
     # Ansible's own argument check of the layout entry point would refuse first, with the spec dumped.
     with open(os.path.join(ROOT, "playbooks", name), encoding="utf-8") as handle:
         plays = yaml.safe_load(handle)
-    first = plays[0]["tasks"][0]["ansible.builtin.include_role"]
-    assert first["tasks_from"] == "layout"
+    [first] = [task["ansible.builtin.include_role"] for task in plays[0]["tasks"]
+               if task.get("ansible.builtin.include_role", {}).get("tasks_from") == "layout"]
     assert first["rolespec_validate"] is False
