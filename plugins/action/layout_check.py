@@ -47,11 +47,20 @@ def load_specs(roles_dir=ROLES_DIR):
     return docs
 
 
+def _plain(value):
+    """``value`` with every list and dict item read (templated) now."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
 def _templated(host_vars, name):
-    """``(True, value)`` of ``host_vars[name]`` templated, ``(False, None)`` when it cannot be (a value that
-    refers to a role's default, say): its name is still checked, its value then by the role."""
+    """``(True, value)`` of ``host_vars[name]`` templated, ``(False, None)`` when it cannot be (a value, or an item
+    of it, that refers to a role's default, say): its name is still checked, its value then by the role."""
     try:
-        return True, host_vars[name]
+        return True, _plain(host_vars[name])
     except Exception:  # pylint: disable=broad-exception-caught  # any templating error: the value is not checked here
         return False, None
 

@@ -600,8 +600,8 @@ def dry_run(plan, engines, head, units, startup=None, incumbent_score=None, min_
         else:
             starts = "%s on %s (one replica each)" % (plan["unit"], ", ".join(engines))
         lines.append("Starts: %s, rendered and checked before anything stops; its watchdog after it serves." % starts)
-        lines.append("The model is away: %s." % _away("replica" if topology == "replicas" else "split", startup, topology,
-                                                        plan["gated"]))
+        kind = "replica" if topology == "replicas" else "split"
+        lines.append("The model is away: %s." % _away(kind, startup, topology, plan["gated"]))
         if plan["gated"]:
             lines.append("Gated: yes - the tool-calling gate tests %s directly before %s joins the proxy: %s must "
                          "reach tool_gate_min_score (%s) and stay within tool_gate_tolerance of the incumbent's score; "

@@ -107,8 +107,8 @@ def test_deploy_imports_the_roles_whose_tags_reach():
             imported[role["name"]] = role.get("tasks_from", "main")
     assert imported == {"factory_floor.llm.nginx_proxy": "main", "factory_floor.llm.keepalived": "main",
                         "factory_floor.llm.vllm": "deploy_engines"}
-    engines = {task.get("ansible.builtin.import_role", {}).get("name") for task in _load("roles", "vllm", "tasks",
-                                                                                        "deploy_engines.yml")}
+    tasks = _load("roles", "vllm", "tasks", "deploy_engines.yml")
+    engines = {task.get("ansible.builtin.import_role", {}).get("name") for task in tasks}
     assert {"factory_floor.llm.memory_guard", "factory_floor.llm.vllm_watchdog"} <= engines
 
 

@@ -108,7 +108,8 @@ def _documented_extra_vars():
     for path in (glob.glob(os.path.join(ROOT, "playbooks", "*.yml")) + glob.glob(os.path.join(ROOT, "roles", "*", "README.md"))
                  + glob.glob(os.path.join(ROOT, "docs", "*.md")) + [os.path.join(ROOT, "README.md")]):
         with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+            # Not the typos the docs show on purpose ("-e vllm_max_num_seq=16 ... did you mean ...").
+            text = "\n".join(line for line in handle if "did you mean" not in line)
         found.update(re.findall(r"""-e '?\{?"?([a-z][a-z0-9_]+)""", text))
     return sorted(name for name in found if iv.is_ours(name, PREFIXES))
 
@@ -252,3 +253,31 @@ def test_every_port_option_has_the_port_range():
             "site_split_master_port", "site_watchdog_status_port", "vllm_split_master_port",
             "vllm_watchdog_status_port"} <= set(ports)
     assert all(TABLE[name]["type"] == "int" for name in ports)
+
+
+# ----------------------------------------------------------------------------- the action plugin's reading
+
+class _HostVars(dict):
+    """A host's variables as Ansible's hostvars gives them: templated when read, which may fail."""
+
+    def __getitem__(self, name):
+        value = dict.__getitem__(self, name)
+        if value == "{{ undefined }}":
+            raise ValueError("'undefined' is undefined")
+        return value
+
+
+def test_the_action_reads_every_role_and_skips_a_value_it_cannot_template():
+    from ansible_collections.factory_floor.llm.plugins.action import layout_check as action
+
+    docs = action.load_specs()
+    assert sorted(docs) == sorted(DOCS)
+    hostvars = {
+        "spark-1": _HostVars(vllm_max_num_seq=16, vllm_port="{{ undefined }}", vllm_runtime="docker",
+                             ansible_host="192.0.2.11", inventory_hostname="spark-1", keepalived_instances={},
+                             vllm_layout_foreign_variables=["keepalived_instances"]),
+        "elsewhere": _HostVars(vllm_frob=1),
+    }
+    errors = action.inventory_errors(hostvars, ["spark-1", "not-in-the-inventory"], docs)
+    assert [(e["check"], e["variables"]) for e in errors] == [("variable_name", ["vllm_max_num_seq"]),
+                                                              ("value_type", ["vllm_runtime"])]
