@@ -45,7 +45,8 @@ def textfile_names():
     status = {"unit": "u", "role": "replica", "verdict": "serving", "budget": {}, "unit_state": {}, "updated": 0}
     families = (textfile.watchdog_families(status)
                 + textfile.memory_guard_families(0, 0, 0, {}, [], {})
-                + textfile.upstream_families({}, []))
+                + textfile.upstream_families({}, [])
+                + textfile.keepalived_families({}, "10.89.7.100", 0))
     return {family[0] for family in families}
 
 

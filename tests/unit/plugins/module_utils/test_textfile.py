@@ -97,13 +97,16 @@ def memory_guard_textfile(tmp_path, monkeypatch, fault):
 
 def upstream_textfile(tmp_path, monkeypatch, fault):
     """The proxy's membership file with both engines' ports closed (``fault`` true: refused, known gone), both
-    serving but drained (``"drained"``: a switch), or both serving."""
+    serving but drained (``"drained"``: a switch), both serving with spark-b drained (``"one_drained"``: an
+    operator's drain left behind), or both serving."""
     _environment(monkeypatch, tmp_path / "textfile", "gateway")
     (tmp_path / "proxy").mkdir(parents=True)
     world = tu.World(tmp_path / "proxy")
     if fault == "drained":
         for name in world.statuses:
             world.drain(name)
+    elif fault == "one_drained":
+        world.drain("spark-b")
     for _look in range(3):  # joins after 2 passed probes; leaves at once when refused (known gone)
         for name in world.statuses:
             world.statuses[name] = vh.LOADING if fault is True else vh.SERVING
@@ -218,6 +221,15 @@ def test_membership_checker_counts_drained_engines(tmp_path, monkeypatch):
     host = frozenset({("host", "gateway")})
     assert found[("factory_floor_upstream_engines_in_rotation", host)] == 0
     assert found[("factory_floor_upstream_engines_drained", host)] == 2
+
+
+def test_membership_checker_says_which_engine_is_drained(tmp_path, monkeypatch):
+    found = samples(upstream_textfile(tmp_path, monkeypatch, "one_drained"))
+    host = frozenset({("host", "gateway")})
+    assert found[("factory_floor_upstream_engines_in_rotation", host)] == 1
+    assert found[("factory_floor_upstream_in_rotation", host | {("backend", "spark-a")})] == 1
+    assert found[("factory_floor_upstream_in_rotation", host | {("backend", "spark-b")})] == 0
+    assert found[("factory_floor_upstream_drained", host | {("backend", "spark-b")})] == 1
 
 
 @pytest.mark.parametrize("fault", [True, False])
