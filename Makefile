@@ -144,8 +144,11 @@ units: test-deps $(PROMTOOL) $(NGINX_ROOT)/usr/sbin/nginx
 	PROMTOOL=$(abspath $(PROMTOOL)) FF_NGINX_ROOT=$(abspath $(NGINX_ROOT)) $(PY) -m pytest -q --import-mode=importlib tests/unit
 
 # ansible-lint's syntax check resolves the playbooks' hosts against an inventory: the example's, as a site's.
+# A private HOME: ansible-lint also looks in ~/.ansible/collections, where molecule installs the collection
+# it tests, and there it would find an older copy of this one first and lint that.
 lint: test-deps
-	ANSIBLE_INVENTORY=$(abspath inventory/example) ansible-lint --profile production
+	mkdir -p build/lint-home
+	HOME=$(abspath build/lint-home) ANSIBLE_INVENTORY=$(abspath inventory/example) ansible-lint --profile production
 
 # ansible-test runs each sanity test in a virtualenv it bootstraps with get-pip.py
 # from a host these machines cannot reach; tests/sanity/get-pip.py is a stand-in
@@ -196,7 +199,7 @@ units-newest sanity-newest:
 	@echo "make $@: skipped: no Python >= 3.12 here (tried python3.12, python3.13, python3.14 and pyenv's versions), which $$(grep '^ansible-core==' requirements-newest.txt) needs; NEWEST_PYTHON=PATH names one"
 else
 units-newest: test-deps $(NEWEST_VENV)/.done $(PROMTOOL) $(NGINX_ROOT)/usr/sbin/nginx
-	@$(NEWEST_VENV)/bin/ansible --version | head -n 1
+	@$(NEWEST_VENV)/bin/python -c "import ansible.release; print('ansible-core', ansible.release.__version__)"
 	PROMTOOL=$(abspath $(PROMTOOL)) FF_NGINX_ROOT=$(abspath $(NGINX_ROOT)) $(NEWEST_VENV)/bin/python -m pytest -q --import-mode=importlib tests/unit
 
 sanity-newest: test-deps $(SANITY_NEWEST_VENV)/.done
