@@ -22,7 +22,6 @@ Standard library only.
 
 from __future__ import annotations
 
-import sys
 import time
 
 try:  # inside the collection
@@ -124,4 +123,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

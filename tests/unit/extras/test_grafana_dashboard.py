@@ -133,4 +133,3 @@ def test_rates_use_grafanas_rate_interval():
     for _panel, _ref, expr in queries():
         for function, window in re.findall(r"\b(rate|increase|irate)\([^\[]*\[([^\]]+)\]", expr):
             assert window == "$__rate_interval", expr
-

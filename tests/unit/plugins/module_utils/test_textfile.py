@@ -244,8 +244,8 @@ def test_membership_checker_writes_the_rotation(tmp_path, monkeypatch, fault):
         assert found[("factory_floor_upstream_drained", labels)] == 0
 
 
-@pytest.mark.parametrize("holds, vrrp, active", [(True, "MASTER", "active"), (False, "BACKUP", "active"),
-                                                  (True, "MASTER", "failed")])
+@pytest.mark.parametrize("holds, vrrp, active", [
+    (True, "MASTER", "active"), (False, "BACKUP", "active"), (True, "MASTER", "failed")])
 def test_the_floating_address_watch_says_whether_this_host_holds_it(tmp_path, monkeypatch, holds, vrrp, active):
     found = samples(keepalived_textfile(tmp_path, monkeypatch, "gateway-a", holds, vrrp, active))
     host = frozenset({("host", "gateway-a")})
