@@ -136,14 +136,20 @@ def engine_hung(tmp_path, monkeypatch, fault):
     return advancing(read(fixture("vllm_a_t0"), ENGINE), read(fixture("vllm_a_t1"), ENGINE), 20)
 
 
-def kv_cache_full(tmp_path, monkeypatch, fault):
-    snaps = advancing(read(fixture("vllm_a_t0"), ENGINE), read(fixture("vllm_a_t1"), ENGINE), 20)
-    if fault:
-        for snap in snaps:
-            for name in snap:
-                if name.startswith("vllm:kv_cache_usage_perc{"):
-                    snap[name] = 0.97
-    return snaps
+def _engine_gauge(gauge, value):
+    """The healthy engine at its measured rates, with ``gauge`` at ``value`` on the fault."""
+    def sample(tmp_path, monkeypatch, fault):
+        snaps = advancing(read(fixture("vllm_a_t0"), ENGINE), read(fixture("vllm_a_t1"), ENGINE), 20)
+        if fault:
+            for snap in snaps:
+                for name in snap:
+                    if name.startswith(gauge + "{"):
+                        snap[name] = value
+        return snaps
+    return sample
+
+
+kv_cache_full = _engine_gauge("vllm:kv_cache_usage_perc", 0.97)
 
 
 def _textfile_steady(producer, labels):
@@ -237,21 +243,8 @@ def engine_out_of_rotation(tmp_path, monkeypatch, fault):
     return steady(dict(proxy, **up))
 
 
-def _vllm_b(snapshots):
-    """A second engine, spark-b, idle: the same exposition with its own target labels."""
-    idle = read(fixture("vllm_a_t1"), ENGINE_B)
-    return [dict(snap, **idle) for snap in snapshots]
-
-
-def queue_deep(tmp_path, monkeypatch, fault):
-    """spark-a with 20 requests waiting (more than max_num_seqs, 12) for the whole window, or 1."""
-    snaps = advancing(read(fixture("vllm_a_t0"), ENGINE), read(fixture("vllm_a_t1"), ENGINE), 20)
-    if fault:
-        for snap in snaps:
-            for name in snap:
-                if name.startswith("vllm:num_requests_waiting{"):
-                    snap[name] = 20.0
-    return snaps
+# spark-a with 20 requests waiting (more than max_num_seqs, 12) for the whole window, or its measured 1.
+queue_deep = _engine_gauge("vllm:num_requests_waiting", 20.0)
 
 
 def ttft_high(tmp_path, monkeypatch, fault):
