@@ -12,7 +12,10 @@ templating, as a run would, and the view is made from them (``_site_status.build
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import yaml
 
@@ -74,3 +77,51 @@ def test_the_status_playbook_asks_keepalived_on_the_proxy_hosts_before_the_view_
                      if any((t.get("ansible.builtin.include_role") or {}).get("tasks_from") == "site_status"
                             for t in play.get("tasks", [])))
     assert index < view_play
+
+
+PLAY = """
+- name: What status.yml's proxy play runs
+  hosts: proxy
+  gather_facts: false
+  tasks:
+    - name: Read which proxy host holds the floating address
+      ansible.builtin.include_role:
+        name: factory_floor.llm.keepalived
+        tasks_from: status
+    - name: Keep the fact for the test
+      ansible.builtin.copy:
+        content: "{{ keepalived_status | to_json }}"
+        dest: %s
+        mode: "0644"
+      run_once: true
+      delegate_to: localhost
+"""
+
+
+def test_the_status_entry_point_reads_without_facts_and_a_lost_host_does_not_fail_it(tmp_path):
+    """A real run of the keepalived role's status entry point on this machine: no facts gathered, no
+    keepalived_interface, the address looked for on every interface (127.0.0.1 on lo, held by the two proxy
+    hosts that are this machine: two holders), a third proxy host that cannot be reached counts as not
+    holding it, and the run goes on."""
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    inventory = {"all": {"vars": {"keepalived_virtual_ipaddress": "127.0.0.1/8"}, "children": {"proxy": {"hosts": {
+        "proxy-a": local, "proxy-b": local,
+        "proxy-c": {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1,
+                    "ansible_ssh_common_args": "-o ConnectTimeout=5"}}}}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    out = tmp_path / "status.json"
+    (tmp_path / "play.yml").write_text(PLAY % out)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build", "collections"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_HOST_KEY_CHECKING="False")
+    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
+                           str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    status = json.loads(out.read_text())
+    assert status["holders"] == ["proxy-a", "proxy-b"] and status["ok"] is False
+    assert status["hosts"]["proxy-a"]["interface"] == "lo"
+    assert "proxy-a and proxy-b hold the floating address 127.0.0.1 at once" in status["message"]
+    assert "proxy-c keepalived unknown (unreachable)" in status["message"]
+    view = site.build({}, {}, "replicas", keepalived=status, now=0.0)
+    assert "floating address: proxy-a and proxy-b hold the floating address 127.0.0.1 at once" in " ".join(
+        view["attention"])
