@@ -111,7 +111,9 @@ def link_report(results, kind="link", mtu=None, runtime="container", rdma="auto"
     if kind == "engine":
         levels = {}
         for host in sorted(results):
-            levels[host] = lc.engine_transport_verdict(results[host].get("engine_transport") or {}, rdma)
+            if "engine_transport" not in results[host]:
+                continue  # a host that did not read (switch_serving reads the head only)
+            levels[host] = lc.engine_transport_verdict(results[host]["engine_transport"] or {}, rdma)
         order = ["refuse", "warn", "info", "ok"]
         level = min((lvl for lvl, _text in levels.values()), key=order.index, default="info")
         text = "; ".join("%s: %s" % (host, text) for host, (_lvl, text) in sorted(levels.items()))

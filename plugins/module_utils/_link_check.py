@@ -27,6 +27,7 @@ import json
 import os
 import re
 import socket
+import stat
 import struct
 import subprocess
 import time
@@ -280,6 +281,34 @@ def rdma_devices(devices, links):
     return out
 
 
+def device_nodes(paths, listdir=os.listdir, is_char_device=None):
+    """The character devices ``paths`` name, for ``--device=``: a device itself, or those directly in a directory.
+
+    ``/dev/infiniband`` holds ``by-ibdev/`` and ``by-path/`` (trees of symlinks) next to
+    its nodes, and ``docker run --device=/dev/infiniband`` then fails as a whole with "not
+    a device node" (sparkrun's rdma-test enumerates the nodes for that reason); so the
+    nodes are listed one by one, sorted.
+    """
+    def _is_char(path):
+        try:
+            return stat.S_ISCHR(os.stat(path).st_mode)
+        except OSError:
+            return False
+
+    is_char = is_char_device or _is_char
+    nodes = []
+    for path in paths or []:
+        if is_char(path):
+            nodes.append(path)
+            continue
+        try:
+            names = sorted(listdir(path))
+        except OSError:
+            continue
+        nodes += [os.path.join(path, name) for name in names if is_char(os.path.join(path, name))]
+    return nodes
+
+
 def choose_hca(devices, configured):
     """``(hca, source)``: the devices NCCL_IB_HCA names.
 
@@ -460,9 +489,9 @@ def host_problems(host, observed, expect):
                 % (", ".join("%s (%s)" % (d["name"], "up" if d["up"] else "down") for d in rdma.get("devices") or []) or "none"),
                 "cable the ConnectX port and bring it up, install the RDMA stack (rdma-core; /sys/class/infiniband), or set "
                 "vllm_split_rdma: auto to let NCCL use sockets"))
-        if mode == "required" and expect.get("runtime") == "container" and rdma.get("hca") and not rdma.get("device_paths_present"):
+        if mode == "required" and expect.get("runtime") == "container" and rdma.get("hca") and not rdma.get("device_nodes"):
             problems.append(_problem(
-                host, "vllm_split_rdma is required, but %s is missing, so the container could not open the RDMA devices"
+                host, "vllm_split_rdma is required, but %s holds no device node, so the container could not open the RDMA devices"
                 % ", ".join(rdma.get("device_paths") or ["/dev/infiniband"]),
                 "load the RDMA modules (ib_uverbs) or set vllm_split_rdma_devices to where this host has them"))
     library = observed.get("nccl_library") or {}

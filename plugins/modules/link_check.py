@@ -80,7 +80,7 @@ options:
     elements: str
     default: []
   rdma_devices:
-    description: Device paths the split's container gets for RDMA (C(vllm_split_rdma_devices)); returned with whether they exist.
+    description: Device files, or directories of them, the split's container gets for RDMA (C(vllm_split_rdma_devices)); their character devices are returned.
     type: list
     elements: str
     default: [/dev/infiniband]
@@ -166,11 +166,13 @@ ports:
 rdma:
   description:
     - C(mode) (O(rdma)), C(devices) (C(name), C(netdevs), C(up)), C(hca) (what NCCL_IB_HCA names) and C(hca_source),
-      C(device_paths) (O(rdma_devices)) and C(device_paths_present).
+      C(device_paths) (O(rdma_devices)) and C(device_nodes) (the character devices they hold - a directory's are listed
+      one by one, as C(docker run --device=/dev/infiniband) fails on its C(by-ibdev/) and C(by-path/) subdirectories).
   returned: always
   type: dict
   sample: {mode: auto, devices: [{name: rocep1s0f1, netdevs: [enp1s0f1np1], up: true}], hca: [rocep1s0f1, roceP2p1s0f1],
-           hca_source: discovered, device_paths: [/dev/infiniband], device_paths_present: true}
+           hca_source: discovered, device_paths: [/dev/infiniband],
+           device_nodes: [/dev/infiniband/rdma_cm, /dev/infiniband/uverbs0, /dev/infiniband/uverbs1]}
 nccl_library:
   description: C(requested) (O(nccl_library)), C(path) (the library the split uses; empty for the image's own) and C(source).
   returned: always
@@ -282,9 +284,9 @@ def main():
 
     devices = lc.rdma_devices(read_rdma_devices(), links) if params["rdma"] != "disabled" else []
     hca, source = lc.choose_hca(devices, params["nccl_ib_hca"]) if params["rdma"] != "disabled" else ([], "vllm_split_rdma: disabled")
+    nodes = lc.device_nodes(params["rdma_devices"]) if params["rdma"] != "disabled" else []
     result["rdma"] = {"mode": params["rdma"], "devices": devices, "hca": hca, "hca_source": source,
-                      "device_paths": params["rdma_devices"],
-                      "device_paths_present": all(os.path.exists(path) for path in params["rdma_devices"]) if params["rdma_devices"] else False}
+                      "device_paths": params["rdma_devices"], "device_nodes": nodes}
 
     requested = params["nccl_library"]
     library = {"requested": requested, "path": "", "source": "the image's own (vllm_split_nccl_library is empty)"}

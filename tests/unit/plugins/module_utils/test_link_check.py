@@ -141,6 +141,20 @@ def test_rdma_discovery_takes_every_device_whose_port_is_up():
     assert lc.choose_hca(devices, ["rocep1s0f1"]) == (["rocep1s0f1"], "vllm_split_nccl_ib_hca")
 
 
+def test_rdma_device_nodes_are_listed_one_by_one():
+    # /dev/infiniband: the nodes, and by-ibdev/ and by-path/ (symlink trees) that docker refuses as --device.
+    tree = {"/dev/infiniband": ["by-ibdev", "by-path", "rdma_cm", "uverbs1", "uverbs0"]}
+    chars = {"/dev/infiniband/rdma_cm", "/dev/infiniband/uverbs0", "/dev/infiniband/uverbs1", "/dev/kfd"}
+    def listdir(path):
+        if path not in tree:
+            raise FileNotFoundError(path)
+        return tree[path]
+
+    nodes = lc.device_nodes(["/dev/infiniband", "/dev/kfd", "/dev/absent"], listdir=listdir,
+                            is_char_device=lambda path: path in chars)
+    assert nodes == ["/dev/infiniband/rdma_cm", "/dev/infiniband/uverbs0", "/dev/infiniband/uverbs1", "/dev/kfd"]
+
+
 def test_ldconfig_finds_this_architectures_libnccl():
     text = ("\tlibnccl.so.2 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnccl.so.2\n"
             "\tlibnccl.so.2 (libc6,AArch64) => /usr/lib/aarch64-linux-gnu/libnccl.so.2\n")
@@ -188,7 +202,7 @@ def _observed(**changes):
         "ports": [{"port": 29500, "free": True, "ours": False, "holders": [], "purpose": "the split's rendezvous",
                    "variable": "vllm_split_master_port"}],
         "rdma": {"mode": "auto", "devices": [], "hca": [], "hca_source": "discovered", "device_paths": ["/dev/infiniband"],
-                 "device_paths_present": False},
+                 "device_nodes": []},
         "nccl_library": {"requested": "auto", "path": "", "source": "none"},
     }
     for key, value in changes.items():
@@ -246,7 +260,8 @@ def test_a_good_link_has_no_problem():
                  id="RDMA required, none up"),
     pytest.param(_observed(rdma={"mode": "required", "hca": ["rocep1s0f1"],
                                  "devices": [{"name": "rocep1s0f1", "netdevs": ["enp1s0f1np1"], "up": True}]}),
-                 _expect(rdma="required"), "/dev/infiniband is missing", "ib_uverbs", id="RDMA required, no device files"),
+                 _expect(rdma="required"), "/dev/infiniband holds no device node", "ib_uverbs",
+                 id="RDMA required, no device files"),
     pytest.param(_observed(nccl_library={"requested": "/opt/nccl/libnccl.so.2", "path": ""}), _expect(),
                  "vllm_split_nccl_library /opt/nccl/libnccl.so.2 does not exist", "ldconfig -p", id="NCCL library missing"),
 ])
