@@ -96,7 +96,7 @@ def link_report(results, kind="link", mtu=None, runtime="container", rdma="auto"
     if kind == "link":
         report = lc.assess(results, mtu=mtu, runtime=runtime)
         report["message"] = lc.message(
-            report["problems"], "The direct link cannot carry the split. Nothing was changed.")
+            report["problems"], "The direct link cannot carry the split. Nothing was changed.") if report["problems"] else ""
         return report
     if kind == "collective":
         problems = lc.collective_problems(results, {"rdma": rdma, "interface": interface, "head": head, "master": master,
@@ -105,7 +105,8 @@ def link_report(results, kind="link", mtu=None, runtime="container", rdma="auto"
         summary = ["%s (rank %s): %s" % (host, results[host].get("rank", "?"), lc.collective_summary(results[host]))
                    for host in sorted(results) if not results[host].get("skipped")]
         return {"ok": not problems, "problems": problems, "summary": summary,
-                "message": lc.message(problems, "The all-reduce between the ranks over the link failed. Nothing was changed."),
+                "message": lc.message(problems, "The all-reduce between the ranks over the link failed. Nothing was changed.")
+                if problems else "",
                 "busbw_gb_s": min((float(r.get("busbw_gb_s") or 0) for r in done), default=0.0),
                 "transport": (done[0].get("transport") or {}).get("transport", "") if done else ""}
     if kind == "engine":

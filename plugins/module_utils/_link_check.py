@@ -462,7 +462,7 @@ def host_problems(host, observed, expect):
             problems.append(_problem(
                 host, "%s's link address %s does not answer over %s: 0 of %s pings of %s bytes with don't-fragment got a "
                 "reply%s" % (peer_host, peer_address, name, peer.get("sent", 0), mtu, why),
-                "check %s's own problems below; otherwise the cable, a firewall dropping ICMP on the link, or an MTU "
+                "check %s's own problems in this list; otherwise the cable, a firewall dropping ICMP on the link, or an MTU "
                 "one end does not carry (ping -M do -s %s -I %s %s)" % (peer_host, payload_for(mtu if mtu != "?" else 1500,
                                                                                             peer_address), name, peer_address)))
     for port in observed.get("ports") or []:
@@ -659,6 +659,8 @@ def engine_transport_verdict(transport, rdma_mode, runtime_has_nccl=True):
     """
     kind = transport.get("transport")
     evidence = "; ".join(transport.get("evidence") or [])[:400]
+    if transport.get("active") is False:
+        return "info", "the split does not run here: no engine log to read"
     if kind == "rdma":
         return "ok", "NCCL %s runs over RDMA (%s): %s" % (transport.get("version") or "", ", ".join(transport.get("devices") or []) or "IB", evidence)
     if kind == "socket":

@@ -349,6 +349,7 @@ def test_a_good_collective_and_its_summary():
     (lc.nccl_transport(SOCKET_LINES), "disabled", "ok"),
     (lc.nccl_transport([]), "required", "refuse"),
     (lc.nccl_transport([]), "auto", "info"),
+    (dict(lc.nccl_transport([]), active=False), "required", "info"),   # the split does not run: nothing to read
 ])
 def test_the_engine_transport_after_a_start(transport, mode, level):
     assert lc.engine_transport_verdict(transport, mode)[0] == level
