@@ -9,7 +9,7 @@ name: link_report
 short_description: Judge the split's direct link from both hosts' observations, naming each problem's host and fix
 version_added: 0.1.0
 description:
-  - Runs on the controller: puts together what C(factory_floor.llm.link_check) read on each of the split's two hosts,
+  - Runs on the controller. Puts together what C(factory_floor.llm.link_check) read on each of the split's two hosts,
     what C(factory_floor.llm.link_collective) measured, or what the running engine's log says NCCL chose, and returns
     every problem with the host it is on, what is wrong and the fix, plus one summary line per host.
   - "O(kind=link): the link interface missing, down or without carrier; C(vllm_link_address) on another interface or on

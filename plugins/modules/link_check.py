@@ -20,7 +20,7 @@ description:
     kernel sends traffic to O(peer_address) out of (C(ip -j route get))."
   - A ping of O(peer_address) out of O(interface) (bound to it, whatever the routing table says) with packets of exactly
     the interface's MTU and the don't-fragment bit set (a raw ICMP socket with C(IP_PMTUDISC_DO), as C(ping -M do -s
-    MTU-28 -I IFACE) does; no C(ping) binary needed): a peer whose end has a smaller MTU drops them.
+    MTU-28 -I IFACE) does; no C(ping) binary needed). A peer whose end has a smaller MTU drops them.
   - O(ports) free, or held while one of O(port_owner_units) is active (the split itself, running).
   - The RDMA devices (C(/sys/class/infiniband/*/device/net/*), as C(ibdev2netdev) shows them) and which have their
     port up; the devices NCCL_IB_HCA will name (O(nccl_ib_hca), or every device whose port is up); whether
