@@ -24,7 +24,9 @@ description:
     C(refuse) for sockets or nothing with RDMA C(required), C(info) with no NCCL line - vLLM's CPU build)."
 options:
   _input:
-    description: Per host of the split, the registered result of the module for O(kind) (C(link_check) for V(link) and V(engine), C(link_collective) for V(collective)).
+    description:
+      - Per host of the split, the registered result of the module for O(kind) - C(link_check) for V(link) and V(engine),
+        C(link_collective) for V(collective).
     type: dict
     required: true
   kind:

@@ -57,7 +57,7 @@ def run(args, torch):
         if device is not None:
             torch.cuda.synchronize()
         loop_started = time.monotonic()
-        for _ in range(args.iterations):
+        for _iteration in range(args.iterations):
             dist.all_reduce(tensor)
         if device is not None:
             torch.cuda.synchronize()
@@ -115,4 +115,4 @@ def main(argv=None, torch=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

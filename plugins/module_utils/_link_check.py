@@ -463,8 +463,8 @@ def host_problems(host, observed, expect):
                 host, "%s's link address %s does not answer over %s: 0 of %s pings of %s bytes with don't-fragment got a "
                 "reply%s" % (peer_host, peer_address, name, peer.get("sent", 0), mtu, why),
                 "check %s's own problems in this list; otherwise the cable, a firewall dropping ICMP on the link, or an MTU "
-                "one end does not carry (ping -M do -s %s -I %s %s)" % (peer_host, payload_for(mtu if mtu != "?" else 1500,
-                                                                                            peer_address), name, peer_address)))
+                "one end does not carry (ping -M do -s %s -I %s %s)"
+                % (peer_host, payload_for(mtu if mtu != "?" else 1500, peer_address), name, peer_address)))
     for port in observed.get("ports") or []:
         if port.get("free") or port.get("ours"):
             continue
@@ -593,8 +593,9 @@ def collective_summary(result):
     transport = result.get("transport") or {}
     how = result.get("backend", "?")
     if result.get("backend") == "nccl":
-        how = "NCCL %s over %s" % (transport.get("version") or "", {"rdma": "RDMA (%s)" % ",".join(transport.get("devices") or []) or "RDMA",
-                                                                       "socket": "sockets (TCP)"}.get(transport.get("transport"), "an unknown transport"))
+        over = {"rdma": "RDMA (%s)" % ",".join(transport.get("devices") or []) or "RDMA",
+                "socket": "sockets (TCP)"}.get(transport.get("transport"), "an unknown transport")
+        how = "NCCL %s over %s" % (transport.get("version") or "", over)
     else:
         how = "gloo over TCP"
     return "%g MiB all-reduce x %s: %.3f ms each, %.2f GB/s bus bandwidth (%.1f Gbit/s), %s" % (
@@ -622,8 +623,8 @@ def collective_problems(results_by_host, expect):
             elif any(word in lowered for word in ("timed out", "timeout", "connection refused", "connection reset",
                                                   "no route")):
                 fix = ("both ranks must run at once (forks >= 2; async) and reach %s: check the firewall on %s and that "
-                       "%s carries TCP between the link addresses" % (expect.get("master"), expect.get("head"),
-                                                                     expect.get("interface")))
+                       "%s carries TCP between the link addresses"
+                       % (expect.get("master"), expect.get("head"), expect.get("interface")))
             elif "nccl" in lowered or "libnccl" in lowered:
                 fix = ("NCCL failed in the image: see its WARN lines; with vllm_split_nccl_library set to the host's "
                        "library, check it matches the image's CUDA major version, or set vllm_split_nccl_library: \"\"")
@@ -635,8 +636,8 @@ def collective_problems(results_by_host, expect):
         if result.get("backend") == "nccl" and expect.get("rdma") == "required" and transport.get("transport") != "rdma":
             problems.append(_problem(
                 host, "NCCL chose %s, not RDMA, although vllm_split_rdma is required%s" % (
-                    {"socket": "sockets (TCP over %s)" % expect.get("interface")}.get(transport.get("transport"),
-                                                                                   "no transport it logged"),
+                    {"socket": "sockets (TCP over %s)" % expect.get("interface")}.get(
+                        transport.get("transport"), "no transport it logged"),
                     (": " + "; ".join(transport.get("warnings")[:2])) if transport.get("warnings") else ""),
                 "pass the RDMA devices to the container (vllm_split_rdma_devices, /dev/infiniband), name them in "
                 "vllm_split_nccl_ib_hca, and check ibv_devinfo shows the ports ACTIVE"))

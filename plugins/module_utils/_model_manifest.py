@@ -115,8 +115,8 @@ def compare(manifests_by_host, limit=12):
         by_value = {}
         for host in sorted(values):
             by_value.setdefault(values[host], []).append(host)
-        what = "%s differs: %s" % (name, "; ".join("%s %s" % (",".join(owners), _fmt(value))
-                                                  for value, owners in by_value.items()))
+        each = ["%s %s" % (",".join(owners), _fmt(value)) for value, owners in by_value.items()]
+        what = "%s differs: %s" % (name, "; ".join(each))
         problems.append({"host": " and ".join(sorted(values)), "what": what,
                          "fix": "copy the model again from one source to every host (rsync -a --checksum), or point "
                                 "vllm_model at the same revision everywhere"})

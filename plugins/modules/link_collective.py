@@ -97,7 +97,9 @@ options:
     type: int
     default: 20
   timeout:
-    description: Seconds the rank waits for the other and for each collective (torch's C(init_process_group) timeout); the whole run is cut at twice that plus 60.
+    description:
+      - Seconds the rank waits for the other and for each collective (torch's C(init_process_group) timeout); the whole
+        run is cut at twice that plus 60.
     type: int
     default: 120
 """

@@ -194,7 +194,7 @@ def main():
             venv=dict(type="str", default="/opt/vllm"),
             cache_dir=dict(type="path", default="/var/cache/factory-floor/vllm-cli"),
             argv=dict(type="list", elements="str", default=[]),
-            settings_keys=dict(type="list", elements="str", default=[]),
+            settings_keys=dict(type="list", elements="str", default=[], no_log=False),
             tool_call_parser=dict(type="str", default=""),
             load_format=dict(type="str", default=""),
             timeout=dict(type="int", default=600),

@@ -145,6 +145,7 @@ def test_rdma_device_nodes_are_listed_one_by_one():
     # /dev/infiniband: the nodes, and by-ibdev/ and by-path/ (symlink trees) that docker refuses as --device.
     tree = {"/dev/infiniband": ["by-ibdev", "by-path", "rdma_cm", "uverbs1", "uverbs0"]}
     chars = {"/dev/infiniband/rdma_cm", "/dev/infiniband/uverbs0", "/dev/infiniband/uverbs1", "/dev/kfd"}
+
     def listdir(path):
         if path not in tree:
             raise FileNotFoundError(path)

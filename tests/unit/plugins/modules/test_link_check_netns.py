@@ -151,7 +151,7 @@ def test_rendezvous_port_taken(link):
     holder = subprocess.Popen(["ip", "netns", "exec", NS["spark-a"], sys.executable, "-c",
                                "import socket,time; s=socket.socket(); s.bind(('0.0.0.0', 29500)); s.listen(); time.sleep(30)"])
     try:
-        for _ in range(50):
+        for _attempt in range(50):
             ss = subprocess.run(["ip", "netns", "exec", NS["spark-a"], "ss", "-Hltn", "sport = :29500"],
                                 capture_output=True, text=True, check=False)
             if ss.stdout.strip():
