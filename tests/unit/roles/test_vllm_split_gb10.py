@@ -160,3 +160,24 @@ def test_the_readme_shows_what_the_roles_render_for_a_gb10_pair():
 
 if __name__ == "__main__":
     print(readme_block(*render()))
+
+
+def test_the_split_preflight_hands_its_model_to_the_vllm_preflight_on_a_site_that_keeps_the_default():
+    # vllm_split_model defaults to "{{ vllm_model }}"; the include of the vllm role's preflight sets vllm_model for
+    # it. Passed straight through, vllm_model referred to itself: a recursive template on every site without
+    # vllm_split_model in its inventory (the example's), which failed the switch to split in its preflight.
+    tasks = _load("roles", "vllm_split", "tasks", "preflight.yml")
+    variables = _variables("example", "spark-1", ["spark-1", "spark-2"], SPARK_LINK, {"nccl_library": IMAGE_NCCL})
+    assert "vllm_split_model" not in _load("inventory", "example", "group_vars", "gb10.yml")
+    for task in tasks:
+        facts = task.get("ansible.builtin.set_fact")
+        if facts:   # what set_fact does: template the value once, in the role's context
+            templar = Templar(loader=DataLoader(), variables=variables)
+            variables.update({name: templar.template(_trusted(value)) for name, value in facts.items()})
+        include = task.get("ansible.builtin.include_role") or {}
+        if include.get("tasks_from") == "preflight" and include.get("name") == "factory_floor.llm.vllm":
+            scoped = dict(variables, **_trusted(task.get("vars") or {}))
+            assert Templar(loader=DataLoader(), variables=scoped).template(trust_as_template("{{ vllm_model }}")) == \
+                "/models/Qwen3-Next-80B-A3B-Instruct-NVFP4"
+            return
+    pytest.fail("roles/vllm_split/tasks/preflight.yml includes no vllm preflight")
