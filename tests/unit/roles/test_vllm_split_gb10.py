@@ -25,8 +25,8 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 from ansible_collections.factory_floor.llm.plugins.filter.vllm_args import vllm_args
+from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, _trusted
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 pytestmark = pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")
 
 # On a DGX Spark: the cabled port's twins (ibdev2netdev "Up"), DGX OS's libnccl2, and the NCCL
@@ -35,16 +35,6 @@ SPARK_LINK = {"hca": ["roceP2p1s0f1", "rocep1s0f1"], "nccl_library": "/usr/lib/a
               # For example; the link check lists whatever character devices /dev/infiniband holds.
               "device_nodes": ["/dev/infiniband/rdma_cm", "/dev/infiniband/uverbs0", "/dev/infiniband/uverbs1"]}
 IMAGE_NCCL = "/usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib/libnccl.so.2"
-
-
-def _trusted(value):
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, dict):
-        return {key: _trusted(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_trusted(item) for item in value]
-    return value
 
 
 def _load(*parts):
