@@ -1,5 +1,7 @@
 # Factory Floor — the two commands users type are `make demo` and `make test`.
 # Everything they need is installed from here, on a fresh Debian 12 machine, as root.
+# `make venv` alone installs only what a controller needs (requirements.txt), from PyPI, and nothing from apt:
+# the lab's and the tests' tools come with the targets that use them.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -15,31 +17,57 @@ export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLL_ROOT))
 export ANSIBLE_CONFIG := $(abspath ansible.cfg)
 export LAB_PIP := $(BIN)/pip
 
+# Everything the lab and the tests take from Debian (lab/doctor.sh checks each, lab/prove-apt.sh proves the list
+# on a bare Debian 12). The tests alone (units, lint, sanity, docs) need only TEST_APT_PACKAGES of it: git for
+# make sanity, python3-venv for the virtualenvs.
 APT_PACKAGES := podman runc debootstrap netavark aardvark-dns iptables nftables curl git python3-venv openssh-client
+TEST_APT_PACKAGES := git python3-venv
+$(if $(filter-out $(APT_PACKAGES),$(TEST_APT_PACKAGES)),$(error TEST_APT_PACKAGES must be part of APT_PACKAGES))
 
-.PHONY: help deps apt doctor lab-doctor venv collection promtool nginx lab-image lab-network lab-up lab-down demo test test-quick units lint sanity molecule build clean
+.PHONY: help deps test-deps lab-deps apt apt-test doctor lab-doctor venv venv-test venv-lab collection promtool nginx lab-image lab-network lab-up lab-down demo test test-quick units lint sanity docs units-newest sanity-newest newest molecule build changelog clean
 
 help:
 	@echo "make demo        build the lab, deploy the split topology, switch to replicas, print the report"
-	@echo "make test        units, ansible-lint, ansible-test sanity and the molecule scenarios"
-	@echo "make test-quick  units, lint and sanity only"
+	@echo "make test        units, ansible-lint, ansible-test sanity, the docs' and changelog's lint, the molecule scenarios"
+	@echo "make test-quick  the same without the molecule scenarios (no lab)"
 	@echo "make lab-up / lab-down   start / remove the lab hosts (spark-a, spark-b, gateway)"
 	@echo "make doctor      check this machine has what the lab and the tests need (installs nothing)"
+	@echo "make venv        a virtualenv with the controller's requirements only (requirements.txt; no apt, no lab)"
+	@echo "make build       the collection's tarball under build/ (needs only make venv)"
 
 # The stamp names the list's hash: a machine that installed an older list installs
-# again when a package is added.
+# again when a package is added. The tests' stamp is satisfied by the whole list's.
 APT_STAMP := .cache/apt.$(shell printf '%s' "$(APT_PACKAGES)" | sha256sum | cut -c1-12).done
+TEST_APT_STAMP := .cache/apt-test.$(shell printf '%s' "$(TEST_APT_PACKAGES)" | sha256sum | cut -c1-12).done
 apt: $(APT_STAMP)
 $(APT_STAMP):
 	@mkdir -p .cache
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES)
 	@touch $@
+apt-test: $(TEST_APT_STAMP)
+$(TEST_APT_STAMP):
+	@mkdir -p .cache
+	if [ ! -e $(APT_STAMP) ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(TEST_APT_PACKAGES); fi
+	@touch $@
 
+# The controller's virtualenv: requirements.txt only. The tests' and the lab's tools go into the same
+# virtualenv, each list with its own stamp, only when a target that uses them runs.
 venv: $(VENV)/.done
-$(VENV)/.done: requirements.txt | $(APT_STAMP)
+$(VENV)/.done: requirements.txt
+	@python3 -c 'import venv, ensurepip' 2>/dev/null || { echo "make venv: python3 cannot make a virtualenv (no ensurepip): on Debian or Ubuntu, apt-get install python3-venv" >&2; exit 1; }
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q -r requirements.txt
+	@touch $@
+venv-test: $(VENV)/.test.done
+$(VENV)/.test.done: requirements.txt requirements-test.txt $(VENV)/.done
+	$(VENV)/bin/pip install -q -r requirements.txt -r requirements-test.txt
+	@touch $@
+venv-lab: $(VENV)/.lab.done
+$(VENV)/.lab.done: requirements.txt requirements-lab.txt $(VENV)/.done
+	$(VENV)/bin/pip install -q -r requirements.txt -r requirements-lab.txt
 	@touch $@
 
 collection: $(COLL_LINK)
@@ -47,12 +75,15 @@ $(COLL_LINK):
 	mkdir -p $(dir $(COLL_LINK))
 	ln -sfn $(abspath .) $(COLL_LINK)
 
-deps: apt venv collection
+# Serial make builds these left to right: apt's packages (python3-venv among them) before the virtualenv.
+test-deps: apt-test venv venv-test collection
+lab-deps: apt venv venv-lab collection
+deps: test-deps lab-deps
 
 # The doctor names what is missing, with its fix, and fails: `doctor` alone never
 # installs anything; `lab-doctor` runs it once `make apt` has, so building or
 # booting the lab (lab-image, and lab-up, demo, molecule through it) stops there
-# (serial make runs it before deps' virtualenv).
+# (serial make runs it before lab-deps' virtualenv).
 DOCTOR := APT_PACKAGES="$(APT_PACKAGES)" bash lab/doctor.sh
 doctor:
 	@$(DOCTOR)
@@ -60,7 +91,7 @@ doctor:
 lab-doctor: apt
 	@$(DOCTOR)
 
-lab-image: lab-doctor deps
+lab-image: lab-doctor lab-deps
 	bash lab/build-image.sh
 
 # The lab network with the subnet of the lab hosts' fixed addresses, and the GB10 hosts'
@@ -77,11 +108,11 @@ lab-up: lab-image lab-network
 	molecule create -s default
 	bash lab/link.sh
 
-lab-down: deps
+lab-down: lab-deps
 	molecule destroy -s default
 
 demo: lab-up
-	ansible-playbook -i inventory/lab playbooks/demo.yml
+	ansible-playbook -i inventory/lab lab/demo.yml
 
 # promtool, Prometheus' own rule checker, for the alert rules' tests
 # (tests/unit/extras/test_prometheus_alerts.py). Taken out of Debian's prometheus package
@@ -90,7 +121,7 @@ demo: lab-up
 # binary (48 MB, libc only) is kept under .cache; the .deb (19 MB) is removed.
 PROMTOOL := .cache/promtool/usr/bin/promtool
 promtool: $(PROMTOOL)
-$(PROMTOOL): | $(APT_STAMP)
+$(PROMTOOL): | $(TEST_APT_STAMP)
 	rm -rf .cache/promtool && mkdir -p .cache/promtool
 	cd .cache/promtool && apt-get download -qq -o APT::Sandbox::User=root prometheus && \
 	  dpkg-deb --fsys-tarfile prometheus_*.deb | tar -x ./usr/bin/promtool && rm -f prometheus_*.deb
@@ -105,35 +136,84 @@ NGINX_DEBS := nginx nginx-common libnginx-mod-http-lua libnginx-mod-http-ndk lua
               libluajit2-5.1-2 lua-cjson libpcre3
 NGINX_ROOT := .cache/nginx/root
 nginx: $(NGINX_ROOT)/usr/sbin/nginx
-$(NGINX_ROOT)/usr/sbin/nginx: | $(APT_STAMP)
+$(NGINX_ROOT)/usr/sbin/nginx: | $(TEST_APT_STAMP)
 	rm -rf .cache/nginx && mkdir -p $(NGINX_ROOT)
 	cd .cache/nginx && apt-get download -qq -o APT::Sandbox::User=root $(NGINX_DEBS) && \
 	  for deb in *.deb; do dpkg-deb -x "$$deb" root; done && rm -f *.deb
 	LD_LIBRARY_PATH=$(NGINX_ROOT)/usr/lib/x86_64-linux-gnu:$(NGINX_ROOT)/lib/x86_64-linux-gnu $@ -v
 
-units: venv collection $(PROMTOOL) $(NGINX_ROOT)/usr/sbin/nginx
+units: test-deps $(PROMTOOL) $(NGINX_ROOT)/usr/sbin/nginx
 	PROMTOOL=$(abspath $(PROMTOOL)) FF_NGINX_ROOT=$(abspath $(NGINX_ROOT)) $(PY) -m pytest -q --import-mode=importlib tests/unit
 
-lint: venv collection
-	ansible-lint --profile production
+# ansible-lint's syntax check resolves the playbooks' hosts against an inventory: the example's, as a site's.
+# A private HOME: ansible-lint also looks in ~/.ansible/collections, where molecule installs the collection
+# it tests, and there it would find an older copy of this one first and lint that.
+lint: test-deps
+	mkdir -p build/lint-home
+	HOME=$(abspath build/lint-home) ANSIBLE_INVENTORY=$(abspath inventory/example) ansible-lint --profile production
 
 # ansible-test runs each sanity test in a virtualenv it bootstraps with get-pip.py
 # from a host these machines cannot reach; tests/sanity/get-pip.py is a stand-in
-# placed where ansible-test caches that download (private HOME under build/).
+# placed where ansible-test caches that download (private HOME under build/), under
+# the name of the pip version that ansible-test asks for.
 # It tests what ships: the collection without the build_ignore'd lab/CI files.
+# $(call sanity_run,VENV,PYTHON VERSION)
 SANITY_VENV := .venv-sanity
 SANITY_HOME := $(abspath build/ansible-test-home)
-ANSIBLE_TEST_REQS := $(VENV)/lib/python3*/site-packages/ansible_test/_data/requirements
-$(SANITY_VENV)/.done: requirements.txt | $(APT_STAMP)
+define sanity_run
+rm -rf build/sanity && mkdir -p $(SANITY_ROOT) $(SANITY_HOME)/.ansible/test/cache
+pip=$$(sed -n "s/^ *pip='\([0-9.]*\)',.*/\1/p" $(1)/lib/python3*/site-packages/ansible_test/_internal/python_requirements.py | head -n 1); \
+  cp tests/sanity/get-pip.py $(SANITY_HOME)/.ansible/test/cache/get_pip_$${pip//./_}.py
+git ls-files -co --exclude-standard | grep -vE '^(build|lab|\.ci|benchmarks|extensions)/' | tar -cf - -T - | tar -xf - -C $(SANITY_ROOT)
+cd $(SANITY_ROOT) && git init -q && git add -A && HOME=$(SANITY_HOME) PATH=$(abspath $(1))/bin:$$PATH ansible-test sanity --local --python $(2) --color no
+endef
+$(SANITY_VENV)/.done: requirements.txt | $(TEST_APT_STAMP)
 	python3 -m venv $(SANITY_VENV)
 	$(SANITY_VENV)/bin/pip install -q "$$(grep '^ansible-core==' requirements.txt)"
 	@touch $@
 
-sanity: venv $(SANITY_VENV)/.done
-	rm -rf build/sanity && mkdir -p $(SANITY_ROOT) $(SANITY_HOME)/.ansible/test/cache
-	cp tests/sanity/get-pip.py $(SANITY_HOME)/.ansible/test/cache/get_pip_24_2.py
-	git ls-files -co --exclude-standard | grep -vE '^(build|lab|\.ci|benchmarks|extensions)/' | tar -cf - -T - | tar -xf - -C $(SANITY_ROOT)
-	cd $(SANITY_ROOT) && git init -q && git add -A && HOME=$(SANITY_HOME) PATH=$(abspath $(SANITY_VENV))/bin:$$PATH ansible-test sanity --local --python 3.11 --color no
+sanity: test-deps $(SANITY_VENV)/.done
+	$(call sanity_run,$(SANITY_VENV),3.11)
+
+# The newest ansible-core (requirements-newest.txt: what pip installs on DGX OS's Python 3.12) runs the units
+# and sanity too. It needs Python >= 3.12, which Debian 12 does not have: the first of python3.12, 3.13, 3.14
+# on PATH, or under pyenv's versions, that runs and can make a virtualenv. Without one, `make newest` says so
+# and passes (NEWEST_PYTHON=/path/to/python3.12 names one).
+NEWEST_PYTHON ?= $(shell for p in python3.12 python3.13 python3.14 \
+  $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.1[2-4]*/bin/python3 2>/dev/null | sort -V); do \
+  "$$p" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 && { command -v "$$p"; break; }; done)
+NEWEST_PYVER = $(shell $(NEWEST_PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+NEWEST_VENV := .venv-newest
+SANITY_NEWEST_VENV := .venv-sanity-newest
+# requirements.txt with the newest ansible-core in place of its own.
+NEWEST_REQS = <(grep -v '^ansible-core==' requirements.txt; grep '^ansible-core==' requirements-newest.txt)
+$(NEWEST_VENV)/.done: requirements.txt requirements-test.txt requirements-newest.txt | $(TEST_APT_STAMP)
+	$(NEWEST_PYTHON) -m venv $(NEWEST_VENV)
+	$(NEWEST_VENV)/bin/pip install -q -r $(NEWEST_REQS) -r requirements-test.txt
+	@touch $@
+$(SANITY_NEWEST_VENV)/.done: requirements-newest.txt | $(TEST_APT_STAMP)
+	$(NEWEST_PYTHON) -m venv $(SANITY_NEWEST_VENV)
+	$(SANITY_NEWEST_VENV)/bin/pip install -q "$$(grep '^ansible-core==' requirements-newest.txt)"
+	@touch $@
+
+ifeq ($(strip $(NEWEST_PYTHON)),)
+units-newest sanity-newest:
+	@echo "make $@: skipped: no Python >= 3.12 here (tried python3.12, python3.13, python3.14 and pyenv's versions), which $$(grep '^ansible-core==' requirements-newest.txt) needs; NEWEST_PYTHON=PATH names one"
+else
+units-newest: test-deps $(NEWEST_VENV)/.done $(PROMTOOL) $(NGINX_ROOT)/usr/sbin/nginx
+	@$(NEWEST_VENV)/bin/python -c "import ansible.release; print('ansible-core', ansible.release.__version__)"
+	PROMTOOL=$(abspath $(PROMTOOL)) FF_NGINX_ROOT=$(abspath $(NGINX_ROOT)) $(NEWEST_VENV)/bin/python -m pytest -q --import-mode=importlib tests/unit
+
+sanity-newest: test-deps $(SANITY_NEWEST_VENV)/.done
+	$(call sanity_run,$(SANITY_NEWEST_VENV),$(NEWEST_PYVER))
+endif
+newest: units-newest sanity-newest
+
+# The collection's own documentation, as Galaxy and docs.ansible.com render it: every plugin's and role's
+# docs (antsibull-docs), and the changelog fragments (antsibull-changelog).
+docs: test-deps
+	antsibull-docs lint-collection-docs --plugin-docs .
+	antsibull-changelog lint
 
 # `make test` runs the scenarios proven green on this machine (MOLECULE_SCENARIOS);
 # every other scenario directory is excluded. `make molecule MOLECULE_SCENARIOS=all`
@@ -149,12 +229,16 @@ molecule: lab-image lab-network
 	bash lab/network.sh
 	molecule test --all $(foreach s,$(MOLECULE_EXCLUDE),--exclude $(s))
 
-test-quick: units lint sanity
+test-quick: units lint sanity docs newest
 
 test: test-quick molecule
 
 build: venv
 	mkdir -p build && ansible-galaxy collection build --force --output-path build .
+
+# A release: the fragments become changelogs/changelog.yaml and CHANGELOG.rst under galaxy.yml's version.
+changelog: test-deps
+	antsibull-changelog release
 
 clean:
 	rm -rf build .cache

@@ -11,3 +11,6 @@ from ansible_collections.factory_floor.llm.plugins.plugin_utils._progress import
 
 class ActionModule(ProgressAction):
     """Runs the module factory_floor.llm.vllm_health; its documentation is the module's."""
+
+    # When the wait ended, on the controller's clock (the module's RETURN ended_at).
+    controller_stamps = ("ended_at",)

@@ -59,6 +59,8 @@ def start(argv, chdir=None, python=None, clock=time.time):
     directory = tempfile.mkdtemp(prefix="factory-floor-command-")
     # The wrapper's first process leads a new session and process group and exits at once
     # (waited for here); its child runs the command in that group (pgid = the first pid).
+    # The command runs detached in its own session while the module polls its progress: run_command would wait.
+    # pylint: disable-next=ansible-bad-function
     process = subprocess.Popen([python or sys.executable, "-c", _WRAPPER, directory, chdir or ""] + list(argv),
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                close_fds=True, start_new_session=True)

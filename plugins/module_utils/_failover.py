@@ -61,13 +61,16 @@ def probe(url, out, interval=0.05, timeout=0.5, duration=None, stop=None):
     """Probe ``url`` (``http://ADDRESS:PORT/healthz``) until ``stop`` is set or ``duration`` passed."""
     parts = urlsplit(url)
     stop = stop or threading.Event()
-    deadline = time.time() + duration if duration is not None else None
+    # Durations and the deadline on the monotonic clock; the records keep wall time (people
+    # read them, and compare them with the other host's).
+    deadline = time.monotonic() + duration if duration is not None else None
     with open(out, "a", encoding="utf-8") as handle:
-        while not stop.is_set() and (deadline is None or time.time() < deadline):
+        while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+            began = time.monotonic()
             record = probe_once(parts.hostname, parts.port or 80, parts.path or "/healthz", timeout)
             handle.write(json.dumps(record, sort_keys=True) + "\n")
             handle.flush()
-            stop.wait(max(0.0, interval - (record["end"] - record["t"])))
+            stop.wait(max(0.0, interval - (time.monotonic() - began)))
 
 
 def read_lines(path):

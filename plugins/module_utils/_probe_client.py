@@ -66,8 +66,10 @@ def one_request(session, url, payload, headers, timeout, retry_connection_errors
     away, say. ``retried`` then holds the first error, so a report can count both what
     such a client saw and what one that never retries would have seen.
     """
-    started = time.time()
-    record = {"t": started, "status": 0, "upstream": None, "proxy": None, "error": None}
+    # Wall time for the record people read; the latency on the monotonic clock (a step of
+    # the wall clock mid-request changes no duration).
+    record = {"t": time.time(), "status": 0, "upstream": None, "proxy": None, "error": None}
+    started = time.monotonic()
     # No environment proxies: the client measures our proxy, not whatever another one answers.
     try:
         try:
@@ -88,7 +90,7 @@ def one_request(session, url, payload, headers, timeout, retry_connection_errors
         words = vllm_client.config_error(exc)
         record["error"] = "%s: %s" % (type(exc).__name__, words if words is not None else exc)
     record["end"] = time.time()
-    record["latency"] = round(record["end"] - started, 4)
+    record["latency"] = round(time.monotonic() - started, 4)
     return record
 
 
@@ -102,7 +104,9 @@ def run(url, model, out, interval=0.5, concurrency=1, timeout=60.0, api_key=None
     stop = stop or threading.Event()
     lock = threading.Lock()
     headers = vllm_client.headers(api_key, accept=None)
-    deadline = time.time() + duration if duration is not None else None
+    # On the monotonic clock: a step of the host's wall clock neither ends the run early nor
+    # lets it run on for as long as the step.
+    deadline = time.monotonic() + duration if duration is not None else None
     sent = [0]
 
     def payload():
@@ -119,7 +123,7 @@ def run(url, model, out, interval=0.5, concurrency=1, timeout=60.0, api_key=None
         session = vllm_client.session()
         if ca_file:
             session.verify = ca_file
-        while not stop.is_set() and (deadline is None or time.time() < deadline):
+        while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
             record = one_request(session, url, payload(), headers, timeout, retry_connection_errors)
             with lock, open(out, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record, sort_keys=True) + "\n")

@@ -23,6 +23,17 @@ Definitions (all times epoch seconds, durations seconds):
 
 The probe client appends to its log, so it may also hold an earlier switch's
 requests: only those that started at or after the timeline's ``start`` count.
+
+Clocks: the timeline's events are times on the controller's clock (the roles note them
+with ``now()``; vllm_health's ``ended_at`` is set by its action plugin when the result
+arrives). The probe client stamps its records with the clock of the host it runs on, the
+proxy host, which may be minutes off. Its records are moved onto the controller's clock
+(:func:`on_controller_clock`) by ``clock_offset``, how far the proxy host's clock is ahead
+of the controller's, measured when the report is built (the switch_report action plugin:
+the controller's time before and after reading the host's clock, to within half that
+round trip), before anything is compared; so which requests failed "after the first engine
+served" never depends on the hosts' clocks agreeing. The report keeps the offset and its
+bound (``clock``) and says so in a line when the offset is over ``CLOCK_LINE_ABOVE`` seconds.
 """
 
 from __future__ import annotations
@@ -35,6 +46,46 @@ TIMELINE_ORDER = (
     "first_serving", "all_serving", "in_rotation", "gate_done", "rollback_started",
     "rollback_serving", "lock_released", "end",
 )
+
+
+# The table says how far the proxy host's clock is off the controller's above this, seconds.
+CLOCK_LINE_ABOVE = 1.0
+
+
+def on_controller_clock(records, offset):
+    """The probe client's records with ``t`` and ``end`` on the controller's clock.
+
+    ``offset``: seconds the clock of the host that wrote them is ahead of the controller's
+    (negative: behind). The records are copies; the log is left as the host wrote it.
+    """
+    offset = float(offset or 0.0)
+    if not offset:
+        return list(records)
+    moved = []
+    for record in records:
+        record = dict(record, t=float(record["t"]) - offset)
+        if record.get("end") is not None:
+            record["end"] = float(record["end"]) - offset
+        moved.append(record)
+    return moved
+
+
+def clock_summary(offset, bound=None):
+    """The report's ``clock``: ``proxy_offset`` (s the proxy host's clock is ahead of the controller's) and
+    ``bound`` (s either side it was measured to; None when it was not measured)."""
+    return {"proxy_offset": round(float(offset or 0.0), 3), "bound": None if bound is None else round(float(bound), 3)}
+
+
+def clock_line(clock):
+    """The table's line about the proxy host's clock, or None when it is within CLOCK_LINE_ABOVE of the controller's."""
+    offset = float((clock or {}).get("proxy_offset") or 0.0)
+    if abs(offset) <= CLOCK_LINE_ABOVE:
+        return None
+    bound = (clock or {}).get("bound")
+    return ("clocks: the proxy host's clock is %.1f s %s the controller's%s; the probe client's times are counted on "
+            "the controller's clock, as the timeline's events" % (
+                abs(offset), "ahead of" if offset > 0 else "behind",
+                " (measured to within %.2f s)" % bound if bound is not None else ""))
 
 
 def load_records(text):
@@ -77,12 +128,13 @@ def _by_status(records):
 
 
 def summarize(records, timeline, engines=None, tool_score=None, outcome="ok", reason=None,
-              max_failures_after_serving=None):
+              max_failures_after_serving=None, clock=None):
     """Return the report dict (see module docstring for definitions).
 
     With ``max_failures_after_serving`` (a number of requests), an ``ok`` outcome with
     more failures after first_serving than that becomes ``ok_with_failures``, and the
-    reason (unless given) says how many failed.
+    reason (unless given) says how many failed. ``records`` are on the timeline's clock
+    (:func:`on_controller_clock`); ``clock`` (:func:`clock_summary`) is reported as given.
     """
     timeline = {k: float(v) for k, v in (timeline or {}).items() if v is not None}
     if "start" in timeline:
@@ -120,6 +172,7 @@ def summarize(records, timeline, engines=None, tool_score=None, outcome="ok", re
         if start is not None else {},
         "engines": engines or {},
         "tool_score": tool_score,
+        "clock": clock if clock is not None else clock_summary(0.0),
     }
     report["table"] = table(report)
     return report
@@ -138,6 +191,8 @@ def table(report):
                  % (report["requests"], json.dumps(report["by_status"], sort_keys=True)))
     lines.append("502 seen: %d; failures after the first engine served: %d (502: %d)"
                  % (report["count_502"], report["failures_after_serving"], report["count_502_after_serving"]))
+    if clock_line(report.get("clock")):
+        lines.append(clock_line(report.get("clock")))
     for name, engine in sorted(report["engines"].items()):
         lines.append("engine %-10s %s" % (name, engine))
     if report["tool_score"] is not None:
@@ -265,8 +320,11 @@ def _heal_message(report, plan):
                 why=report["reason"], rotation=rotation, inv=" -i ".join(plan.get("inventory_sources") or []))
 
 
-def switch_report(records, hosts, plan, now):
+def switch_report(records, hosts, plan, now, clock=None):
     """The whole report of a topology switch (switch-to-replicas.yml, switch-to-split.yml).
+
+    ``records`` and ``now`` on the controller's clock, as the hosts' events
+    (:func:`on_controller_clock`); ``clock`` (:func:`clock_summary`) is reported as given.
 
     Returns the report dict of :func:`summarize` (or, for a re-run that finished an
     interrupted switch, the heal report; for a switch with nothing to do, outcome
@@ -291,7 +349,7 @@ def switch_report(records, hosts, plan, now):
         scores = [float(g["score"]) for g in _gates(hosts).values() if g.get("score") is not None]
         # Once a new engine serves, no request through the proxy may fail (the switch's promise).
         report = summarize(records, switch_timeline(hosts, now, plan.get("start")), switch_engines(hosts, lost),
-                           min(scores) if scores else None, outcome, reason, 0)
+                           min(scores) if scores else None, outcome, reason, 0, clock)
         lines = report["table"] + gate["summary"]
     site = plan.get("site") or {}
     if site and not site.get("agrees", True):
@@ -320,6 +378,7 @@ def switch_report(records, hosts, plan, now):
         if report["outcome"] in ("ok", "unchanged", "healed"):
             report = dict(report, outcome="not_recorded", reason="; ".join(site.get("disagreements") or []))
         parts.append(_records_message(site, plan))
+    report.setdefault("clock", clock if clock is not None else clock_summary(0.0))
     return dict(report, tool_gate=gate, inventory=inventory, lines=lines, message="\n".join(parts), lost_hosts=lost)
 
 
@@ -434,8 +493,10 @@ def upgrade_timeline(hosts, start, now):
     return timeline
 
 
-def upgrade_report(records, hosts, plan, now):
+def upgrade_report(records, hosts, plan, now, clock=None):
     """The whole report of a rolling model (or image) upgrade (switch-model.yml).
+
+    ``records`` and ``now`` on the controller's clock, as :func:`switch_report`'s.
 
     The model serves the whole time, so with two replicas or more every request that
     was not answered 200 counts against a bar of 0 (``ok_with_failures``).
@@ -448,7 +509,7 @@ def upgrade_report(records, hosts, plan, now):
     scores = [g["score"] for g in (h.get("gate") or {} for h in hosts) if g.get("score") is not None]
     report = summarize(records, upgrade_timeline(hosts, plan["start"], now), upgrade_engines(hosts, plan),
                        float(min(scores)) if scores else None, outcome, reason,
-                       0 if todo and len(hosts) >= 2 else None)
+                       0 if todo and len(hosts) >= 2 else None, clock)
     lines = list(report["table"])
     if report["outcome"] == "unchanged":
         lines.append("every replica already serves %s: nothing changed" % target)

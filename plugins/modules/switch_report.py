@@ -19,6 +19,11 @@ description:
   - With O(procedure), it takes what each engine host noted during the run (O(hosts)) and what the run
     decided (O(plan)) instead, and works out the timeline, the engines, the outcome, the lines to print
     (RV(lines)) and why the run fails (RV(message)); the playbooks only print and fail.
+  - "Clocks: the timeline's events are the controller's clock. The probe client's records are the clock of the host the
+    module runs on (the proxy host); the module's action plugin first reads that host's clock, with the controller's
+    time before and after (O(clock_offset), to within half that round trip, O(clock_offset_bound)), and every record is
+    moved onto the controller's clock before it is compared with an event. So the outcome never depends on the hosts'
+    clocks agreeing; RV(clock) says how far they were apart, and a line of RV(table) says so when over a second."
 extends_documentation_fragment:
   - factory_floor.llm.attributes
   - factory_floor.llm.attributes.READ_ONLY
@@ -107,6 +112,25 @@ options:
         description: (switch) Starting the old topology again failed on it.
         type: bool
         default: false
+  clock_offset:
+    description:
+      - Seconds the clock of the host the module runs on is ahead of the controller's (negative, behind). The probe
+        client's records (its clock) are moved by it onto the controller's clock, the clock of O(timeline) and of the
+        hosts' events, before anything is compared; the log file is left as it is.
+      - Unset, the module's action plugin measures it just before the report is built - the host's clock read between
+        two readings of the controller's (C(time.time)), the midpoint taken - and sets O(clock_offset_bound).
+    type: float
+  clock_offset_bound:
+    description:
+      - Seconds either side of O(clock_offset) the true offset lies within (half the measurement's round trip); null when
+        O(clock_offset) was given by the task. Reported in RV(clock).
+    type: float
+  read_clock:
+    description:
+      - Return only RV(host_time), this host's clock when the module started, and nothing else. The action plugin's first
+        step, to measure O(clock_offset).
+    type: bool
+    default: false
   plan:
     description:
       - With O(procedure), what the run decided and what the closing play read.
@@ -142,6 +166,19 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+clock:
+  description:
+    - How far the proxy host's clock (the probe client's) was from the controller's when the report was built -
+      C(proxy_offset), seconds it is ahead (negative, behind), and C(bound), seconds either side it was measured to
+      (null when O(clock_offset) was given). The report's times are all on the controller's clock.
+  returned: unless O(read_clock)
+  type: dict
+  sample: {proxy_offset: 0.012, bound: 0.21}
+host_time:
+  description: With O(read_clock), the clock of the host the module runs on when it started, epoch seconds.
+  returned: when O(read_clock)
+  type: float
+  sample: 1795950000.123
 lines:
   description: What the playbook prints, the table with the tool-calling gate's summary and the inventory's advice.
   returned: when O(procedure) is set
@@ -214,7 +251,7 @@ count_502_after_serving:
   type: int
   sample: 0
 failures_after_serving_sample:
-  description: Up to five of those requests, as the probe client logged them.
+  description: Up to five of those requests, as the probe client logged them (C(t) and C(end) on the controller's clock).
   returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: list
   elements: dict
@@ -247,12 +284,12 @@ outcome:
       is 0); an engine host lost from the run gives V(host_lost); engine hosts whose topology records disagree with each
       other or with what they run after the switch give V(not_recorded). Each fails the run (RV(message)); the new
       topology is kept.
-  returned: always
+  returned: unless O(read_clock)
   type: str
   sample: ok
 reason:
   description: The reason given, or for V(ok_with_failures) without one, how many requests failed.
-  returned: always
+  returned: unless O(read_clock)
   type: str
 engines:
   description: The engines given.
@@ -283,8 +320,10 @@ count_no_answer:
   returned: unless O(procedure=switch) switched nothing (V(unchanged), V(healed), V(heal_failed))
   type: int
 table:
-  description: The report as lines for people.
-  returned: always
+  description:
+    - The report as lines for people; with a line on the clocks when the proxy host's is more than a second off the
+      controller's.
+  returned: unless O(read_clock)
   type: list
   elements: str
 """
@@ -295,10 +334,11 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._switch_report import (
-    load_records, summarize, switch_report, upgrade_report)
+    clock_summary, load_records, on_controller_clock, summarize, switch_report, upgrade_report)
 
 
 def main():
+    started = time.time()
     module = AnsibleModule(
         argument_spec=dict(
             probe_log=dict(type="path", required=True),
@@ -321,11 +361,16 @@ def main():
                 rollback_failed=dict(type="bool", default=False),
             )),
             plan=dict(type="dict", default={}),
+            clock_offset=dict(type="float"),
+            clock_offset_bound=dict(type="float"),
+            read_clock=dict(type="bool", default=False),
         ),
         mutually_exclusive=[("procedure", "timeline"), ("procedure", "engines"), ("procedure", "tool_score"),
                             ("procedure", "reason"), ("procedure", "max_failures_after_serving")],
         supports_check_mode=True,
     )
+    if module.params["read_clock"]:
+        module.exit_json(changed=False, host_time=started)
     path = module.params["probe_log"]
     text = ""
     if os.path.exists(path):
@@ -335,16 +380,20 @@ def main():
         except OSError as exc:
             module.fail_json(msg="Could not read the probe client's log %s: %s" % (path, exc))
     params = module.params
+    # Every time from here on the controller's clock: the records, and now.
+    offset = params["clock_offset"] or 0.0
+    clock = clock_summary(offset, params["clock_offset_bound"])
+    records = on_controller_clock(load_records(text), offset)
     if params["procedure"]:
         build = switch_report if params["procedure"] == "switch" else upgrade_report
         try:
-            report = build(load_records(text), params["hosts"], params["plan"], time.time())
+            report = build(records, params["hosts"], params["plan"], time.time() - offset, clock)
         except (KeyError, TypeError, ValueError) as exc:
             module.fail_json(msg="Could not build the %s report from hosts and plan: %s %s"
                              % (params["procedure"], type(exc).__name__, exc))
     else:
-        report = summarize(load_records(text), params["timeline"], params["engines"], params["tool_score"],
-                           params["outcome"], params["reason"], params["max_failures_after_serving"])
+        report = summarize(records, params["timeline"], params["engines"], params["tool_score"],
+                           params["outcome"], params["reason"], params["max_failures_after_serving"], clock)
     module.exit_json(changed=False, **report)
 
 

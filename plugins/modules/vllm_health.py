@@ -214,8 +214,10 @@ status:
   sample: serving
 ended_at:
   description:
-    - When the last probe ended, as epoch seconds of the host's clock (for example when the engine was first seen
-      serving). Switch reports use it to time events across hosts.
+    - When the wait ended (for example when the engine was first seen serving), as epoch seconds of the controller's
+      clock - the module's action plugin sets it when the result reaches the controller, at most the result's way back
+      (SSH, usually well under a second) after the last probe ended. Never the host's clock, which may be minutes off
+      the controller's and the other hosts'; switch reports put it next to other hosts' events.
   returned: always
   type: float
   sample: 1795957165.259

@@ -21,6 +21,12 @@ this plugin:
 - any other result (no ``progress``, ``progress.done`` true, a failure) is the task's
   result, after its ``progress.lines`` are printed.
 
+A result key named in the action's ``controller_stamps`` (``ended_at`` for vllm_health) is
+an epoch time of when the task ended: the plugin sets it again, on the controller's clock,
+when the last run's result arrives. The module stamps it with its host's clock, which may
+be minutes off another host's; a switch's timeline puts one host's events next to
+another's, and the controller's clock is the one they all share.
+
 So the module keeps all the logic (what a run does, when it returns, what its line
 says, how it goes on - unit-tested without Ansible), and each module that reports has a
 three-line action plugin of its own name that is this class. With ``no_log`` on the task
@@ -29,6 +35,8 @@ module does (``progress_interval`` 0 unless the task sets it).
 """
 
 from __future__ import annotations
+
+import time
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
@@ -55,6 +63,8 @@ class ProgressAction(ActionBase):
 
     _supports_check_mode = True
     _supports_async = True
+    # Result keys set again to the controller's time (epoch seconds) when the last run's result arrives.
+    controller_stamps = ()
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -79,6 +89,8 @@ class ProgressAction(ActionBase):
                         display.display("%s: %s" % (host, line) if host else line)
                 if not more:
                     result.update(outcome)
+                    arrived = round(time.time(), 3)
+                    result.update((key, arrived) for key in self.controller_stamps if key in result)
                     return result
             result.update(failed=True, msg="%s asked to go on %d times without finishing; stopped"
                                            % (self._task.action, MAX_RUNS))

@@ -127,18 +127,42 @@ def test_every_playbook_file_runs_from_the_checkout(tmp_path):
     assert re.findall(r"^playbook: (.+)$", out, re.MULTILINE) == paths
 
 
-def test_requires_ansible_is_the_tested_ansible_core():
+def _pinned_core(name):
+    with open(os.path.join(ROOT, name), encoding="utf-8") as handle:
+        return Version(re.search(r"^ansible-core==(\S+)$", handle.read(), re.MULTILINE).group(1))
+
+
+def _requires_ansible():
     with open(os.path.join(ROOT, "meta", "runtime.yml"), encoding="utf-8") as handle:
-        requires = SpecifierSet(yaml.safe_load(handle)["requires_ansible"])
-    with open(os.path.join(ROOT, "requirements.txt"), encoding="utf-8") as handle:
-        pinned = re.search(r"^ansible-core==(\S+)$", handle.read(), re.MULTILINE).group(1)
-    assert Version(pinned) in requires
-    # Only the minor series the tests run: the next ansible-core is not claimed untested.
-    assert Version(pinned).release[:2] == Version(sorted(spec.version for spec in requires if spec.operator == ">=")[0]).release[:2]
-    assert Version("{0}.{1}.0".format(Version(pinned).major, Version(pinned).minor + 1)) not in requires
+        return SpecifierSet(yaml.safe_load(handle)["requires_ansible"])
 
 
-def test_galaxy_links_are_real_or_absent():
+def test_requires_ansible_admits_every_tested_ansible_core_and_the_next_ones():
+    requires = _requires_ansible()
+    oldest, newest = _pinned_core("requirements.txt"), _pinned_core("requirements-newest.txt")
+    assert oldest < newest
+    assert oldest in requires and newest in requires
+    # The lower bound is the oldest series tested, not an older one nobody runs.
+    lower = [Version(spec.version) for spec in requires if spec.operator == ">="]
+    assert [version.release[:2] for version in lower] == [oldest.release[:2]]
+    # No upper bound: pip on a Spark (Python 3.12) installs whatever ansible-core is newest, and a bound below
+    # it makes every command warn that the collection does not support it.
+    assert Version("{0}.{1}.0".format(newest.major, newest.minor + 1)) in requires
+    assert Version("{0}.0.0".format(newest.major + 1)) in requires
+
+
+def test_roles_declare_the_collections_minimum_ansible():
+    lower = [spec.version for spec in _requires_ansible() if spec.operator == ">="][0]
+    declared = {}
+    for meta in sorted(glob.glob(os.path.join(ROOT, "roles", "*", "meta", "main.yml"))):
+        with open(meta, encoding="utf-8") as handle:
+            declared[meta.split(os.sep)[-3]] = str(yaml.safe_load(handle)["galaxy_info"]["min_ansible_version"])
+    assert declared and {role: version for role, version in declared.items()
+                         if Version(version).release[:2] != Version(lower).release[:2]} == {}
+
+
+def test_galaxy_names_no_placeholder_home():
+    """Real repository/documentation/issues addresses or none: a placeholder sends Galaxy's readers nowhere."""
     with open(os.path.join(ROOT, "galaxy.yml"), encoding="utf-8") as handle:
         galaxy = yaml.safe_load(handle)
     for key in ("repository", "documentation", "homepage", "issues"):
@@ -149,3 +173,23 @@ def test_the_readme_names_every_collection_playbook():
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
         readme = handle.read()
     assert [fqcn for fqcn in FQCNS if "`{0}`".format(fqcn) not in readme] == []
+
+
+def test_every_document_a_shipped_file_names_is_shipped(installed):
+    """A reader of the installed collection can open every .md file it names (no checkout, no shared/)."""
+    missing = []
+    with tarfile.open(installed[0]) as tarball:
+        names = {name[2:] if name.startswith("./") else name for name in tarball.getnames()}
+        for member in tarball.getmembers():
+            if not member.isfile() or member.name.endswith((".tar.gz", ".png")):
+                continue
+            text = tarball.extractfile(member).read().decode("utf-8", errors="replace")
+            here = os.path.dirname(member.name)
+            for ref in re.findall(r"(?<![\w/.:-])((?:\.\.?/|[\w.-]+/)*[\w.-]+\.md)\b", text):
+                if ref in ("README.md",) and here:
+                    candidates = [os.path.normpath(os.path.join(here, ref)), ref]
+                else:
+                    candidates = [os.path.normpath(os.path.join(here, ref)), os.path.normpath(ref)]
+                if not any(candidate in names for candidate in candidates):
+                    missing.append("{0}: {1}".format(member.name, ref))
+    assert missing == []

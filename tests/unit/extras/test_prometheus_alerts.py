@@ -164,6 +164,11 @@ def lock_expired(tmp_path, monkeypatch, fault):
     return alive(read(tt.watchdog_textfile(tmp_path, monkeypatch, "lock_expired" if fault else "maintenance"), NODE))
 
 
+def watchdog_config_error(tmp_path, monkeypatch, fault):
+    """The watchdog cannot send its own request (its key ends with a newline): written every minute, or it serves."""
+    return alive(read(tt.watchdog_textfile(tmp_path, monkeypatch, "config_error" if fault else False), NODE))
+
+
 def verdicts_stale(tmp_path, monkeypatch, fault):
     """The watchdog's file, its timestamp on promtool's clock: written every minute, or last at 0m."""
     snap = read(tt.watchdog_textfile(tmp_path, monkeypatch, False), NODE)
@@ -187,6 +192,7 @@ CASES = {
     "FactoryFloorWatchdogGaveUp": (_textfile_steady(tt.watchdog_textfile, NODE), dict(WATCHDOG, severity="critical")),
     "FactoryFloorVerdictsStale": (verdicts_stale, dict(WATCHDOG, severity="warning")),
     "FactoryFloorMaintenanceLockExpired": (lock_expired, dict(WATCHDOG, severity="warning")),
+    "FactoryFloorWatchdogConfigError": (watchdog_config_error, dict(WATCHDOG, verdict="config_error", severity="warning")),
 }
 
 
@@ -287,6 +293,17 @@ def test_engine_down_is_silent_while_a_proxy_has_it_drained(tmp_path, monkeypatc
     expected = [{"exp_labels": labels, "exp_annotations": annotations("VLLMEngineDown", labels)}]
     done = run_promtool_test(tmp_path, "VLLMEngineDown", series, expected)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_config_error_waits_five_minutes_and_ignores_other_verdicts(tmp_path, monkeypatch):
+    """Three minutes of config errors at the end of a healthy run: not yet a page. The watchdog standing down for
+    a switch (maintenance) says nothing about its configuration: none either."""
+    error = alive(read(tt.watchdog_textfile(tmp_path / "e", monkeypatch, "config_error"), NODE))
+    serving = alive(read(tt.watchdog_textfile(tmp_path / "s", monkeypatch, False), NODE))
+    recent = [serving[minute] if minute < STEPS - 4 else error[minute] for minute in range(STEPS)]
+    assert run_promtool_test(tmp_path, "FactoryFloorWatchdogConfigError", timeline(recent), []).returncode == 0
+    held = alive(read(tt.watchdog_textfile(tmp_path / "m", monkeypatch, "maintenance"), NODE))
+    assert run_promtool_test(tmp_path, "FactoryFloorWatchdogConfigError", timeline(held), []).returncode == 0
 
 
 def test_a_fault_sample_really_is_one(tmp_path):

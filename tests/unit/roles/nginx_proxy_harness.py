@@ -266,11 +266,10 @@ class Proxy:
             ("user www-data;", "user root;"),
             ("pid /run/nginx.pid;", "pid %s;" % self.paths["pid"]),
             ("error_log /var/log/nginx/error.log;", "error_log %s;" % self.paths["error_log"]),
-            # Debian's modules-enabled: the Lua module when the role installs it (affinity).
+            # Debian's modules-enabled (the Lua module when the role installs it: affinity), whose
+            # files load the modules by a path relative to nginx's prefix (write_modules).
             ("include /etc/nginx/modules-enabled/*.conf;",
-             "load_module %s/usr/lib/nginx/modules/ndk_http_module.so;\n"
-             "load_module %s/usr/lib/nginx/modules/ngx_http_lua_module.so;" % (root, root)
-             if "_by_lua" in text else "# no Lua: least_conn"),
+             "include %s/modules-enabled/*.conf;" % tmp if "_by_lua" in text else "# no Lua: least_conn"),
             ("include /etc/nginx/mime.types;",
              "include %s/etc/nginx/mime.types;\n"
              "    client_body_temp_path %s/body;\n    proxy_temp_path %s/proxy;\n"
@@ -291,8 +290,23 @@ class Proxy:
             text = text.replace(old, new)
         return text
 
+    def write_modules(self):
+        """Debian's modules-enabled as the Lua module's packages leave it: links to
+        ``modules-available/*.conf``, whose ``load_module modules/...;`` is relative to nginx's
+        prefix (``/usr/share/nginx``, where ``modules`` links to the modules); here the prefix is
+        ``tmp`` (:meth:`argv`), so ``tmp/modules`` links to them."""
+        enabled = os.path.join(self.tmp, "modules-enabled")
+        os.makedirs(enabled, exist_ok=True)
+        available = os.path.join(self.root, "usr", "share", "nginx", "modules-available")
+        for name, link in (("mod-http-ndk.conf", "10-mod-http-ndk.conf"), ("mod-http-lua.conf", "50-mod-http-lua.conf")):
+            if not os.path.lexists(os.path.join(enabled, link)):
+                os.symlink(os.path.join(available, name), os.path.join(enabled, link))
+        if not os.path.lexists(os.path.join(self.tmp, "modules")):
+            os.symlink(os.path.join(self.root, "usr", "lib", "nginx", "modules"), os.path.join(self.tmp, "modules"))
+
     def write(self, members=True):
         os.makedirs(self.paths["lua"], exist_ok=True)
+        self.write_modules()
         shutil.copy(os.path.join(ROLE, "files", "factory_floor_affinity.lua"), self.paths["lua"])
         with open(self.paths["conf"], "w", encoding="utf-8") as handle:
             handle.write(self.render_conf())
@@ -324,7 +338,8 @@ class Proxy:
     def test(self):
         """The role's check of nginx.conf (files/nginx-check: nginx -t, then the balancer's init):
         (returncode, its output)."""
-        env = dict(self.env(), FF_NGINX=os.path.join(self.root, "usr", "sbin", "nginx"))
+        # nginx's prefix, as the server it checks runs with it (argv's -p; on a host, nginx's own).
+        env = dict(self.env(), FF_NGINX=os.path.join(self.root, "usr", "sbin", "nginx"), FF_NGINX_PREFIX=self.tmp + "/")
         done = subprocess.run([os.path.join(ROLE, "files", "nginx-check"), self.paths["conf"]], capture_output=True,
                               text=True, env=env, timeout=60, check=False)
         return done.returncode, done.stdout + done.stderr

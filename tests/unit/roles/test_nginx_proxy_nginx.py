@@ -145,6 +145,17 @@ def test_a_string_for_the_body_fields_fails_nginx_t(tmp_path, proxies, engine):
     assert "body_fields (nginx_proxy_affinity_body_fields) must be a list of field names" in output
 
 
+def test_the_check_loads_debians_modules_from_nginxs_prefix(tmp_path, proxies, engine):
+    # Debian's modules-enabled files say `load_module modules/ndk_http_module.so;`: relative to
+    # nginx's prefix. A check under a prefix of its own found no module and refused every
+    # nginx.conf with the Lua balancer (seen in the lab: "dlopen() .../tmp.X/modules/... failed").
+    proxy = proxies(tmp_path, engines=[engine], nginx_proxy_balance="affinity")
+    rc, output = proxy.test()
+    assert rc == 0, output
+    status, dummy, dummy = request(proxy.start().port, "POST", "/v1/chat/completions", body=CHAT, headers=AUTH)
+    assert status == 200, proxy.error_log()
+
+
 @pytest.mark.parametrize("fields", [[], ["user"], ["prompt_cache_key", "user"]])
 def test_a_list_for_the_body_fields_routes_posts(tmp_path, proxies, engine, fields):
     proxy = proxies(tmp_path, engines=[engine], nginx_proxy_affinity_body_fields=fields).start()

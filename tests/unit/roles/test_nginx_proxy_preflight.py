@@ -14,6 +14,7 @@ In a child process, as tests/unit/plugins/filter/test_vllm_probe_url.py explains
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -63,18 +64,23 @@ def outcome(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("preflight")
     (tmp / "inventory.yml").write_text(INVENTORY)
     (tmp / "play.yml").write_text(PLAYBOOK)
+    # ansible-core's own default callback, one JSON line per result (the json callback lives in ansible.posix,
+    # which a controller with ansible-core alone lacks).
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build", "collections"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
+               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default", ANSIBLE_CALLBACK_RESULT_FORMAT="json",
+               ANSIBLE_CALLBACK_FORMAT_PRETTY="false", ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
     done = subprocess.run([sys.executable, "-m", "ansible.cli.playbook", "-i", str(tmp / "inventory.yml"),
                            str(tmp / "play.yml")], env=env, capture_output=True, text=True, timeout=300, check=False)
-    report = json.loads(done.stdout[done.stdout.index("{"):])
     found = {}
-    for play in report["plays"]:
-        for task in play["tasks"]:
-            for host, result in task["hosts"].items():
-                if result.get("failed"):
-                    found[host] = (True, result.get("msg", ""))
-                found.setdefault(host, (False, ""))
+    for line in done.stdout.splitlines():
+        match = re.match(r"^(?:ok|changed|skipping|fatal): \[([^\]]+)\]", line)
+        if not match:
+            continue
+        host = match.group(1)
+        if line.startswith("fatal:"):
+            found[host] = (True, json.loads(line[line.index("{"):]).get("msg", ""))
+        found.setdefault(host, (False, ""))
+    assert found, done.stdout + done.stderr
     return found, done.stdout + done.stderr
 
 

@@ -121,12 +121,14 @@ def test_a_staged_unit_systemd_had_not_read_is_read():
 
 
 def test_a_restarted_engine_is_checked_against_the_rendered_configuration():
-    checks = [task for task in tasks("roles/vllm/tasks/service_run.yml") if "factory_floor.llm.vllm_engine_info" in task]
-    assert len(checks) == 1
-    check = checks[0]
-    assert check["factory_floor.llm.vllm_engine_info"]["require_match"] is True
-    assert check["factory_floor.llm.vllm_engine_info"]["argv"] == "{{ __vllm_argv }}"
-    assert check["factory_floor.llm.vllm_engine_info"]["fingerprint"] == "{{ __vllm_digest }}"
+    # The check is the service_check entry point, shared with the switch's cut-over (test_vllm_cut_over.py).
+    (check,) = [task for task in tasks("roles/vllm/tasks/service_run.yml")
+                if task.get("ansible.builtin.include_tasks") == "service_check.yml"]
+    (engine_info,) = [task for task in tasks("roles/vllm/tasks/service_check.yml") if "factory_floor.llm.vllm_engine_info" in task]
+    assert engine_info["factory_floor.llm.vllm_engine_info"]["require_match"] is True
+    assert engine_info["factory_floor.llm.vllm_engine_info"]["argv"] == "{{ __vllm_argv }}"
+    assert engine_info["factory_floor.llm.vllm_engine_info"]["fingerprint"] == "{{ __vllm_digest }}"
+    assert not runs(engine_info, dict(ENGINE, ansible_check_mode=True))
     assert runs(check, dict(ENGINE, __vllm_restarted=CHANGED, __vllm_started=UNCHANGED))
     assert runs(check, dict(ENGINE, __vllm_restarted=SKIPPED, __vllm_started=CHANGED))
     assert not runs(check, dict(ENGINE, __vllm_restarted=SKIPPED, __vllm_started=UNCHANGED))
@@ -164,8 +166,8 @@ def test_a_daemon_an_interrupted_run_left_on_its_old_files_is_reloaded_and_resta
 @pytest.mark.parametrize("path, unit, info, values", DAEMONS, ids=["watchdog", "checker", "memory-watch"])
 def test_the_daemons_files_are_the_ones_it_runs(path, unit, info, values):
     # The module is asked about the unit the role starts, with its code, configuration and unit file.
-    reads = [task for task in tasks(path) if "factory_floor.llm.systemd_unit_info" in task]
-    assert len(reads) == 1 and reads[0]["register"] == info
+    reads = [task for task in tasks(path) if "factory_floor.llm.systemd_unit_info" in task and task["register"] == info]
+    assert len(reads) == 1
     assert reads[0]["factory_floor.llm.systemd_unit_info"]["units"] == [unit]
     files = reads[0]["factory_floor.llm.systemd_unit_info"]["files"]
     for part in ("_unit", "config", "_files", "_lib_dir"):
@@ -202,6 +204,22 @@ def test_the_leave_unit_and_keepalived_are_reloaded_never_restarted():
     assert keepalived[SYSTEMD]["state"] == "started"
     assert boolean(argument(keepalived, "daemon_reload", common(
         __keepalived_dropin_file=UNCHANGED, __keepalived_unit_info=stale("keepalived.service"))))
+
+
+def test_nginx_reads_the_drop_in_an_interrupted_run_wrote():
+    # Restart=always in a drop-in systemd never read: a master that exits stays dead (issue 33, item 1).
+    (read,) = [task for task in tasks("roles/nginx_proxy/tasks/run.yml")
+               if "factory_floor.llm.systemd_unit_info" in task and task["factory_floor.llm.systemd_unit_info"]["units"]
+               == ["nginx.service"]]
+    assert read["check_mode"] is False
+    nginx = systemd_task("roles/nginx_proxy/tasks/run.yml", name="nginx.service", state="started")
+    values = common(__nginx_proxy_dropin_file=UNCHANGED, **{read["register"]: stale("nginx.service")})
+    assert boolean(argument(nginx, "daemon_reload", values))
+    # Never a restart for it: Restart= applies to the running master once systemd has read it.
+    assert not [task for task in tasks("roles/nginx_proxy/tasks/run.yml")
+                if SYSTEMD in task and task[SYSTEMD].get("name") == "nginx.service" and task[SYSTEMD].get("state") != "started"]
+    values[read["register"]] = dict(UNCHANGED, need_daemon_reload=False, restart=[])
+    assert not boolean(argument(nginx, "daemon_reload", values))
 
 
 def test_the_memory_guard_reloads_the_drop_ins_an_interrupted_run_wrote():
@@ -249,7 +267,7 @@ LIB = "/usr/local/lib/factory-floor"
      "factory-floor-memory-guard.service", ["/etc/factory-floor/memory-guard.json", LIB + "/_memory_guard_watch.py"]),
 ], ids=["watchdog", "checker", "memory-watch"])
 def test_a_daemon_is_asked_about_every_file_it_was_started_from(path, values, unit, own_files):
-    (task,) = info_tasks(path)
+    (task,) = [task for task in info_tasks(path) if task[INFO]["units"] != ["nginx.service"]]
     assert asked(task, common(**values)) == {"units": [unit], "files": ["/etc/systemd/system/" + unit] + own_files}
 
 

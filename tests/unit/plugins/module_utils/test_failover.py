@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -189,3 +190,29 @@ def test_table_of_restarts(tmp_path, capsys):
 
 def test_stats_without_values():
     assert fo.table([{"first_from_other": None}])[2].endswith("n/a over 0")
+
+
+def test_probe_duration_is_measured_on_the_monotonic_clock(tmp_path, monkeypatch):
+    """The wall clock steps back an hour just after the probe starts: --duration still ends it."""
+    real, calls = time.time, [0]
+
+    def stepped():
+        calls[0] += 1
+        return real() - (3600.0 if calls[0] > 1 else 0.0)
+
+    monkeypatch.setattr(time, "time", stepped)
+    proxy, stop = Proxy("spark-b"), threading.Event()
+    out = tmp_path / "hz.jsonl"
+    worker = threading.Thread(target=fo.probe, args=(proxy.url, str(out)),
+                              kwargs={"interval": 0.01, "timeout": 0.5, "duration": 0.3, "stop": stop}, daemon=True)
+    try:
+        worker.start()
+        worker.join(10)
+        stopped_by_itself = not worker.is_alive()
+        stop.set()
+        worker.join(10)
+    finally:
+        proxy.close()
+    assert stopped_by_itself, "--duration 0.3 ran on for 10 s after the wall clock stepped back an hour"
+    records = fo.read_lines(str(out))
+    assert len(records) >= 3 and {r["status"] for r in records} == {200}

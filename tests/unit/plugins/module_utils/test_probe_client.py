@@ -449,3 +449,36 @@ def test_runs_as_installed_on_the_proxy_host(proxy, tmp_path):
                   "print(_probe_client.vllm_client is _vllm_client, _vllm_client.__file__)" % str(lib))
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", str(lib / "_vllm_client.py")]
+
+
+# --- the clocks ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def wall_clock_stepped_back(monkeypatch):
+    """The host's wall clock steps back an hour just after the run starts (NTP, or a person with `date`)."""
+    real, calls = time.time, [0]
+
+    def stepped():
+        calls[0] += 1
+        return real() - (3600.0 if calls[0] > 1 else 0.0)
+
+    monkeypatch.setattr(time, "time", stepped)
+    return real
+
+
+def test_duration_is_measured_on_the_monotonic_clock(proxy, tmp_path, wall_clock_stepped_back):
+    out = tmp_path / "probe.jsonl"
+    stop = threading.Event()
+    worker = threading.Thread(target=pc.run, args=(proxy.url, "tiny-llama", str(out)),
+                              kwargs={"interval": 0.05, "duration": 0.4, "stop": stop}, daemon=True)
+    worker.start()
+    worker.join(10)
+    stopped_by_itself = not worker.is_alive()
+    stop.set()
+    worker.join(10)
+    assert stopped_by_itself, "--duration 0.4 ran on for 10 s after the wall clock stepped back an hour"
+    records = read_records(out)
+    # The records keep the wall clock people read (stepped back with it); the latency is the request's own.
+    assert len(records) >= 2 and records[-1]["t"] < wall_clock_stepped_back() - 3000
+    assert all(0 <= r["latency"] < 5 for r in records)

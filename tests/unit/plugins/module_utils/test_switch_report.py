@@ -512,3 +512,44 @@ def test_upgrade_report_unchanged():
     report = sr.upgrade_report([], upgrade_hosts(), dict(UPGRADE_PLAN, todo=[]), T0 + 1)
     assert report["outcome"] == "unchanged" and report["message"] == ""
     assert report["lines"][-1] == "every replica already serves /models/New on image vllm:2: nothing changed"
+
+
+# --- the probe client's clock -------------------------------------------------------------------
+
+
+def test_on_controller_clock_moves_copies_and_leaves_the_log_as_it_was():
+    records = series((200, 2), (503, 1))
+    moved = sr.on_controller_clock(records, 600.0)
+    assert [r["t"] for r in moved] == [T0 - 600.0, T0 - 599.0, T0 - 598.0]
+    assert [r["end"] for r in moved] == [pytest.approx(T0 - 599.9), pytest.approx(T0 - 598.9), pytest.approx(T0 - 597.9)]
+    assert records[0]["t"] == T0 and sr.on_controller_clock(records, 0) == records
+
+
+@pytest.mark.parametrize("skew", [600.0, -600.0])
+def test_a_proxy_clock_600_s_off_changes_no_switch_outcome(skew):
+    """Failures after the first engine served decide the outcome: the same whatever the proxy host's clock says."""
+    records = series((200, 3), (503, 8), (502, 1), (200, 5))  # the 502 at 11 s, after first_serving (10.5 s)
+    hosts = [{"name": "spark-a", "health": "serving", "events": {"start": T0 - 1.0, "serving": T0 + 10.5}}]
+    plan = {"topology": "replicas", "gated": False, "start": T0 - 1.0}
+    reference = sr.switch_report(records, hosts, plan, T0 + 30)
+    on_the_proxy = [dict(r, t=r["t"] + skew, end=r["end"] + skew) for r in records]
+    report = sr.switch_report(sr.on_controller_clock(on_the_proxy, skew), hosts, plan, T0 + 30,
+                              sr.clock_summary(skew, 0.2))
+    assert reference["outcome"] == report["outcome"] == "ok_with_failures"
+    assert reference["failures_after_serving"] == report["failures_after_serving"] == 1
+    assert report["message"] == reference["message"]
+    assert report["clock"] == {"proxy_offset": skew, "bound": 0.2}
+
+
+@pytest.mark.parametrize("offset, bound, line", [
+    (0.4, 0.1, None),
+    (-1.0, 0.1, None),
+    (1.25, 0.1, "clocks: the proxy host's clock is 1.2 s ahead of the controller's (measured to within 0.10 s); the probe "
+                "client's times are counted on the controller's clock, as the timeline's events"),
+    (-75.0, None, "clocks: the proxy host's clock is 75.0 s behind the controller's; the probe client's times are "
+                  "counted on the controller's clock, as the timeline's events"),
+])
+def test_the_table_names_a_clock_more_than_a_second_off(offset, bound, line):
+    assert sr.clock_line(sr.clock_summary(offset, bound)) == line
+    report = sr.summarize(series((200, 2)), {"start": T0}, clock=sr.clock_summary(offset, bound))
+    assert (line in report["table"]) if line else not [li for li in report["table"] if li.startswith("clocks")]

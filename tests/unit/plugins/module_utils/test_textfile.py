@@ -55,7 +55,8 @@ def _environment(monkeypatch, directory, host):
 def watchdog_textfile(tmp_path, monkeypatch, fault):
     """The watchdog's file after a hung engine exhausted its budget (``fault`` true), while its engine
     starts (``"starting"``: a restarted unit whose port is still closed), while a maintenance lock holds
-    (``"maintenance"``), with the lock of a dead run expired (``"lock_expired"``), or while it serves."""
+    (``"maintenance"``), with the lock of a dead run expired (``"lock_expired"``), when its own request cannot be
+    sent (``"config_error"``: its API key ends with a newline; the engine may serve), or while it serves."""
     _environment(monkeypatch, tmp_path / "textfile", "spark-a")
     clock, lines = tw.Clock(), []
     world = tw.World(clock)
@@ -65,6 +66,10 @@ def watchdog_textfile(tmp_path, monkeypatch, fault):
         (tmp_path / "maintenance").write_text(json.dumps({"holder": "switch-model", "run": "r1", "expires": expires}))
         world.counters = tw.counters(running=0)
         assert dog.tick().state == (wd.MAINTENANCE if fault == "maintenance" else wd.SERVING)
+    elif fault == "config_error":
+        world.health = wd.Probe("config_error", error="GET http://127.0.0.1:8000/health not sent: the api_key ends "
+                                                      "with a newline")
+        assert dog.tick().state == wd.CONFIG_ERROR
     elif fault == "starting":
         world.run(["systemctl", "restart", tw.UNIT])
         assert dog.tick().state == wd.STARTING

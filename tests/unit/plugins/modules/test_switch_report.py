@@ -7,10 +7,13 @@
 from __future__ import annotations
 
 import json
+import time
+from unittest import mock
 
 import pytest
 import yaml
 
+from ansible_collections.factory_floor.llm.plugins.action.switch_report import ActionModule, measured_offset
 from ansible_collections.factory_floor.llm.plugins.modules import switch_report as module
 
 T0 = 1795950000.0
@@ -58,6 +61,8 @@ def test_report(run_module, probe_log, check_mode):
     {"procedure": "switch", "plan": {"topology": "split"}},
     {"procedure": "switch", "plan": {"topology": "split", "on_target": True, "heal": True}},
     {"procedure": "upgrade", "plan": {"target": "/models/New", "start": T0}},
+    {"read_clock": True},
+    {"procedure": "switch", "plan": {"topology": "split"}, "clock_offset": -3.5, "clock_offset_bound": 0.2},
 ])
 def test_every_returned_key_is_documented(run_module, probe_log, args):
     code, result = run_module(module, dict(args, probe_log=str(probe_log)))
@@ -141,3 +146,94 @@ def test_procedure_with_a_bad_plan_fails_naming_it(run_module, probe_log):
 def test_procedure_excludes_the_given_report_values(run_module, probe_log):
     code, result = run_module(module, {"probe_log": str(probe_log), "procedure": "switch", "timeline": TIMELINE})
     assert code == 1 and "mutually exclusive" in result["msg"]
+
+
+# --- clocks: the proxy host's clock against the controller's (issue 33 follow-up) ------------------
+
+
+class SkewedClock:
+    """The ``time`` module as the module sees it on a proxy host whose clock is ``skew`` seconds ahead."""
+
+    def __init__(self, skew):
+        self.skew = skew
+
+    def time(self):
+        return time.time() + self.skew
+
+
+def through_the_action(run_module, monkeypatch, tmp_path, skew):
+    """The report as the playbook gets it: the action plugin, then the module on a host ``skew`` s ahead,
+    whose probe client wrote RECORDS on its own clock. The hosts' events are the controller's clock."""
+    log = tmp_path / ("probe%+d.jsonl" % skew)
+    log.write_text("".join(json.dumps(dict(r, t=r["t"] + skew, end=r["end"] + skew), sort_keys=True) + "\n"
+                           for r in RECORDS))
+    # Served half a second before the 502 at 12 s: the measured offset is off by milliseconds.
+    hosts = [{"name": "spark-a", "health": "serving",
+              "events": {"start": T0 - 1.0, "old_stopped": T0 + 2.5, "serving": T0 + 11.5}}]
+    task = mock.MagicMock(async_val=0, check_mode=False, no_log=False, action="factory_floor.llm.switch_report",
+                          args={"probe_log": str(log), "procedure": "switch", "hosts": hosts,
+                                "plan": {"topology": "replicas", "gated": False, "start": T0 - 1.0}})
+    connection = mock.MagicMock(has_native_async=False)
+    connection._shell.tmpdir = None
+    action = ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock())
+    runs = []
+
+    def execute(module_args=None, task_vars=None, **kwargs):
+        runs.append(dict(module_args))
+        monkeypatch.setattr(module, "time", SkewedClock(skew))
+        try:
+            return run_module(module, module_args).result
+        finally:
+            monkeypatch.setattr(module, "time", time)
+
+    action._execute_module = execute
+    action._remove_tmp_path = lambda path: None
+    return action.run(task_vars={}), runs
+
+
+@pytest.mark.parametrize("skew", [600.0, -600.0])
+def test_a_proxy_clock_600_s_off_changes_no_outcome(run_module, monkeypatch, tmp_path, skew):
+    same, _runs = through_the_action(run_module, monkeypatch, tmp_path, 0.0)
+    report, runs = through_the_action(run_module, monkeypatch, tmp_path, skew)
+    assert same["outcome"] == "ok_with_failures" and same["failures_after_serving"] == 1
+    for key in ("outcome", "failures_after_serving", "count_502_after_serving", "requests", "by_status", "downtime",
+                "startup", "message"):
+        assert report[key] == same[key], key
+    (failed,) = report["failures_after_serving_sample"]
+    assert abs(failed["t"] - (T0 + 12.0)) <= report["clock"]["bound"] + 0.002 and failed["status"] == 502
+    # Measured first (read_clock), then the report with it.
+    assert runs[0]["read_clock"] is True and "clock_offset" not in runs[0]
+    clock = report["clock"]
+    assert runs[1]["clock_offset"] == clock["proxy_offset"] and runs[1]["clock_offset_bound"] == clock["bound"]
+    assert 0 <= clock["bound"] < 5 and abs(clock["proxy_offset"] - skew) <= clock["bound"] + 0.002
+    line = [li for li in report["table"] if li.startswith("clocks: ")]
+    assert line == ["clocks: the proxy host's clock is 600.0 s %s the controller's (measured to within %.2f s); the probe "
+                    "client's times are counted on the controller's clock, as the timeline's events"
+                    % ("ahead of" if skew > 0 else "behind", clock["bound"])]
+    assert not [li for li in same["table"] if li.startswith("clocks: ")]
+
+
+def test_the_records_unmoved_would_change_the_outcome(run_module, probe_log):
+    """The control: the same log 600 s ahead, taken as the controller's clock (clock_offset 0 given)."""
+    hosts = [{"name": "spark-a", "health": "serving", "events": {"start": T0 - 1.0, "serving": T0 + 12.0}}]
+    ahead = [dict(r, t=r["t"] + 600, end=r["end"] + 600) for r in RECORDS]
+    probe_log.write_text("".join(json.dumps(r) + "\n" for r in ahead))
+    args = {"probe_log": str(probe_log), "procedure": "switch", "hosts": hosts, "plan": {"topology": "replicas"}}
+    assert run_module(module, dict(args, clock_offset=0)).result["failures_after_serving"] == 10
+    moved = run_module(module, dict(args, clock_offset=600, clock_offset_bound=0.1)).result
+    assert moved["failures_after_serving"] == 1 and moved["clock"] == {"proxy_offset": 600.0, "bound": 0.1}
+
+
+def test_read_clock_returns_the_hosts_clock_only(run_module, probe_log):
+    before = time.time()
+    code, result = run_module(module, {"probe_log": str(probe_log), "read_clock": True})
+    assert code == 0 and set(result) - {"invocation", "warnings", "deprecations"} == {"changed", "host_time"}
+    assert before <= result["host_time"] <= time.time()
+
+
+def test_measured_offset_bounds_the_true_offset():
+    # The host read its clock (1000.0 + 600) at some controller time between 1000.0 and 1000.4.
+    offset, bound = measured_offset(1000.0, 1600.3, 1000.4)
+    assert (offset, bound) == (600.1, 0.2)
+    for true_read_at in (1000.0, 1000.2, 1000.4):
+        assert abs((1600.3 - true_read_at) - offset) <= bound + 1e-9

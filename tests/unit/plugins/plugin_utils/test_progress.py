@@ -108,3 +108,29 @@ def test_a_module_that_never_finishes_is_stopped(printed, monkeypatch):
 ])
 def test_progress_of(result, expected):
     assert _progress.progress_of(result) == expected
+
+
+def test_vllm_health_ended_at_is_the_controllers_time_whatever_the_engine_hosts_clock(printed):
+    """The engine host's clock 600 s ahead or behind: ended_at is when the result reached the controller."""
+    import time
+    for skew in (600.0, -600.0):
+        action = _action({"url": "http://127.0.0.1:8000"})
+        host_now = time.time() + skew
+        _runs(action, [
+            {"reason": "waiting", "progress": {"done": False, "lines": ["30s of 30m"], "resume": {"n": 1}}},
+            {"reason": "reached", "status": "serving", "changed": False, "ended_at": round(host_now, 3)},
+        ])
+        before = time.time()
+        result = action.run(task_vars={"inventory_hostname": "spark-a"})
+        after = time.time()
+        assert before - 0.001 <= result["ended_at"] <= after + 0.001, (skew, result["ended_at"] - before)
+        assert result["status"] == "serving"
+
+
+def test_other_progress_modules_keep_their_results_as_they_are(printed):
+    from ansible_collections.factory_floor.llm.plugins.action.tool_call_test import ActionModule as ToolCallTest
+    task = mock.MagicMock(args={}, async_val=0, check_mode=False, no_log=False, action="factory_floor.llm.tool_call_test")
+    connection = mock.MagicMock(has_native_async=False)
+    action = ToolCallTest(task, connection, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock())
+    _runs(action, [{"score": 71.4, "ended_at": 5.0}])
+    assert action.run(task_vars={})["ended_at"] == 5.0
