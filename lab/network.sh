@@ -21,42 +21,38 @@ grep -q "${SUBNET%.0/24}\." "$here/../extensions/molecule/config.yml" ||
 grep -q "^vllm_link_address: ${LINK_SUBNET%.0/24}\." "$here/../inventory/lab/host_vars/spark-a.yml" ||
   { echo "lab/network.sh: inventory/lab/host_vars/spark-a.yml has no vllm_link_address in $LINK_SUBNET" >&2; exit 1; }
 
-lan_network() {
-  if podman network exists "$NET"; then
-    have=$(podman network inspect --format '{{ range .Subnets }}{{ .Subnet }} {{ end }}' "$NET")
-    if [ "${have% }" = "$SUBNET" ]; then
+# Network $1 is kept when `podman network inspect --format "$2"` prints "$3"; otherwise it is
+# removed (each container on it handed to "$4 <network> <container>" first) and created again
+# with the remaining arguments.
+ensure_network() {
+  local name=$1 format=$2 want=$3 release=$4 have c
+  shift 4
+  if podman network exists "$name"; then
+    have=$(podman network inspect --format "$format" "$name")
+    if [ "$have" = "$want" ]; then
       return 0
     fi
-    echo "lab network $NET is on ${have:-no subnet}, not $SUBNET: removing it and its containers"
-    for c in $(podman ps -a --filter "network=$NET" --format '{{ .Names }}'); do
-      podman rm -f -t 10 "$c" >/dev/null
+    echo "lab network $name is '$have', not '$want': making it again"
+    for c in $(podman ps -a --filter "network=$name" --format '{{ .Names }}'); do
+      "$release" "$name" "$c"
     done
-    podman network rm "$NET" >/dev/null
+    podman network rm "$name" >/dev/null
   fi
-  podman network create --subnet "$SUBNET" --ip-range "$LAB_IP_RANGE" "$NET" >/dev/null
-  echo "lab network $NET created ($SUBNET, podman's own addresses from $LAB_IP_RANGE)"
+  podman network create "$@" "$name" >/dev/null
+  echo "lab network $name created ($*)"
 }
+remove_container() { podman rm -f -t 10 "$2" >/dev/null; }
+disconnect_container() { podman network disconnect -f "$1" "$2" >/dev/null; }
+
+# The LAN; its hosts are removed with it (molecule creates them again).
+ensure_network "$NET" '{{ range .Subnets }}{{ .Subnet }} {{ end }}' "$SUBNET " remove_container \
+  --subnet "$SUBNET" --ip-range "$LAB_IP_RANGE"
 
 # The GB10 hosts' direct link (their ConnectX on a real site): a network of its own that
 # only spark-a and spark-b join (lab/link.sh, fixed addresses), with its own MTU as the
 # ConnectX link has (9000), internal (no way out, no default route through it) and
 # without DNS (names keep resolving to the LAN addresses). One that differs in subnet or
 # MTU is made again, its hosts disconnected first (lab/link.sh connects them again).
-link_network() {
-  if podman network exists "$LINK_NET"; then
-    have=$(podman network inspect --format '{{ range .Subnets }}{{ .Subnet }}{{ end }} {{ index .Options "mtu" }}' "$LINK_NET")
-    if [ "$have" = "$LINK_SUBNET $LINK_MTU" ]; then
-      return 0
-    fi
-    echo "lab link $LINK_NET is '$have', not '$LINK_SUBNET $LINK_MTU': making it again"
-    for c in $(podman ps -a --filter "network=$LINK_NET" --format '{{ .Names }}'); do
-      podman network disconnect -f "$LINK_NET" "$c" >/dev/null
-    done
-    podman network rm "$LINK_NET" >/dev/null
-  fi
-  podman network create --subnet "$LINK_SUBNET" --internal --disable-dns --opt "mtu=$LINK_MTU" "$LINK_NET" >/dev/null
-  echo "lab link $LINK_NET created ($LINK_SUBNET, MTU $LINK_MTU, internal; lab/link.sh connects spark-a and spark-b)"
-}
-
-lan_network
-link_network
+ensure_network "$LINK_NET" '{{ range .Subnets }}{{ .Subnet }}{{ end }} {{ index .Options "mtu" }}' \
+  "$LINK_SUBNET $LINK_MTU" disconnect_container \
+  --subnet "$LINK_SUBNET" --internal --disable-dns --opt "mtu=$LINK_MTU"

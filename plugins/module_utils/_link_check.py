@@ -677,6 +677,17 @@ def engine_transport_verdict(transport, rdma_mode, runtime_has_nccl=True):
 # ------------------------------------------------------- running one rank
 
 
+# The options of the modules that run a program in the image that will serve (container runtime) or
+# in its virtualenv (venv runtime): link_collective and vllm_cli_check.
+RUNNER_SPEC = dict(
+    runtime=dict(type="str", choices=["container", "venv"], required=True),
+    engine=dict(type="str", default="/usr/bin/docker"),
+    image=dict(type="str", default=""),
+    python=dict(type="str", default="python3"),
+    venv=dict(type="str", default="/opt/vllm"),
+)
+
+
 def run_with_timeout(argv, timeout, env=None):
     """``(rc, stdout, stderr, timed_out)`` of ``argv``, killed after ``timeout`` seconds."""
     try:

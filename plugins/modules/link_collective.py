@@ -29,28 +29,8 @@ author:
 extends_documentation_fragment:
   - factory_floor.llm.attributes
   - factory_floor.llm.attributes.READ_ONLY
+  - factory_floor.llm.image_runner
 options:
-  runtime:
-    description: C(container) runs the probe in O(image) with O(engine); C(venv) runs it with O(venv)'s Python.
-    type: str
-    choices: [container, venv]
-    required: true
-  engine:
-    description: The container engine's command (C(/usr/bin/docker), C(/usr/bin/podman)).
-    type: str
-    default: /usr/bin/docker
-  image:
-    description: The vLLM image the split will run (container runtime). It must be on the host; nothing is pulled.
-    type: str
-    default: ""
-  python:
-    description: The image's Python, run as the container's entrypoint.
-    type: str
-    default: python3
-  venv:
-    description: The virtualenv holding vLLM and torch (venv runtime).
-    type: str
-    default: /opt/vllm
   run_args:
     description: Options of the container engine's C(run) the split's container gets (GPU, IPC or /dev/shm, RDMA devices, capabilities, the host's NCCL).
     type: list
@@ -203,11 +183,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils import _link_che
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            runtime=dict(type="str", choices=["container", "venv"], required=True),
-            engine=dict(type="str", default="/usr/bin/docker"),
-            image=dict(type="str", default=""),
-            python=dict(type="str", default="python3"),
-            venv=dict(type="str", default="/opt/vllm"),
+            lc.RUNNER_SPEC,
             run_args=dict(type="list", elements="str", default=[]),
             env=dict(type="dict", default={}),
             name=dict(type="str", default="factory-floor-link-check"),

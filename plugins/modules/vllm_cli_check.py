@@ -28,32 +28,12 @@ author:
 extends_documentation_fragment:
   - factory_floor.llm.attributes
   - factory_floor.llm.attributes.READ_ONLY
+  - factory_floor.llm.image_runner
 options:
-  runtime:
-    description: C(container) asks O(image) with O(engine); C(venv) asks O(venv).
-    type: str
-    choices: [container, venv]
-    required: true
-  engine:
-    description: The container engine's command.
-    type: str
-    default: /usr/bin/docker
-  image:
-    description: The image (container runtime). It must be on the host; nothing is pulled (C(--pull=never)).
-    type: str
-    default: ""
   image_id:
     description: The image's ID (C(sha256:...)), the cache key; read with C(image inspect) when empty.
     type: str
     default: ""
-  python:
-    description: The image's Python.
-    type: str
-    default: python3
-  venv:
-    description: The virtualenv holding vLLM (venv runtime).
-    type: str
-    default: /opt/vllm
   cache_dir:
     description: Where the answers are kept on the host, one JSON file per build.
     type: path
@@ -167,7 +147,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.factory_floor.llm.plugins.module_utils import _container_image as ci
 from ansible_collections.factory_floor.llm.plugins.module_utils import _model_config as mc
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_cli as cli
-from ansible_collections.factory_floor.llm.plugins.module_utils._link_check import run_with_timeout
+from ansible_collections.factory_floor.llm.plugins.module_utils._link_check import RUNNER_SPEC, run_with_timeout
 
 
 def venv_key(venv):
@@ -186,12 +166,8 @@ def ask(argv, timeout):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            runtime=dict(type="str", choices=["container", "venv"], required=True),
-            engine=dict(type="str", default="/usr/bin/docker"),
-            image=dict(type="str", default=""),
+            RUNNER_SPEC,
             image_id=dict(type="str", default=""),
-            python=dict(type="str", default="python3"),
-            venv=dict(type="str", default="/opt/vllm"),
             cache_dir=dict(type="path", default="/var/cache/factory-floor/vllm-cli"),
             argv=dict(type="list", elements="str", default=[]),
             settings_keys=dict(type="list", elements="str", default=[], no_log=False),
