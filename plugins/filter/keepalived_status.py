@@ -82,7 +82,8 @@ def keepalived_status(results, loop_var="item", address=""):
         name = result.get(loop_var)
         if name is None:
             continue
-        if result.get("failed") or result.get("unreachable") or result.get("skipped"):
+        # A read that failed under failed_when: false is no longer marked failed; it has no answer either.
+        if result.get("failed") or result.get("unreachable") or result.get("skipped") or "holds_address" not in result:
             statuses[str(name)] = {"holds_address": False, "service_state": "unknown (%s)" % (
                 "unreachable" if result.get("unreachable") else "not asked" if result.get("skipped")
                 else str(result.get("msg", "failed"))[:120])}

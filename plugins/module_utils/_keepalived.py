@@ -142,16 +142,24 @@ def host_status(interfaces, interface, virtual_ipaddress=None, service_state="",
 
     ``interfaces`` from parse_ip_addr, ``service_state`` systemd's ActiveState of
     keepalived.service, ``state`` the notify script's file (parse_state), ``configured``
-    the addresses of keepalived's configuration (configured_addresses).
+    the addresses of keepalived's configuration (configured_addresses). Without an
+    ``interface`` (a reader without the host's facts, where the role's default comes
+    from), the address is looked for on every interface, and ``interface`` is the one
+    that has it ("" when none does).
     """
     state = state or {}
-    addresses = interfaces.get(interface)
-    holds = None
+    vip = None
     if virtual_ipaddress:
         try:
             vip = str(parse_address(virtual_ipaddress)[0])
         except ValueError:
             vip = None
+    if not interface:
+        interface = next((name for name in sorted(interfaces)
+                          if vip and any(entry["address"] == vip for entry in interfaces[name])), "")
+    addresses = interfaces.get(interface)
+    holds = None
+    if virtual_ipaddress:
         holds = bool(vip) and any(entry["address"] == vip for entry in addresses or [])
     vrrp_state = state.get("state") if state.get("state") in STATES else ""
     return {

@@ -329,7 +329,27 @@ def _memory(host, e, share_running):
     }
 
 
-def build(engines, proxies, inventory_topology, split_head=None, gate=None, floating=None, now=0.0):
+def floating_address(keepalived):
+    """The floating address's entry of the view from the keepalived role's ``keepalived_status``
+    (``_keepalived.summarize``: holders, address, ok, hosts, message), or None without one."""
+    if not isinstance(keepalived, dict) or not keepalived.get("address"):
+        return None
+    holders = [str(name) for name in keepalived.get("holders") or []]
+    hosts = keepalived.get("hosts") if isinstance(keepalived.get("hosts"), dict) else {}
+    states = []
+    for name in sorted(hosts):
+        status = hosts[name] if isinstance(hosts[name], dict) else {}
+        current = status.get("vrrp_state") if status.get("vrrp_state_current") else ""
+        states.append("%s %s" % (name, current or "keepalived %s" % (status.get("service_state") or "unknown")))
+    if len(holders) == 1:
+        state = "; ".join(states)
+    else:
+        state = ("NO HOLDER" if not holders else "TWO HOLDERS") + ("; " + "; ".join(states) if states else "")
+    return {"name": "keepalived", "address": keepalived["address"], "holder": " and ".join(holders) or None,
+            "holders": holders, "state": state, "ok": len(holders) == 1, "message": keepalived.get("message")}
+
+
+def build(engines, proxies, inventory_topology, split_head=None, gate=None, floating=None, now=0.0, keepalived=None):
     """The site's view from each host's raw observations (see the module's options for their shape)."""
     gate = gate or {}
     reachable = {h: e for h, e in engines.items() if e and e.get("reachable", True)}
@@ -339,6 +359,11 @@ def build(engines, proxies, inventory_topology, split_head=None, gate=None, floa
     view = {"time": now, "topology": topology, "engines": [], "watchdogs": [], "memory": [], "locks": [], "peers": [],
             "proxies": [], "floating_addresses": list(floating or []), "not_read": [], "attention": []}
     attention = view["attention"]
+    address = floating_address(keepalived)
+    if address:
+        view["floating_addresses"].append(address)
+        if not address["ok"]:
+            attention.append("floating address: %s" % address["message"])
     # The topology whose unit a host shows when none of its engine units runs.
     fallback = topology["running"] if topology["running"] in UNITS else (
         topology["recorded"] if isinstance(topology["recorded"], str) else inventory_topology)
@@ -537,7 +562,6 @@ def table(view, now):
                 p["host"], p["nginx"], ", restarted %d times" % p["nginx_restarts"] if p.get("nginx_restarts") else "",
                 p["checker"], when(p["updated"], now) if p["updated"] else "missing",
                 ", ".join(p["in_rotation"]) or "none", ", ".join(p["drained"]) or "none"))
-    # The floating proxy address (keepalived, its own role) is shown here once it feeds floating_addresses.
     lines.append("floating proxy address: " + (", ".join(
         "%s %s on %s (%s)" % (f.get("name", ""), f.get("address", "?"), f.get("holder") or "nobody", f.get("state") or "?")
         for f in view["floating_addresses"]) or "none configured"))

@@ -265,6 +265,9 @@ def announcement(plan, startup=None, incumbent_score=None):
         text += (" and stay within tool_gate_tolerance of the incumbent build %s (%s), which scores %s%s"
                  % (str(score.get("build_id", ""))[:16], incumbent["topology"], score["score"],
                     " (measured now)" if score.get("measured_now") else " (stored)"))
+    elif _true(score.get("would_measure")):
+        text += ("; no score is stored for the incumbent build %s (%s): a run measures it first, while it serves"
+                 % (str(score.get("build_id", ""))[:16], incumbent["topology"]))
     elif "build_id" in score:
         text += "; no score is stored for the incumbent build %s (%s)" % (str(score["build_id"])[:16], incumbent["topology"])
     else:
@@ -312,6 +315,8 @@ def gate_bar_refusal(topology, min_score, incumbent_score=None, why=""):
     """
     if min_score is None or float(min_score) > 0 or (incumbent_score or {}).get("score") is not None:
         return ""
+    if _true((incumbent_score or {}).get("would_measure")):
+        return ""  # check mode (a dry run): a run measures the incumbent first, and has that score as its bar
     return ("The tool-calling gate has no bar for %s: tool_gate_min_score is %s and there is no incumbent score to compare "
             "with (%s), so a candidate that passes a single case would pass. Nothing was changed. Set tool_gate_min_score "
             "above 0 in the inventory (group_vars/gb10.yml; playbooks/tool-gate-spread.yml measures a good build's spread to "
@@ -320,6 +325,11 @@ def gate_bar_refusal(topology, min_score, incumbent_score=None, why=""):
             % (topology or "the new build", _number(min_score), why or "none is stored",
                ("; or leave %s out of tool_gate_topologies (its new engines then take traffic untested, and the switch says "
                 "so)" % topology) if topology else ""))
+
+
+def _true(value):
+    """A flag as Ansible may hand it over (a bool, or its text)."""
+    return value is True or str(value).lower() in ("true", "yes", "1")
 
 
 def _number(value):
@@ -377,6 +387,7 @@ def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=
     plan["gate_hosts"] = gate_hosts(plan, engines, head, failed, lost_hosts)
     plan.update(conclude(plan, engines, head, failed, lost_hosts, passed_gate(engines, notes)))
     plan["startup_records"] = startup_records(plan, engines, notes)
+    plan["dry_run"] = dry_run(plan, engines, head, units, startup, incumbent_score, min_score)
     return plan
 
 
@@ -488,6 +499,7 @@ def upgrade_plan(engines, replicas, target="", startup=None, incumbents=None, no
         "stop": bool(failed),
         "roll_back": upgraded if failed and not restore_failed else [],
         "announcement": upgrade_announcement(engines, todo, target, startup, incumbents),
+        "dry_run": upgrade_dry_run(engines, todo, target, startup, incumbents, min_score),
         "target": target,
         "report": {"target": target, "todo": todo,
                    "old": dict((replicas.get(engines[0]) or {}).get("old") or {}) if engines else {},
@@ -506,7 +518,9 @@ def upgrade_announcement(engines, todo, target, startup=None, incumbents=None):
         score = incumbent.get("score")
         scores.append("%s %s (build %s) scores %s" % (host, incumbent.get("model_path", "?"),
                                                       _keep16(incumbent.get("build_id", "?")),
-                                                      "nothing stored" if score is None else score))
+                                                      score if score is not None else
+                                                      "nothing stored (measured first, while it serves)"
+                                                      if _true(incumbent.get("would_measure")) else "nothing stored"))
     return ("Upgrading %s to %s, one replica at a time. Each leaves the proxy for about one replica start-up (%s) plus "
             "the tool-calling test; %s. Each is compared with the build it serves now: %s." % (
                 ", ".join(todo), target,
@@ -514,3 +528,131 @@ def upgrade_announcement(engines, todo, target, startup=None, incumbents=None):
                 "the other replica serves meanwhile" if len(engines) >= 2 else
                 "it is the only replica (switch_model_allow_outage): the model is down meanwhile, clients get 503",
                 "; ".join(scores)))
+
+
+# --- The dry run (switch_dry_run, or --check): the plan, printed after the preflight ---------------
+
+
+def _minutes_text(seconds):
+    return "%s min" % _minutes(seconds)
+
+
+def _away(kind, startup, name, gated):
+    """How long the model (or a replica) is away, from the start-ups the maintenance window recorded here."""
+    startup = startup or {}
+    seconds, gate = float(startup.get(name) or 0), float(startup.get(name + "_gate") or 0)
+    gate_words = ""
+    if gated:
+        gate_words = (" plus its tool-calling gate (%d s last time)" % int(round(gate)) if gate > 0
+                      else " plus its tool-calling gate (not timed yet here)")
+    if seconds <= 0:
+        return "one %s start-up, not measured yet on these hosts (5 to 20 min on GB10)%s" % (kind, gate_words)
+    return "about %s - the %s start-up last measured on these hosts (%s)%s" % (
+        _minutes_text(seconds + (gate if gated else 0)), kind, _minutes_text(seconds), gate_words)
+
+
+def _incumbent_words(plan, score):
+    incumbent, score = plan["incumbent"], score or {}
+    if not incumbent["host"]:
+        return "nothing serves now, so there is no incumbent to compare with"
+    build = str(score.get("build_id", ""))[:16]
+    if score.get("score") is not None:
+        return "the incumbent build %s (%s) scores %s (%s)" % (
+            build, incumbent["topology"], score["score"], "measured now" if _true(score.get("measured_now")) else "stored")
+    if _true(score.get("would_measure")):
+        return ("the incumbent build %s (%s) has no stored score: a run measures it first, while it serves (%s chat "
+                "completions)" % (build, incumbent["topology"], score.get("would_send", "?")))
+    if build:
+        return "no score is stored for the incumbent build %s (%s), and it is not measured" % (build, incumbent["topology"])
+    return "the incumbent's build is not known"
+
+
+def dry_run(plan, engines, head, units, startup=None, incumbent_score=None, min_score=None):
+    """The plan a dry run of a topology switch prints, one line each: what stops, what starts, how long the model
+    is away (from ``startup``, the start-ups the maintenance window recorded on these hosts), what is gated, what a
+    failure does. ``units``: each engine host's states, as for :func:`decide`."""
+    topology, other_topology = plan["topology"], plan["other"]
+    lines = ["Dry run of the switch to %s: this is what a run would do. Nothing was changed, no tool-calling test was "
+             "sent, no lock was taken." % topology]
+    if plan["on_target"]:
+        if plan["heal"]:
+            hosts = plan["heal_hosts"]
+            lines.append("Stops and starts: nothing - every engine host already runs %s (%s)." % (topology, plan["unit"]))
+            lines.append("Finishes an interrupted %s run: %s %s drained from the proxy; %s" % (
+                " / ".join(plan["heal_holders"]), ", ".join(hosts), "is" if len(hosts) == 1 else "are",
+                ("the tool-calling gate tests %s directly (against tool_gate_min_score and the build's own last passing "
+                 "score minus tool_gate_tolerance), and each that passes rejoins the proxy."
+                 % ("each of them" if topology == "replicas" else "rank 0"))
+                if plan["gated"] else "they rejoin the proxy untested (the tool-calling gate is off for %s)." % topology))
+        else:
+            lines.append("Stops and starts: nothing - every engine host already runs %s (%s); a run checks that it "
+                         "serves and is in the proxy's rotation." % (topology, plan["unit"]))
+    else:
+        running = [host for host in engines if other_topology in _running((units or {}).get(host))]
+        lines.append("Stops: %s on %s (each host's %s watchdog disabled --now first; %s drained from the proxy, "
+                     "in-flight requests finishing, before it stops)." % (
+                         plan["other_unit"], ", ".join(running) or "no host (it does not run)", other_topology,
+                         ", ".join(api_engines(other_topology, [h for h in engines if h in running], head)
+                                   if running else []) or "nothing"))
+        if topology == "split":
+            rank1 = [host for host in engines if host != head]
+            starts = "%s on %s (rank 0, serves the API) and %s (rank 1)" % (plan["unit"], head, ", ".join(rank1))
+        else:
+            starts = "%s on %s (one replica each)" % (plan["unit"], ", ".join(engines))
+        lines.append("Starts: %s, rendered and checked before anything stops; its watchdog after it serves." % starts)
+        kind = "replica" if topology == "replicas" else "split"
+        lines.append("The model is away: %s." % _away(kind, startup, topology, plan["gated"]))
+        if plan["gated"]:
+            lines.append("Gated: yes - the tool-calling gate tests %s directly before %s joins the proxy: %s must "
+                         "reach tool_gate_min_score (%s) and stay within tool_gate_tolerance of the incumbent's score; "
+                         "%s." % (", ".join(plan["api_engines"]), "it" if len(plan["api_engines"]) == 1 else "each",
+                                  "it" if len(plan["api_engines"]) == 1 else "each",
+                                  _number(min_score) if min_score is not None else "?",
+                                  _incumbent_words(plan, incumbent_score)))
+        else:
+            lines.append("Gated: no - %s is not in tool_gate_topologies: the new engines take traffic untested." % topology)
+        lines.append("If a new engine does not serve%s: the %s %s started again (a rollback), and the run fails."
+                     % (" or fails the gate" if plan["gated"] else "", other_topology,
+                        "is" if other_topology == "split" else "are"))
+    if plan["drained_other"]:
+        lines.append("Left alone: %s, drained by someone else." % ", ".join(
+            "%s (%s)" % (host, holder or "no holder") for host, holder in plan["drained_other"].items()))
+    if plan.get("records") and not plan["records"]["agrees"]:
+        lines.append("Records: %s" % tr.disagreement(plan["records"]))
+    lines.append("To run it: the same command without -e switch_dry_run=true (and without --check).")
+    return lines
+
+
+def upgrade_dry_run(engines, todo, target, startup=None, incumbents=None, min_score=None):
+    """The plan a dry run of the rolling upgrade (switch-model.yml) prints, one line each."""
+    lines = ["Dry run of the upgrade to %s: this is what a run would do. Nothing was changed, no tool-calling test was "
+             "sent, no lock was taken." % target]
+    if not todo:
+        lines.append("Every replica already serves %s: nothing would change." % target)
+        return lines
+    left = [host for host in engines if host not in todo]
+    lines.append("Upgrades, one replica at a time, in this order: %s%s." % (
+        ", ".join(todo), (" (%s already serve%s it: left as %s)" % (", ".join(left), "s" if len(left) == 1 else "",
+                                                                    "it is" if len(left) == 1 else "they are"))
+        if left else ""))
+    lines.append("Each: leaves the proxy (its in-flight requests finish, up to switch_drain_timeout), stops "
+                 "vllm-replica.service, starts it on %s, is gated, and rejoins the proxy." % target)
+    lines.append("Each is away: %s; %s." % (
+        _away("replica", startup, "replicas", True),
+        "the model stays up, the other replica serves meanwhile" if len(engines) >= 2 else
+        "it is the only replica (switch_model_allow_outage): the model is down meanwhile, clients get 503"))
+    scores = []
+    for host in todo:
+        incumbent = (incumbents or {}).get(host) or {}
+        score = incumbent.get("score")
+        scores.append("%s's build %s %s" % (host, _keep16(incumbent.get("build_id", "?")),
+                                            "scores %s" % score if score is not None else
+                                            "has no stored score: a run measures it first, while it serves (%s chat "
+                                            "completions)" % incumbent.get("would_send", "?")
+                                            if _true(incumbent.get("would_measure")) else "has no stored score"))
+    lines.append("Gated: yes - each candidate must reach tool_gate_min_score (%s) and stay within tool_gate_tolerance of "
+                 "the build it replaces: %s." % (_number(min_score) if min_score is not None else "?", "; ".join(scores)))
+    lines.append("If a replica fails: it gets its old build back, the replicas already upgraded go back too, the others "
+                 "are not touched, and the run fails.")
+    lines.append("To run it: the same command without -e switch_dry_run=true (and without --check).")
+    return lines

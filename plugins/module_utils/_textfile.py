@@ -5,16 +5,18 @@
 """The daemons' verdicts as metrics: files for node_exporter's textfile collector.
 
 Private to the collection. The watchdog (``_watchdog.py``), the memory guard's watch
-(``_memory_guard_watch.py``) and the proxy's membership checker (``_upstream.py``) call
+(``_memory_guard_watch.py``), the proxy's membership checker (``_upstream.py``) and the
+floating address's watch (``_keepalived_watch.py``) call
 :func:`write_textfile` once per look, at the point they have their verdict, with the
 families one of the converters below builds from what they already publish (their
 status file's fields). The roles install this file next to each daemon and set, in the
 daemon's unit:
 
 ``FACTORY_FLOOR_TEXTFILE_DIR``
-    node_exporter's ``--collector.textfile.directory`` (Debian's
-    prometheus-node-exporter: ``/var/lib/prometheus/node-exporter``; the
-    prometheus.prometheus collection's node_exporter role: ``/var/lib/node_exporter``).
+    node_exporter's ``--collector.textfile.directory``: the site role's
+    ``site_textfile_dir``, one for every daemon (default ``/var/lib/node_exporter``, what
+    the prometheus.prometheus collection's node_exporter role reads; Debian's
+    prometheus-node-exporter reads ``/var/lib/prometheus/node-exporter``).
     Unset or empty: nothing is written.
 ``FACTORY_FLOOR_HOST``
     The inventory name of the host, added as label ``host`` to every sample: the label
@@ -243,4 +245,31 @@ def upstream_families(state, candidates):
         ("factory_floor_upstream_io_error", "gauge",
          "1 when the membership checker's latest pass could not write a file (disk full, I/O error).",
          [({}, None if "io_error" not in nginx else (1 if nginx["io_error"] else 0))]),
+    ]
+
+
+# ------------------------------------------------------------- the floating address
+
+
+def keepalived_families(status, address, now):
+    """From one look of the floating address's watch: ``status`` (``_keepalived.host_status``, with
+    ``holds_address`` None when the addresses could not be read), the address without its prefix,
+    the time of the look."""
+    current = status.get("vrrp_state") if status.get("vrrp_state_current") else ""
+    holds = status.get("holds_address")
+    return [
+        ("factory_floor_keepalived_holds_address", "gauge",
+         "1 while the floating address is on this host's interface (clients' requests to it land here), 0 when not. "
+         "Summed over the proxy hosts: exactly 1.",
+         [({"address": address}, None if holds is None else (1 if holds else 0))]),
+        ("factory_floor_keepalived_up", "gauge",
+         "1 while keepalived.service is active on this host (it can hold or take over the address), 0 otherwise.",
+         [({}, 1 if status.get("service_state") == "active" else 0)]),
+        ("factory_floor_keepalived_vrrp_state", "gauge",
+         "1 for keepalived's current VRRP state as its notify script last wrote it (MASTER, BACKUP, FAULT, STOP); "
+         "all 0 while keepalived does not run.",
+         [({"state": state}, 1 if state == current else 0) for state in ("MASTER", "BACKUP", "FAULT", "STOP")]),
+        ("factory_floor_keepalived_updated_timestamp_seconds", "gauge",
+         "When the floating address's watch last looked, Unix time.",
+         [({}, now)]),
     ]

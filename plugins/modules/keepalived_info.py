@@ -25,9 +25,12 @@ extends_documentation_fragment:
   - factory_floor.llm.attributes.READ_ONLY
 options:
   interface:
-    description: The interface the floating address lives on (the role's C(keepalived_interface)).
+    description:
+      - The interface the floating address lives on (the role's C(keepalived_interface)).
+      - Empty - the address is looked for on every interface, and RV(interface) names the one that has it (empty when
+        none does). For a reader without the host's facts, from which the role's default interface comes.
     type: str
-    required: true
+    default: ""
   virtual_ipaddress:
     description: The floating address, C(A.B.C.D) or C(A.B.C.D/prefix) (the role's C(keepalived_virtual_ipaddress)). Empty, RV(holds_address) is null.
     type: str
@@ -67,7 +70,7 @@ changed:
   type: bool
   sample: false
 interface:
-  description: O(interface) as given.
+  description: O(interface) as given; without it, the interface that has O(virtual_ipaddress) (empty when none does).
   returned: always
   type: str
   sample: eth0
@@ -162,7 +165,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import 
 def run_module():
     module = AnsibleModule(
         argument_spec=dict(
-            interface=dict(type="str", required=True),
+            interface=dict(type="str", default=""),
             virtual_ipaddress=dict(type="str", default=""),
             state_file=dict(type="path", default="/run/factory-floor/keepalived.json"),
             service=dict(type="str", default="keepalived.service"),

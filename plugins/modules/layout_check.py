@@ -32,6 +32,16 @@ description:
     or C(type: dict) set to something else (O(value_types); Ansible's own check turns a string into a list or a dict
     for the check only, and the role then takes it character by character); an API key that is not a bearer token
     (O(api_keys)); engine hosts that disagree on C(vllm_served_model_name) or C(vllm_api_key)."
+  - "With O(inventory_variables), also every inventory variable set for a host of O(groups) (host_vars, group_vars,
+    extra vars) whose name has one of the collection's prefixes (each role's name - C(vllm_), C(nginx_proxy_),
+    C(keepalived_), C(memory_guard_), C(tool_gate_), C(maintenance_window_), C(site_) - and the first word of the
+    options no role's name prefixes, such as C(switch_), C(metrics_), C(tune_), C(status_), C(ff_); not
+    C(prometheus_), prometheus.prometheus's): a name no role's C(meta/argument_specs.yml) declares is refused with the
+    closest declared name (a typo: no role reads it, so it would change nothing); a value is refused, in one line
+    saying what it must be, when it is not of its option's type (a whole number for C(int), a number for C(float),
+    true or false for C(bool), a list, a mapping, text), not one of its C(choices), or outside the range its
+    description documents (a fraction 0-1 for C(vllm_gpu_memory_utilization), 1-65535 for a TCP port, ...).
+    A scalar value is quoted in the message unless its option is C(no_log); a list or a mapping never is."
   - A machine is identified by where Ansible connects to it - C(ansible_host) (default, the inventory name) and
     C(ansible_port) when set to other than ssh's 22. C(ansible_connection=local), and loopback addresses without
     C(ansible_port), are the controller itself.
@@ -80,6 +90,17 @@ options:
         V(list) or V(dict). A variable of O(value_types) whose type differs is reported (check V(value_type))."
     type: dict
     default: {}
+  inventory_variables:
+    description:
+      - Also check every inventory variable of the hosts of O(groups) that has one of the collection's prefixes -
+        its name, its type, its choices and its documented range - against every role's C(meta/argument_specs.yml)
+        (read on the controller from the collection's C(roles/)). Done by the module's action plugin on the
+        controller, from C(hostvars); the values never become module arguments, so no verbosity shows them.
+      - Names of another collection's variables that share a prefix are accepted when listed in the inventory
+        variable C(vllm_layout_foreign_variables) of a host.
+      - Supersedes O(value_types) and O(expected_types), which remain for a what-if without an inventory.
+    type: bool
+    default: false
   api_keys:
     description:
       - Per inventory host, the API key variables set for it (C(vllm_api_key), C(tool_gate_api_key),
@@ -122,6 +143,8 @@ EXAMPLES = r"""
       spark-1:
         vllm_port: 8000
         nginx_proxy_backend_address: 127.0.0.1
+    # and every vllm_*, nginx_proxy_*, switch_*, ... variable of those hosts: name, type, choices, range
+    inventory_variables: true
   delegate_to: localhost
   run_once: true
   become: false
@@ -156,7 +179,8 @@ errors:
         - Which check failed - V(topology), V(topology_differs), V(topology_groups), V(no_engines), V(no_proxy),
           V(port_value), V(port_shared), V(upstream_shared), V(proxy_port_shared), V(loopback_backend),
           V(loopback_listen), V(split_group), V(split_hosts), V(split_settings_differ), V(split_head), V(split_parallel),
-          V(split_machines), V(value_type), V(api_key), V(served_model_name_differs), V(api_key_differs).
+          V(split_machines), V(value_type), V(api_key), V(served_model_name_differs), V(api_key_differs),
+          V(variable_name) (with O(inventory_variables), a name no role declares).
       type: str
       sample: split_hosts
     hosts:
@@ -242,6 +266,8 @@ def run_module():
             value_types=dict(type="dict", default={}),
             expected_types=dict(type="dict", default={}),
             api_keys=dict(type="dict", default={}, no_log=True),
+            # Read by the action plugin (plugins/action/layout_check.py), which does that check on the controller.
+            inventory_variables=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

@@ -62,11 +62,19 @@ options:
     type: path
   floating_addresses:
     description:
-      - The proxy's floating addresses (keepalived, a role of its own), each C(name), C(address), C(holder) (the host
-        that holds it now) and C(state), for its row of the table. Empty - none configured.
+      - The proxy's floating addresses, each C(name), C(address), C(holder) (the host that holds it now) and C(state),
+        for its row of the table; O(keepalived) adds the one the C(keepalived) role manages.
     type: list
     elements: dict
     default: []
+  keepalived:
+    description:
+      - The C(keepalived) role's C(keepalived_status) fact (its C(status) entry point, run on the proxy hosts first) -
+        C(address), C(holders) (inventory names), C(ok), C(hosts) (each host's VRRP state), C(message). Its address,
+        holder and each proxy host's VRRP state get the table's floating address line; no holder or two holders
+        need attention.
+      - Omitted or null - no floating address (fewer than two proxy hosts), unless O(floating_addresses) names one.
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -151,7 +159,9 @@ proxies:
   type: list
   elements: dict
 floating_addresses:
-  description: O(floating_addresses), as given.
+  description: O(floating_addresses), then the one of O(keepalived) - C(name) (V(keepalived)), C(address), C(holder)
+    (the holders, joined with C(and); null when none holds it), C(holders), C(state), C(ok) (exactly one holder),
+    C(message).
   returned: always
   type: list
   elements: dict
@@ -189,6 +199,7 @@ def main():
             split_head=dict(type="str"),
             gate_store_dir=dict(type="path"),
             floating_addresses=dict(type="list", elements="dict", default=[]),
+            keepalived=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -196,7 +207,8 @@ def main():
     now = time.time()
     gate = site.read_gate_records(params["gate_store_dir"], list(params["engines"]))
     view = site.build(params["engines"], params["proxies"], params["inventory_topology"], split_head=params["split_head"],
-                      gate=gate, floating=params["floating_addresses"], now=now)
+                      gate=gate, floating=params["floating_addresses"], now=now,
+                      keepalived=params["keepalived"])
     module.exit_json(changed=False, table=site.table(view, now), **view)
 
 

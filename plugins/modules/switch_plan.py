@@ -24,7 +24,9 @@ description:
     only where it can without it (each replica on its own host; the split needs every engine host). In a gated switch an
     engine rejoins the proxy only with a passing verdict of its own in O(notes) (the split - rank 0's), so no verdict is
     a failure.
-  - A gated run whose gate has no bar - O(min_score) at 0 and no incumbent score - is refused (RV(refusal)).
+  - A gated run whose gate has no bar - O(min_score) at 0 and no incumbent score - is refused (RV(refusal)); not when the
+    incumbent's score is one a run would measure first (C(would_measure) in O(incumbent_score), check mode).
+  - For a dry run (C(switch_dry_run), C(--check)), RV(dry_run) says what a run would do, one line each.
   - With O(procedure=record), at the end of a switch once every host's outcome is known, what each engine host's
     topology record is to say (RV(write), RV(unrecorded)), one decision for every host from what each one runs now.
   - With O(procedure=upgrade), the decisions of C(playbooks/switch-model.yml) - which replicas to upgrade (RV(todo)),
@@ -258,6 +260,24 @@ announcement:
   description: The sentence the switch or the upgrade prints before anything changes.
   returned: with O(procedure=switch) or O(procedure=upgrade)
   type: str
+dry_run:
+  description:
+    - What a run would do, one line each, for a dry run to print (C(-e switch_dry_run=true) or C(--check)) -
+      (switch) what stops, what starts, how long the model is away (from O(startup), the start-ups measured on these
+      hosts), whether and against what the new engines are gated, what a failure does; (upgrade) which replicas restart
+      and in what order, how long each is away, each candidate's bar.
+  returned: with O(procedure=switch) or O(procedure=upgrade)
+  type: list
+  elements: str
+  sample:
+    - "Dry run of the switch to split: this is what a run would do. Nothing was changed, no tool-calling test was sent,
+      no lock was taken."
+    - "Stops: vllm-replica.service on spark-a, spark-b (...)."
+    - "Starts: vllm-split.service on spark-a (rank 0, serves the API) and spark-b (rank 1), rendered and checked before
+      anything stops; its watchdog after it serves."
+    - "The model is away: about 7.6 min - the split start-up last measured on these hosts (7.0 min) plus its
+      tool-calling gate (35 s last time)."
+    - "Gated: no - split is not in tool_gate_topologies: the new engines take traffic untested."
 gate_hosts:
   description: The engines the tool-calling gate tests, given O(failed).
   returned: with O(procedure=switch)

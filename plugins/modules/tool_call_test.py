@@ -45,7 +45,9 @@ description:
     or the case's first reason when it failed): the module's action plugin runs it in parts of at least
     O(progress_interval) seconds, each going on with the same run (O(resume)), and prints each part's lines as it ends."
   - Only reads. The requests generate text but change nothing, so the module always reports
-    RV(ignore:changed=false) and runs in full in check mode.
+    RV(ignore:changed=false).
+  - In check mode it sends nothing - a suite is load on the engine - and returns what it would do, as
+    O(validate_only) does, with RV(would_send) (the chat completions a run would send) and a message that says so.
 author:
   - Factory Floor maintainers (@factory-floor)
 requirements:
@@ -55,7 +57,15 @@ requirements:
   - PyYAML (Python library, on the host the module runs on), only for a O(suite) given as a path to a YAML file
 extends_documentation_fragment:
   - factory_floor.llm.attributes
-  - factory_floor.llm.attributes.READ_ONLY
+attributes:
+  check_mode:
+    support: full
+    details: Check mode sends no request (a suite is load on the engine); it checks the suite and the selection and
+      returns what a run would send (RV(would_send)). It predicts RV(ignore:changed=false), which a run reports.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
 options:
   url:
     description:
@@ -257,7 +267,7 @@ EXAMPLES = r"""
 RETURN = r"""
 score:
   description: Percentage (0-100, one decimal) of the selected cases that passed.
-  returned: success, unless O(validate_only)
+  returned: success, unless O(validate_only) or in check mode
   type: float
   sample: 72.2
 total:
@@ -267,23 +277,23 @@ total:
   sample: 18
 passed_count:
   description: Number of cases that passed.
-  returned: success, unless O(validate_only)
+  returned: success, unless O(validate_only) or in check mode
   type: int
   sample: 13
 failed_count:
   description: Number of cases that failed.
-  returned: success, unless O(validate_only)
+  returned: success, unless O(validate_only) or in check mode
   type: int
   sample: 5
 passed_cases:
   description: Ids of the cases that passed, in the order run.
-  returned: success, unless O(validate_only)
+  returned: success, unless O(validate_only) or in check mode
   type: list
   elements: str
   sample: [single_string, single_enum]
 failed_cases:
   description: The cases that failed, with why and the raw answers (each cut at 20000 characters).
-  returned: success, unless O(validate_only)
+  returned: success, unless O(validate_only) or in check mode
   type: list
   elements: dict
   contains:
@@ -311,7 +321,7 @@ failed_cases:
       stream_body: 'data: {...}'
 results:
   description: Every case's result, in the order run.
-  returned: success, unless O(validate_only)
+  returned: success, unless O(validate_only) or in check mode
   type: list
   elements: dict
   contains:
@@ -355,17 +365,17 @@ results:
       verdicts: [true]
 by_category:
   description: Per category, C(total), C(passed) and C(score) (percent, one decimal).
-  returned: success, unless O(validate_only)
+  returned: success, unless O(validate_only) or in check mode
   type: dict
   sample: {single: {total: 5, passed: 4, score: 80.0}, no_tool: {total: 2, passed: 2, score: 100.0}}
 latency_mean:
   description: Mean seconds of the non-streamed requests that got an answer; null when none did.
-  returned: success, unless O(validate_only)
+  returned: success, unless O(validate_only) or in check mode
   type: float
   sample: 2.315
 latency_max:
   description: Longest non-streamed request, seconds.
-  returned: success, unless O(validate_only)
+  returned: success, unless O(validate_only) or in check mode
   type: float
   sample: 6.02
 elapsed:
@@ -377,7 +387,7 @@ elapsed:
   sample: 81.4
 model:
   description: The model name the requests used.
-  returned: success, unless O(validate_only)
+  returned: success, unless O(validate_only) or in check mode
   type: str
   sample: lab-chat
 url:
@@ -398,12 +408,12 @@ suite_name:
   sample: default
 repeat:
   description: How many times the selection ran (O(repeat)); each case's verdict is the majority over the runs.
-  returned: success, unless O(validate_only)
+  returned: success, unless O(validate_only) or in check mode
   type: int
   sample: 3
 run_scores:
   description: Each run's score (percent, 0-100, one decimal), in the order they ran. One entry with O(repeat=1).
-  returned: success, unless O(validate_only)
+  returned: success, unless O(validate_only) or in check mode
   type: list
   elements: float
   sample: [72.2, 66.7, 72.2]
@@ -411,7 +421,7 @@ flipped_cases:
   description:
     - Ids of the cases whose verdict differed between the runs (empty with O(repeat=1)). Their majority verdict counts
       in RV(score); each appears in RV(results) with C(verdicts), one boolean per run.
-  returned: success, unless O(validate_only)
+  returned: success, unless O(validate_only) or in check mode
   type: list
   elements: str
   sample: [multi_turn_answer_from_result]
@@ -421,11 +431,18 @@ progress:
       while it goes on, C(resume) (the results so far, passed back as O(resume)). A part that does not end the run
       returns only RV(url), RV(model), RV(suite_name), RV(suite_digest), RV(total) and this; the task's result is the
       last part's.
-  returned: success, unless O(validate_only)
+  returned: success, unless O(validate_only) or in check mode
   type: dict
   sample:
     done: true
     lines: ["case 18 of 18: multi_turn_answer_from_result (multi_turn) passed in 6.2 s"]
+would_send:
+  description:
+    - In check mode, the chat completions a run would send - each selected case once non-streamed and, with O(streaming),
+      once streamed, O(repeat) times - none of them sent.
+  returned: in check mode
+  type: int
+  sample: 36
 suite_digest:
   description:
     - sha256 (hex) of what decides the score - the selected cases, the tools they offer, O(temperature),
@@ -558,9 +575,15 @@ def main():
             suite["name"], len(suite["cases"]), params["cases"], params["categories"]), url=url)
     settings = {"temperature": params["temperature"], "max_tokens": params["max_tokens"], "streaming": params["streaming"]}
     digest = suite_digest(cases, suite["tools"], settings)
-    if params["validate_only"]:
-        module.exit_json(changed=False, url=url, suite_name=suite["name"], suite_digest=digest, total=len(cases),
-                         selected=[case["id"] for case in cases], elapsed=round(time.monotonic() - started, 3))
+    if params["validate_only"] or module.check_mode:
+        result = dict(changed=False, url=url, suite_name=suite["name"], suite_digest=digest, total=len(cases),
+                      selected=[case["id"] for case in cases], elapsed=round(time.monotonic() - started, 3))
+        if module.check_mode and not params["validate_only"]:
+            # A suite is load on the engine: check mode sends none of it and says what a run would send.
+            result["would_send"] = len(cases) * params["repeat"] * (2 if params["streaming"] else 1)
+            result["msg"] = ("check mode: would run %d cases %d time(s) against %s (%d chat completions); nothing was sent"
+                             % (len(cases), params["repeat"], url, result["would_send"]))
+        module.exit_json(**result)
 
     model = params["model"]
     runs = [[] for _run in range(params["repeat"])]

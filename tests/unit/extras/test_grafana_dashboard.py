@@ -45,7 +45,8 @@ def textfile_names():
     status = {"unit": "u", "role": "replica", "verdict": "serving", "budget": {}, "unit_state": {}, "updated": 0}
     families = (textfile.watchdog_families(status)
                 + textfile.memory_guard_families(0, 0, 0, {}, [], {})
-                + textfile.upstream_families({}, []))
+                + textfile.upstream_families({}, [])
+                + textfile.keepalived_families({}, "10.89.7.100", 0))
     return {family[0] for family in families}
 
 
@@ -69,7 +70,8 @@ def test_panel_ids_are_unique_and_the_issue_23_panels_are_there():
 def test_every_query_is_valid_promql(tmp_path):
     rules = {"groups": [{"name": "dashboard", "rules": [
         {"record": "dashboard:panel_%d_%s" % (panel["id"], ref.lower()),
-         "expr": expr.replace("$job", "vllm").replace("$__range", "1h")}
+         "expr": expr.replace("$job", "vllm").replace("$__range", "1h").replace("$__rate_interval", "1m")
+         .replace("$host", ".*")}
         for panel, ref, expr in queries()]}]}
     path = tmp_path / "dashboard-queries.yml"
     path.write_text(yaml.safe_dump(rules), encoding="utf-8")
@@ -97,3 +99,37 @@ def test_the_alert_rules_read_metrics_that_exist():
     exprs = " ".join(rule["expr"] for group in yaml.safe_load(text)["groups"] for rule in group["rules"])
     used = set(re.findall(r"\b(vllm:[a-z_]+|factory_floor_[a-z_]+)\b", exprs))
     assert used - (exported_vllm_names() | textfile_names()) == set()
+
+
+def _dashboard():
+    with open(DASHBOARD, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def test_per_engine_in_flight_and_time_to_first_token():
+    """Issue 35: the summed in-flight panel hides an engine that runs full while another idles."""
+    by_title = {panel["title"]: [target["expr"] for target in panel.get("targets", [])] for panel in _dashboard()["panels"]}
+    in_flight = by_title["Requests in flight per engine"]
+    assert 'sum by (host) (vllm:num_requests_running{job=~"$job",host=~"$host"})' in in_flight
+    ttft = by_title["Time to first token per engine"]
+    assert any(expr.startswith("histogram_quantile(0.95, sum by (le, host) (rate(vllm:time_to_first_token_seconds_bucket")
+               for expr in ttft)
+
+
+def test_a_host_variable_narrows_every_engine_query():
+    variables = {item["name"]: item for item in _dashboard()["templating"]["list"]}
+    host = variables["host"]
+    assert host["type"] == "query" and host["includeAll"] and host["multi"] and host["allValue"] == ".*"
+    assert "label_values(vllm:num_requests_running" in host["query"]["query"]
+    for _panel, _ref, expr in queries():
+        for selector in re.findall(r"\b(?:vllm:[a-z0-9_]+|up|process_start_time_seconds|factory_floor_(?:watchdog|engine|memory)_[a-z0-9_]+)"
+                                   r"(\{[^}]*\})?", expr):
+            assert 'host=~"$host"' in selector, expr
+
+
+def test_rates_use_grafanas_rate_interval():
+    """No fixed window: $__rate_interval is at least four scrape intervals at any zoom. The one fixed window left,
+    changes(process_start_time_seconds[1h]), counts starts in the last hour (its legend says so)."""
+    for _panel, _ref, expr in queries():
+        for function, window in re.findall(r"\b(rate|increase|irate)\([^\[]*\[([^\]]+)\]", expr):
+            assert window == "$__rate_interval", expr

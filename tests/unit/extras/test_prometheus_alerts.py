@@ -136,14 +136,20 @@ def engine_hung(tmp_path, monkeypatch, fault):
     return advancing(read(fixture("vllm_a_t0"), ENGINE), read(fixture("vllm_a_t1"), ENGINE), 20)
 
 
-def kv_cache_full(tmp_path, monkeypatch, fault):
-    snaps = advancing(read(fixture("vllm_a_t0"), ENGINE), read(fixture("vllm_a_t1"), ENGINE), 20)
-    if fault:
-        for snap in snaps:
-            for name in snap:
-                if name.startswith("vllm:kv_cache_usage_perc{"):
-                    snap[name] = 0.97
-    return snaps
+def _engine_gauge(gauge, value):
+    """The healthy engine at its measured rates, with ``gauge`` at ``value`` on the fault."""
+    def sample(tmp_path, monkeypatch, fault):
+        snaps = advancing(read(fixture("vllm_a_t0"), ENGINE), read(fixture("vllm_a_t1"), ENGINE), 20)
+        if fault:
+            for snap in snaps:
+                for name in snap:
+                    if name.startswith(gauge + "{"):
+                        snap[name] = value
+        return snaps
+    return sample
+
+
+kv_cache_full = _engine_gauge("vllm:kv_cache_usage_perc", 0.97)
 
 
 def _textfile_steady(producer, labels):
@@ -194,6 +200,126 @@ CASES = {
     "FactoryFloorMaintenanceLockExpired": (lock_expired, dict(WATCHDOG, severity="warning")),
     "FactoryFloorWatchdogConfigError": (watchdog_config_error, dict(WATCHDOG, verdict="config_error", severity="warning")),
 }
+
+
+# ------------------------------------------------- issue 35: absent(), rotation, load, floating address
+
+ENGINE_B = dict(ENGINE, instance="spark-b:8000", host="spark-b")
+PROXY_B_NODE = {"job": "node", "instance": "gateway-b:9100"}
+
+
+def _selector(name, labels):
+    return "%s{%s}" % (name, ",".join('%s="%s"' % kv for kv in sorted(labels.items())))
+
+
+def _with(snapshots, extra):
+    return [dict(snap, **extra) for snap in snapshots]
+
+
+def watchdog_metrics_absent(tmp_path, monkeypatch, fault):
+    """The engines are scraped; the watchdog's file reaches Prometheus (healthy) or no file does (a
+    node_exporter reading another directory)."""
+    up = {_selector("up", ENGINE): 1, _selector("up", ENGINE_B): 1}
+    if fault:
+        return steady(up)
+    return _with(alive(read(tt.watchdog_textfile(tmp_path, monkeypatch, False), NODE)), up)
+
+
+def watchdog_metrics_missing(tmp_path, monkeypatch, fault):
+    """spark-a's watchdog reports; spark-b's engine is scraped and its watchdog's file does not reach
+    Prometheus (``fault``), or spark-b is the split's rank 1, which has no scrape target (healthy)."""
+    files = alive(read(tt.watchdog_textfile(tmp_path, monkeypatch, False), NODE))
+    up = {_selector("up", ENGINE): 1}
+    if fault:
+        up[_selector("up", ENGINE_B)] = 1
+    return _with(files, up)
+
+
+def _absent_of(producer, labels):
+    def sample(tmp_path, monkeypatch, fault):
+        other = {_selector("up", ENGINE): 1}
+        return steady(other) if fault else _with(alive(read(producer(tmp_path, monkeypatch, False), labels)), other)
+    return sample
+
+
+def engine_out_of_rotation(tmp_path, monkeypatch, fault):
+    """Both replicas scraped; the proxy has spark-b drained while spark-a serves (``fault``), or both in."""
+    up = {_selector("up", ENGINE): 1, _selector("up", ENGINE_B): 1}
+    proxy = read(tt.upstream_textfile(tmp_path, monkeypatch, "one_drained" if fault else False), PROXY_NODE)
+    return steady(dict(proxy, **up))
+
+
+# spark-a with 20 requests waiting (more than max_num_seqs, 12) for the whole window, or its measured 1.
+queue_deep = _engine_gauge("vllm:num_requests_waiting", 20.0)
+
+
+def ttft_high(tmp_path, monkeypatch, fault):
+    """spark-a at its measured rates (p95 under 1 s), or with every new request's first token after 10-20 s:
+    only the buckets from le=20 up (and the count) grow."""
+    t0, t1 = read(fixture("vllm_a_t0"), ENGINE), read(fixture("vllm_a_t1"), ENGINE)
+    snaps = advancing(t0, t1, 20)
+    if fault:
+        for minute, snap in enumerate(snaps):
+            for name in snap:
+                if not name.startswith(("vllm:time_to_first_token_seconds_bucket{",
+                                        "vllm:time_to_first_token_seconds_count{")):
+                    continue
+                bound = re.search(r'le="([^"]+)"', name)
+                late = bound is None or float(bound.group(1)) >= 20.0
+                snap[name] = t1[name] + (30.0 * minute if late else 0.0)
+    return snaps
+
+
+def _keepalived(tmp_path, monkeypatch, holders, down=(), live=True):
+    """Both proxy hosts' watch files, gateway-a and gateway-b; ``holders`` have the address on eth0."""
+    found = {}
+    for host, node in (("gateway-a", PROXY_NODE), ("gateway-b", PROXY_B_NODE)):
+        found.update(read(tt.keepalived_textfile(tmp_path / host, monkeypatch, host, host in holders,
+                                                 "MASTER" if host in holders else "BACKUP",
+                                                 "failed" if host in down else "active"), node))
+    return alive(found) if live else steady(found)
+
+
+def floating_no_holder(tmp_path, monkeypatch, fault):
+    return _keepalived(tmp_path, monkeypatch, () if fault else ("gateway-a",))
+
+
+def floating_two_holders(tmp_path, monkeypatch, fault):
+    return _keepalived(tmp_path, monkeypatch, ("gateway-a", "gateway-b") if fault else ("gateway-b",))
+
+
+def keepalived_down(tmp_path, monkeypatch, fault):
+    return _keepalived(tmp_path, monkeypatch, ("gateway-a",), down=("gateway-b",) if fault else ())
+
+
+def floating_unwatched(tmp_path, monkeypatch, fault):
+    """Both watches report (healthy); gateway-b's stopped at 0m, its file left behind (``fault``)."""
+    moving = _keepalived(tmp_path / "a", monkeypatch, ("gateway-a",))
+    if not fault:
+        return moving
+    for snap in moving:
+        for name in snap:
+            if name.startswith("factory_floor_keepalived_updated_timestamp_seconds{") and 'host="gateway-b"' in name:
+                snap[name] = moving[0][name]
+    return moving
+
+
+ABSENT = {"severity": "critical"}
+CASES.update({
+    "FactoryFloorWatchdogMetricsAbsent": (watchdog_metrics_absent, ABSENT),
+    "FactoryFloorWatchdogMetricsMissing": (watchdog_metrics_missing, {"host": "spark-b", "severity": "critical"}),
+    "FactoryFloorMembershipMetricsAbsent": (_absent_of(tt.upstream_textfile, PROXY_NODE), ABSENT),
+    "FactoryFloorMemoryGuardMetricsAbsent": (_absent_of(tt.memory_guard_textfile, NODE), ABSENT),
+    "FactoryFloorEngineOutOfRotation": (engine_out_of_rotation,
+                                        dict(PROXY_NODE, host="gateway", backend="spark-b", severity="warning")),
+    "VLLMQueueDeep": (queue_deep, dict(ENGINE, engine="0", model_name="local-model", severity="warning")),
+    "VLLMTimeToFirstTokenHigh": (ttft_high, dict(ENGINE, model_name="local-model", severity="warning")),
+    "FactoryFloorFloatingAddressNoHolder": (floating_no_holder, {"address": "10.89.7.100", "severity": "critical"}),
+    "FactoryFloorFloatingAddressTwoHolders": (floating_two_holders, {"address": "10.89.7.100", "severity": "critical"}),
+    "FactoryFloorKeepalivedDown": (keepalived_down, dict(PROXY_B_NODE, host="gateway-b", severity="warning")),
+    "FactoryFloorFloatingAddressUnwatched": (floating_unwatched,
+                                             dict(PROXY_B_NODE, host="gateway-b", severity="warning")),
+})
 
 
 def rules():
@@ -310,3 +436,26 @@ def test_a_fault_sample_really_is_one(tmp_path):
     """The control: promtool fails a test that expects no alert on a fault sample."""
     done = run_promtool_test(tmp_path, "VLLMEngineHung", timeline(engine_hung(tmp_path, None, True)), [])
     assert done.returncode != 0 and "VLLMEngineHung" in done.stdout + done.stderr
+
+
+def test_out_of_rotation_is_silent_for_the_splits_rank_1_and_when_nothing_serves(tmp_path, monkeypatch):
+    """The split's rank 1 serves no API (no scrape target) and always fails the proxy's probe; with every engine
+    out, FactoryFloorNoEngineInRotation or FactoryFloorEnginesDrainedTooLong speak instead."""
+    split = read(tt.upstream_textfile(tmp_path / "split", monkeypatch, "one_drained"), PROXY_NODE)
+    series = timeline(steady(dict(split, **{_selector("up", ENGINE): 1})))
+    done = run_promtool_test(tmp_path, "FactoryFloorEngineOutOfRotation", series, [])
+    assert done.returncode == 0, done.stdout + done.stderr
+    drained = read(tt.upstream_textfile(tmp_path / "all", monkeypatch, "drained"), PROXY_NODE)
+    series = timeline(steady(dict(drained, **{_selector("up", ENGINE): 1, _selector("up", ENGINE_B): 1})))
+    done = run_promtool_test(tmp_path, "FactoryFloorEngineOutOfRotation", series, [])
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_out_of_rotation_waits_out_a_switch(tmp_path, monkeypatch):
+    """Drained for 20 minutes (a switch's start-up and gate), then back: no alert; the control, 40 minutes, fires."""
+    up = {_selector("up", ENGINE): 1, _selector("up", ENGINE_B): 1}
+    out = dict(read(tt.upstream_textfile(tmp_path / "o", monkeypatch, "one_drained"), PROXY_NODE), **up)
+    back = dict(read(tt.upstream_textfile(tmp_path / "b", monkeypatch, False), PROXY_NODE), **up)
+    series = timeline([back] * 15 + [out] * 20 + [back] * (STEPS - 35))
+    done = run_promtool_test(tmp_path, "FactoryFloorEngineOutOfRotation", series, [])
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -15,10 +15,22 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 
+import pytest
 import yaml
 
-from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, render
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, render, role_variables
+
+
+def render_value(role, name, **inventory):
+    """A role variable as Ansible evaluates it under ``inventory``."""
+    variables = dict(role_variables(role), **inventory)
+    return Templar(loader=DataLoader(), variables=variables).template(trust_as_template("{{ %s }}" % name))
 
 
 def inventory(**extra):
@@ -89,3 +101,26 @@ def test_the_engines_check_reads_the_file_the_membership_checker_writes():
     assert ours["_keepalived_checker_state_file"] == nginx["_nginx_proxy_state_file"]
     assert os.path.dirname(ours["_keepalived_engines_check"]) == nginx["_nginx_proxy_lib_dir"]
     assert os.path.exists(os.path.join(ROOT, "plugins", "module_utils", os.path.basename(ours["_keepalived_engines_check"])))
+
+
+def test_the_watch_writes_where_every_daemon_writes_and_systemd_accepts_its_unit(tmp_path):
+    """The floating address's watch: its metrics go to the site's one textfile directory, labelled with the
+    inventory name; systemd's own check (the role's validate command) passes the unit."""
+    text = render("keepalived", "keepalived-watch.service.j2", **inventory())
+    assert 'Environment="FACTORY_FLOOR_TEXTFILE_DIR=/var/lib/node_exporter"' in text
+    assert 'Environment="FACTORY_FLOOR_HOST=spark-a"' in text
+    assert ("ExecStart=/usr/bin/python3 /usr/local/lib/factory-floor/_keepalived_watch.py "
+            "--config /etc/factory-floor/keepalived-watch.json") in text
+    assert "WatchdogSec=30" in text
+    moved = render("keepalived", "keepalived-watch.service.j2",
+                   **inventory(site_textfile_dir="/var/lib/prometheus/node-exporter"))
+    assert 'Environment="FACTORY_FLOOR_TEXTFILE_DIR=/var/lib/prometheus/node-exporter"' in moved
+    if not shutil.which("systemd-analyze"):
+        pytest.skip("needs systemd-analyze")
+    unit = tmp_path / "unit"
+    unit.write_text(text)
+    variables = inventory()
+    validate = render_value("keepalived", "_keepalived_watch_unit_validate", **variables)
+    done = subprocess.run(validate.replace("%s", str(unit)), shell=True, capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -41,6 +41,8 @@ COPIES = [
     re.compile(r"^\s*\w+:\s*(gb10|proxy|8000|/run/factory-floor-maintenance)\s*$"),
     # The topologies' units: the site role's table (vars/main.yml).
     re.compile(r"vllm-(replica|split)(-watchdog)?\.service"),
+    # node_exporter's textfile directory: site_textfile_dir, one for every daemon.
+    re.compile(r"/var/lib/(node_exporter|prometheus/node-exporter)"),
 ]
 
 

@@ -265,7 +265,13 @@ LIB = "/usr/local/lib/factory-floor"
           _memory_guard_watch_config="/etc/factory-floor/memory-guard.json", _memory_guard_lib_dir=LIB,
           _memory_guard_lib_files=["_memory_guard_watch.py"]),
      "factory-floor-memory-guard.service", ["/etc/factory-floor/memory-guard.json", LIB + "/_memory_guard_watch.py"]),
-], ids=["watchdog", "checker", "memory-watch"])
+    ("roles/keepalived/tasks/watch.yml",
+     dict(_keepalived_watch_unit="factory-floor-keepalived-watch.service",
+          _keepalived_watch_config="/etc/factory-floor/keepalived-watch.json", _keepalived_lib_dir=LIB,
+          _keepalived_watch_files=["_keepalived_watch.py", "_keepalived.py"]),
+     "factory-floor-keepalived-watch.service",
+     ["/etc/factory-floor/keepalived-watch.json", LIB + "/_keepalived_watch.py", LIB + "/_keepalived.py"]),
+], ids=["watchdog", "checker", "memory-watch", "keepalived-watch"])
 def test_a_daemon_is_asked_about_every_file_it_was_started_from(path, values, unit, own_files):
     (task,) = [task for task in info_tasks(path) if task[INFO]["units"] != ["nginx.service"]]
     assert asked(task, common(**values)) == {"units": [unit], "files": ["/etc/systemd/system/" + unit] + own_files}

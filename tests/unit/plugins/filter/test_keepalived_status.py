@@ -22,6 +22,9 @@ RESULTS = [
     {"__keepalived_host": "spark-b", "changed": False, "holds_address": True, "vrrp_state": "MASTER",
      "vrrp_state_current": True, "service_state": "active", "interface": "eth0", "addresses": []},
     {"__keepalived_host": "spark-c", "unreachable": True, "msg": "ssh: connect to host spark-c port 22"},
+    # A read that failed, under the status entry point's failed_when: false.
+    {"__keepalived_host": "spark-d", "changed": False, "failed": False, "failed_when_result": False,
+     "msg": "ip -j addr show failed (rc 1): boom"},
 ]
 
 PLAYBOOK = """
@@ -51,7 +54,7 @@ def test_status_in_a_playbook(tmp_path):
     assert status["holders"] == ["spark-b"]
     assert status["ok"] is True
     assert status["message"] == ("The floating address 10.89.7.100 is on spark-b. spark-a BACKUP; spark-b MASTER; "
-                                 "spark-c keepalived unknown (unreachable).")
+                                 "spark-c keepalived unknown (unreachable); spark-d keepalived unknown (ip -j addr show failed (rc 1): boom).")
     assert "invocation" not in status["hosts"]["spark-a"]
     assert "keepalived_status expects a loop's results (a list), got str" in out, out
     assert done.returncode != 0

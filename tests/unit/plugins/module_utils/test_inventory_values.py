@@ -2,9 +2,10 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Unit tests for plugins/module_utils/_inventory_values.py: list and dict variables given as
-something else, API keys that are no bearer token, engines that disagree - never a value shown.
-(Whole runs through the vllm role's layout entry point: tests/unit/plugins/modules/test_layout_check.py.)"""
+"""Unit tests for plugins/module_utils/_inventory_values.py: variable names no role declares, values
+of the wrong type, choice or range, list and dict variables given as something else, API keys that
+are no bearer token, engines that disagree - never a secret shown. (Whole runs through the vllm
+role's layout entry point: tests/unit/plugins/modules/test_layout_check.py.)"""
 
 from __future__ import annotations
 
@@ -33,9 +34,7 @@ def _role_vars():
         return yaml.safe_load(handle)
 
 
-def test_the_layout_reads_every_roles_specs_and_knows_every_key_variable():
-    roles, dummy = _specs()
-    assert _role_vars()["_vllm_layout_roles"] == roles
+def test_the_layout_knows_every_key_variable():
     assert tuple(_role_vars()["_vllm_layout_key_vars"]) == iv.KEY_VARS
 
 

@@ -87,6 +87,15 @@ def test_host_status_without_keepalived_or_interface():
     assert ka.host_status({}, "eth0")["holds_address"] is None
 
 
+def test_host_status_without_an_interface_looks_on_every_one():
+    # status.yml reads the proxy hosts without facts, where keepalived_interface's default comes from.
+    interfaces = ka.parse_ip_addr(IP_ADDR_HOLDER)
+    holder = ka.host_status(interfaces, "", "10.89.9.100/24", "active")
+    assert holder["holds_address"] is True and holder["interface"] == "eth0"
+    other = ka.host_status(interfaces, "", "10.89.9.101/24", "active")
+    assert other["holds_address"] is False and other["interface"] == ""
+
+
 @pytest.mark.parametrize("text", ["", "not json", "[1]", '{"state": "ELSE"}'])
 def test_unreadable_or_unknown_state(text):
     assert ka.host_status({}, "eth0", state=ka.parse_state(text))["vrrp_state"] == ""

@@ -18,6 +18,7 @@ import re
 import pytest
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _site_status as site
+from ansible_collections.factory_floor.llm.plugins.module_utils import _keepalived as ka
 
 NOW = 1796158800.0  # 2026-12-01 21:00:00 UTC
 IMAGE = "sha256:" + "ab12cd34ef56" + "0" * 52
@@ -82,10 +83,11 @@ GATE = {"spark-a": {"host": "spark-a", "role": "candidate", "passed": True, "sco
                                                     "image": {"id": IMAGE}}}}
 
 
-def view(engines=None, proxies=None, inventory="replicas", gate=None, floating=None):
+def view(engines=None, proxies=None, inventory="replicas", gate=None, floating=None, keepalived=None):
     engines = engines if engines is not None else {"spark-a": engine("spark-a"), "spark-b": engine("spark-b")}
     proxies = proxies if proxies is not None else {"gateway": proxy()}
-    return site.build(engines, proxies, inventory, gate=gate if gate is not None else GATE, floating=floating, now=NOW)
+    return site.build(engines, proxies, inventory, gate=gate if gate is not None else GATE, floating=floating, now=NOW,
+                      keepalived=keepalived)
 
 
 def test_after_a_switch_to_replicas_both_serve_in_rotation_with_their_gate_score():
@@ -293,6 +295,37 @@ def test_a_gate_record_of_another_build_says_so():
 def test_floating_addresses_have_their_row():
     result = view(floating=[{"name": "proxy", "address": "10.89.7.30", "holder": "gateway", "state": "MASTER"}])
     assert "floating proxy address: proxy 10.89.7.30 on gateway (MASTER)" in site.table(result, NOW)
+
+
+def keepalived(holders):
+    """The keepalived role's keepalived_status (_keepalived.summarize) for two proxy hosts, spark-a and spark-b."""
+    statuses = {name: {"holds_address": name in holders, "vrrp_state": "MASTER" if name in holders else "BACKUP",
+                       "vrrp_state_current": True, "service_state": "active"} for name in ("spark-a", "spark-b")}
+    return ka.summarize(statuses, "10.89.7.100/24")
+
+
+def test_the_floating_address_names_its_holder_and_each_proxys_vrrp_state():
+    result = view(keepalived=keepalived(["spark-b"]))
+    assert ("floating proxy address: keepalived 10.89.7.100 on spark-b (spark-a BACKUP; spark-b MASTER)"
+            in site.table(result, NOW))
+    assert result["floating_addresses"][0]["holder"] == "spark-b" and result["floating_addresses"][0]["ok"] is True
+    assert result["attention"] == []
+
+
+@pytest.mark.parametrize("holders, words, attention", [
+    ([], "on nobody (NO HOLDER; spark-a BACKUP; spark-b BACKUP)", "No proxy holds the floating address 10.89.7.100"),
+    (["spark-a", "spark-b"], "on spark-a and spark-b (TWO HOLDERS; spark-a MASTER; spark-b MASTER)",
+     "spark-a and spark-b hold the floating address 10.89.7.100 at once"),
+])
+def test_no_holder_or_two_holders_need_attention(holders, words, attention):
+    result = view(keepalived=keepalived(holders))
+    assert "floating proxy address: keepalived 10.89.7.100 " + words in site.table(result, NOW)
+    assert [item for item in result["attention"] if item.startswith("floating address: " + attention)]
+
+
+def test_without_a_floating_address_none_is_configured():
+    # One proxy host: the keepalived role does not run, status.yml passes no keepalived_status.
+    assert "floating proxy address: none configured" in site.table(view(keepalived=None), NOW)
 
 
 def _record(directory, name, record, mtime):

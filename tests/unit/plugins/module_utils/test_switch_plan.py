@@ -477,3 +477,120 @@ def test_upgrade_refuses_a_gate_with_no_bar(row, min_score, incumbents, refused)
                                       "there is no incumbent score to compare with (no score is stored for the build "
                                       "spark-b serves (/models/Old, build short), and it was not measured)"), row
     assert "tool_gate_topologies" not in plan["refusal"]
+
+
+# --- The dry run (issue 35): switch_dry_run or --check stops after the preflight and prints this plan -----
+
+SCORED = {"build_id": "abcdef0123456789xyz", "score": 71.4}
+WOULD_MEASURE = {"build_id": "abcdef0123456789xyz", "score": None, "would_measure": True, "would_send": 36}
+FIRST = ("Dry run of the switch to %s: this is what a run would do. Nothing was changed, no tool-calling test was sent, "
+         "no lock was taken.")
+LAST = "To run it: the same command without -e switch_dry_run=true (and without --check)."
+
+
+@pytest.mark.parametrize("row, topology, hosts, drains, gated, startup, score, min_score, lines", [
+    ("replicas to split, gated, start-ups measured", "split", units(REPLICAS, REPLICAS), [{}], True,
+     {"split": 420, "split_gate": 35}, SCORED, 60, [
+         "Stops: vllm-replica.service on spark-a, spark-b (each host's replicas watchdog disabled --now first; spark-a, "
+         "spark-b drained from the proxy, in-flight requests finishing, before it stops).",
+         "Starts: vllm-split.service on spark-a (rank 0, serves the API) and spark-b (rank 1), rendered and checked before "
+         "anything stops; its watchdog after it serves.",
+         "The model is away: about 7.6 min - the split start-up last measured on these hosts (7.0 min) plus its "
+         "tool-calling gate (35 s last time).",
+         "Gated: yes - the tool-calling gate tests spark-a directly before it joins the proxy: it must reach "
+         "tool_gate_min_score (60) and stay within tool_gate_tolerance of the incumbent's score; the incumbent build "
+         "abcdef0123456789 (replicas) scores 71.4 (stored).",
+         "If a new engine does not serve or fails the gate: the replicas are started again (a rollback), and the run fails."]),
+    ("split to replicas, not gated, nothing measured", "replicas", units(SPLIT, SPLIT), [{}], False, {}, {}, 0, [
+        "Stops: vllm-split.service on spark-a, spark-b (each host's split watchdog disabled --now first; spark-a drained "
+        "from the proxy, in-flight requests finishing, before it stops).",
+        "Starts: vllm-replica.service on spark-a, spark-b (one replica each), rendered and checked before anything stops; "
+        "its watchdog after it serves.",
+        "The model is away: one replica start-up, not measured yet on these hosts (5 to 20 min on GB10).",
+        "Gated: no - replicas is not in tool_gate_topologies: the new engines take traffic untested.",
+        "If a new engine does not serve: the split is started again (a rollback), and the run fails."]),
+    ("split to replicas, the incumbent would be measured first (check mode)", "replicas", units(SPLIT, SPLIT),
+     [{"spark-b": "ops"}], True, {"replicas": 120}, WOULD_MEASURE, 0, [
+         "Stops: vllm-split.service on spark-a, spark-b (each host's split watchdog disabled --now first; spark-a drained "
+         "from the proxy, in-flight requests finishing, before it stops).",
+         "Starts: vllm-replica.service on spark-a, spark-b (one replica each), rendered and checked before anything "
+         "stops; its watchdog after it serves.",
+         "The model is away: about 2.0 min - the replica start-up last measured on these hosts (2.0 min) plus its "
+         "tool-calling gate (not timed yet here).",
+         "Gated: yes - the tool-calling gate tests spark-a, spark-b directly before each joins the proxy: each must reach "
+         "tool_gate_min_score (0) and stay within tool_gate_tolerance of the incumbent's score; the incumbent build "
+         "abcdef0123456789 (split) has no stored score: a run measures it first, while it serves (36 chat completions).",
+         "If a new engine does not serve or fails the gate: the split is started again (a rollback), and the run fails.",
+         "Left alone: spark-b (ops), drained by someone else."]),
+    ("only spark-b runs a replica", "split", units(NONE, REPLICAS), [{}], False, {}, {}, None, [
+        "Stops: vllm-replica.service on spark-b (each host's replicas watchdog disabled --now first; spark-b drained from "
+        "the proxy, in-flight requests finishing, before it stops).",
+        "Starts: vllm-split.service on spark-a (rank 0, serves the API) and spark-b (rank 1), rendered and checked before "
+        "anything stops; its watchdog after it serves.",
+        "The model is away: one split start-up, not measured yet on these hosts (5 to 20 min on GB10).",
+        "Gated: no - split is not in tool_gate_topologies: the new engines take traffic untested.",
+        "If a new engine does not serve: the replicas are started again (a rollback), and the run fails."]),
+    ("already on the target", "replicas", units(REPLICAS, REPLICAS), [{}], True, {}, {}, 0, [
+        "Stops and starts: nothing - every engine host already runs replicas (vllm-replica.service); a run checks that it "
+        "serves and is in the proxy's rotation."]),
+    ("finishing an interrupted switch", "replicas", units(REPLICAS, REPLICAS), [{"spark-b": "switch-to-replicas"}], True,
+     {}, {}, 50, [
+         "Stops and starts: nothing - every engine host already runs replicas (vllm-replica.service).",
+         "Finishes an interrupted switch-to-replicas run: spark-b is drained from the proxy; the tool-calling gate tests "
+         "each of them directly (against tool_gate_min_score and the build's own last passing score minus "
+         "tool_gate_tolerance), and each that passes rejoins the proxy."]),
+])
+def test_the_dry_run_says_what_stops_what_starts_how_long_and_what_is_gated(row, topology, hosts, drains, gated, startup,
+                                                                            score, min_score, lines):
+    plan = sp.switch_plan(topology, ENGINES, HEAD, hosts, drains, gated, startup, score, None, None, min_score=min_score)
+    assert plan["dry_run"] == [FIRST % topology] + lines + [LAST], row
+
+
+def test_a_would_be_measured_incumbent_is_a_bar():
+    # In check mode the incumbent is not measured, but a run would measure it first: a dry run is not refused for that.
+    plan = sp.switch_plan("replicas", ENGINES, HEAD, units(SPLIT, SPLIT), [], True, {}, WOULD_MEASURE, None, None,
+                          min_score=0)
+    assert plan["refusal"] == ""
+    assert plan["announcement"].endswith("no score is stored for the incumbent build abcdef0123456789 (split): a run "
+                                         "measures it first, while it serves. If it fails, the split is started again.")
+    incumbents = {"spark-a": dict(WOULD_MEASURE, model_path="/models/Old")}
+    assert sp.upgrade_plan(["spark-a"], {"spark-a": replica("/models/Old")}, "/models/New", {}, incumbents,
+                           min_score=0)["refusal"] == ""
+
+
+@pytest.mark.parametrize("row, engines, replicas, startup, incumbents, lines", [
+    ("two replicas, one to upgrade, its build scored", ENGINES,
+     {"spark-a": replica("/models/Old"), "spark-b": replica("/models/New")}, {"replicas": 300, "replicas_gate": 40},
+     {"spark-a": {"build_id": "0123456789abcdef0123456789", "score": 66.7}}, [
+         "Upgrades, one replica at a time, in this order: spark-a (spark-b already serves it: left as it is).",
+         "Each: leaves the proxy (its in-flight requests finish, up to switch_drain_timeout), stops vllm-replica.service, "
+         "starts it on /models/New, is gated, and rejoins the proxy.",
+         "Each is away: about 5.7 min - the replica start-up last measured on these hosts (5.0 min) plus its tool-calling "
+         "gate (40 s last time); the model stays up, the other replica serves meanwhile.",
+         "Gated: yes - each candidate must reach tool_gate_min_score (50) and stay within tool_gate_tolerance of the build "
+         "it replaces: spark-a's build 0123456789abcdef scores 66.7.",
+         "If a replica fails: it gets its old build back, the replicas already upgraded go back too, the others are not "
+         "touched, and the run fails."]),
+    ("one replica (an outage), its score measured first", ["spark-a"], {"spark-a": replica("/models/Old")}, {},
+     {"spark-a": WOULD_MEASURE}, [
+         "Upgrades, one replica at a time, in this order: spark-a.",
+         "Each: leaves the proxy (its in-flight requests finish, up to switch_drain_timeout), stops vllm-replica.service, "
+         "starts it on /models/New, is gated, and rejoins the proxy.",
+         "Each is away: one replica start-up, not measured yet on these hosts (5 to 20 min on GB10) plus its tool-calling "
+         "gate (not timed yet here); it is the only replica (switch_model_allow_outage): the model is down meanwhile, "
+         "clients get 503.",
+         "Gated: yes - each candidate must reach tool_gate_min_score (50) and stay within tool_gate_tolerance of the build "
+         "it replaces: spark-a's build abcdef0123456789xyz has no stored score: a run measures it first, while it serves "
+         "(36 chat completions).",
+         "If a replica fails: it gets its old build back, the replicas already upgraded go back too, the others are not "
+         "touched, and the run fails."]),
+    ("every replica serves it already", ENGINES, {h: replica("/models/New") for h in ENGINES}, {}, {}, [
+        "Every replica already serves /models/New: nothing would change."]),
+])
+def test_the_upgrades_dry_run(row, engines, replicas, startup, incumbents, lines):
+    plan = sp.upgrade_plan(engines, replicas, "/models/New", startup, incumbents, min_score=50)
+    expected = ["Dry run of the upgrade to /models/New: this is what a run would do. Nothing was changed, no "
+                "tool-calling test was sent, no lock was taken."] + lines
+    if plan["todo"]:
+        expected.append(LAST)
+    assert plan["dry_run"] == expected, row

@@ -23,6 +23,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from ansible_collections.factory_floor.llm.plugins.module_utils import _keepalived_watch as kw
 from ansible_collections.factory_floor.llm.plugins.module_utils import _textfile as textfile
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as vh
 from ansible_collections.factory_floor.llm.plugins.module_utils import _watchdog as wd
@@ -101,18 +102,41 @@ def memory_guard_textfile(tmp_path, monkeypatch, fault):
 
 def upstream_textfile(tmp_path, monkeypatch, fault):
     """The proxy's membership file with both engines' ports closed (``fault`` true: refused, known gone), both
-    serving but drained (``"drained"``: a switch), or both serving."""
+    serving but drained (``"drained"``: a switch), both serving with spark-b drained (``"one_drained"``: an
+    operator's drain left behind), or both serving."""
     _environment(monkeypatch, tmp_path / "textfile", "gateway")
     (tmp_path / "proxy").mkdir(parents=True)
     world = tu.World(tmp_path / "proxy")
     if fault == "drained":
         for name in world.statuses:
             world.drain(name)
+    elif fault == "one_drained":
+        world.drain("spark-b")
     for _look in range(3):  # joins after 2 passed probes; leaves at once when refused (known gone)
         for name in world.statuses:
             world.statuses[name] = vh.LOADING if fault is True else vh.SERVING
         world.once()
     return (tmp_path / "textfile" / "factory_floor_upstream.prom").read_text()
+
+
+# `ip -j addr show` on a proxy host, with the floating address 10.89.7.100 on eth0 or not.
+def ip_addr(*addresses):
+    return json.dumps([{"ifname": "lo", "addr_info": [{"family": "inet", "local": "127.0.0.1", "prefixlen": 8}]},
+                       {"ifname": "eth0", "addr_info": [{"family": "inet", "local": a, "prefixlen": 24}
+                                                        for a in addresses]}])
+
+
+def keepalived_textfile(tmp_path, monkeypatch, host, holds, vrrp="BACKUP", active="active"):
+    """The floating address's watch's file on ``host`` after one look: the address on its eth0 (``holds``)
+    or not, keepalived.service ``active`` or not, the notify script's last state ``vrrp``."""
+    _environment(monkeypatch, tmp_path / "textfile", host)
+    own = {"gateway-a": "10.89.7.21", "gateway-b": "10.89.7.22"}.get(host, "10.89.7.23")
+    answers = {"ip": (0, ip_addr(own, *(["10.89.7.100"] if holds else [])), ""),
+               "systemctl": (0, "ActiveState=%s\n" % active, "")}
+    state = json.dumps({"type": "INSTANCE", "instance": "factory_floor", "state": vrrp, "priority": 250, "since": 1.0})
+    config = kw.load_config({"virtual_ipaddress": "10.89.7.100/24", "interface": "eth0"})
+    kw.Watch(config, run=lambda argv: answers[argv[0]], read=lambda path: state, clock=lambda: 1_796_000_000.0).tick()
+    return (tmp_path / "textfile" / "factory_floor_keepalived.prom").read_text()
 
 
 # ------------------------------------------------------------------- the writer
@@ -204,6 +228,15 @@ def test_membership_checker_counts_drained_engines(tmp_path, monkeypatch):
     assert found[("factory_floor_upstream_engines_drained", host)] == 2
 
 
+def test_membership_checker_says_which_engine_is_drained(tmp_path, monkeypatch):
+    found = samples(upstream_textfile(tmp_path, monkeypatch, "one_drained"))
+    host = frozenset({("host", "gateway")})
+    assert found[("factory_floor_upstream_engines_in_rotation", host)] == 1
+    assert found[("factory_floor_upstream_in_rotation", host | {("backend", "spark-a")})] == 1
+    assert found[("factory_floor_upstream_in_rotation", host | {("backend", "spark-b")})] == 0
+    assert found[("factory_floor_upstream_drained", host | {("backend", "spark-b")})] == 1
+
+
 @pytest.mark.parametrize("fault", [True, False])
 def test_membership_checker_writes_the_rotation(tmp_path, monkeypatch, fault):
     found = samples(upstream_textfile(tmp_path, monkeypatch, fault))
@@ -216,6 +249,20 @@ def test_membership_checker_writes_the_rotation(tmp_path, monkeypatch, fault):
         assert found[("factory_floor_upstream_drained", labels)] == 0
 
 
+@pytest.mark.parametrize("holds, vrrp, active", [
+    (True, "MASTER", "active"), (False, "BACKUP", "active"), (True, "MASTER", "failed")])
+def test_the_floating_address_watch_says_whether_this_host_holds_it(tmp_path, monkeypatch, holds, vrrp, active):
+    found = samples(keepalived_textfile(tmp_path, monkeypatch, "gateway-a", holds, vrrp, active))
+    host = frozenset({("host", "gateway-a")})
+    assert found[("factory_floor_keepalived_holds_address", host | {("address", "10.89.7.100")})] == (1 if holds else 0)
+    assert found[("factory_floor_keepalived_up", host)] == (1 if active == "active" else 0)
+    states = {state: found[("factory_floor_keepalived_vrrp_state", host | {("state", state)})]
+              for state in ("MASTER", "BACKUP", "FAULT", "STOP")}
+    # A state the notify script wrote before keepalived died is not keepalived's now.
+    assert states == {s: (1 if s == vrrp and active == "active" else 0) for s in states}
+    assert found[("factory_floor_keepalived_updated_timestamp_seconds", host)] == 1_796_000_000
+
+
 # --------------------------------------------------- installed next to each daemon
 
 
@@ -223,6 +270,7 @@ def test_membership_checker_writes_the_rotation(tmp_path, monkeypatch, fault):
     ("vllm_watchdog", "_vllm_watchdog_files", "_watchdog"),
     ("memory_guard", "_memory_guard_lib_files", "_memory_guard_watch"),
     ("nginx_proxy", "_nginx_proxy_checker_files", "_upstream"),
+    ("keepalived", "_keepalived_watch_files", "_keepalived_watch"),
 ])
 def test_each_role_installs_what_its_daemon_imports(tmp_path, role, files_var, daemon):
     """The daemon imports as the role installs it: its files side by side, no collection, no Ansible."""

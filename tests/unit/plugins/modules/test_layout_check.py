@@ -87,6 +87,7 @@ PLAYBOOK = """
       ansible.builtin.include_role:
         name: factory_floor.llm.vllm
         tasks_from: layout
+        rolespec_validate: false
 """
 
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
@@ -341,3 +342,95 @@ def test_a_good_key_passes_and_is_never_shown(tmp_path):
     rc, output = playbook(tmp_path, inventory, "-vvv", "--vault-password-file", password)
     assert rc == 0, output
     _no_secret(output)
+
+
+# ------------------------------- typos and types of every inventory variable (issue 35)
+# Every variable with one of the collection's prefixes that no role declares is refused with the
+# closest declared name; a declared one whose value its option refuses says, in one line, what it
+# must be. Before any host is touched (this play contacts none), with no argument-spec dump.
+
+PLAYBOOKS_WITH_LAYOUT = ("deploy.yml", "switch.yml", "switch-model.yml", "memory-guard.yml")
+
+
+def _problem_lines(output):
+    """The numbered problem lines of the layout check's message, as the operator reads them."""
+    return [line.strip() for line in output.splitlines() if re.match(r"\s*\d+\) ", line)]
+
+
+@needs_ansible_playbook
+def test_a_typo_on_the_command_line_is_refused_with_the_closest_name(tmp_path):
+    rc, output = playbook(tmp_path, os.path.join(ROOT, "inventory", "example"), "-e", "vllm_max_num_seq=16")
+    assert rc != 0
+    assert _problem_lines(output) == [
+        "1) vllm_max_num_seq (set for spark-1, spark-2) is not a variable of factory_floor.llm: did you mean "
+        "vllm_max_num_seqs? No role reads vllm_max_num_seq, so as written it would change nothing. Rename it where it is "
+        "set (group_vars, host_vars or -e)."]
+    # No argument spec dumped: the whole run's output stays small.
+    assert "argument_spec_data" not in output and "validate_args_context" not in output
+    assert len(output) < 8000, len(output)
+
+
+@needs_ansible_playbook
+def test_a_typo_in_one_hosts_file_names_that_host(tmp_path):
+    inventory = _site(tmp_path)
+    _append(inventory, "host_vars/spark-2.yml", "nginx_proxy_balancing: least_conn\n")
+    rc, output = playbook(tmp_path, inventory)
+    assert rc != 0
+    [line] = _problem_lines(output)
+    assert line.startswith("1) nginx_proxy_balancing (set for spark-2) is not a variable of factory_floor.llm: "
+                           "did you mean nginx_proxy_balance?")
+
+
+@needs_ansible_playbook
+@pytest.mark.parametrize("where, args, hosts", [
+    # spark-1's host_vars set 0.80, which wins over group_vars: only spark-2 takes the group's value
+    ("group_vars", [], "spark-2"),
+    ("extra_vars", ["-e", "vllm_gpu_memory_utilization=80%"], "spark-1, spark-2"),
+])
+def test_a_percentage_for_a_fraction_says_what_it_must_be(tmp_path, where, args, hosts):
+    inventory = _site(tmp_path)
+    if where == "group_vars":
+        _append(inventory, "group_vars/gb10.yml", 'vllm_gpu_memory_utilization: "80%"\n')
+    rc, output = playbook(tmp_path, inventory, *args)
+    assert rc != 0
+    assert _problem_lines(output) == [
+        "1) vllm_gpu_memory_utilization on %s is '80%%': must be a number between 0 and 1 (a fraction, e.g. 0.80)." % hosts]
+    assert "argument_spec_data" not in output and "AnsibleUnsafe" not in output and "class '" not in output
+
+
+@needs_ansible_playbook
+def test_every_problem_is_one_line_of_its_own(tmp_path):
+    inventory = _site(tmp_path)
+    _append(inventory, "group_vars/all.yml", "switch_dryrun: true\n")
+    _append(inventory, "group_vars/proxy.yml", "keepalived_virtual_router_id: 300\n")
+    _append(inventory, "group_vars/gb10.yml", "vllm_runtime: docker\nvllm_max_num_seqs: sixteen\n")
+    rc, output = playbook(tmp_path, inventory)
+    assert rc != 0
+    assert _problem_lines(output) == [
+        "1) switch_dryrun (set for spark-1, spark-2) is not a variable of factory_floor.llm: did you mean switch_dry_run? "
+        "No role reads switch_dryrun, so as written it would change nothing. Rename it where it is set (group_vars, "
+        "host_vars or -e).",
+        "2) keepalived_virtual_router_id on spark-1, spark-2 is 300: must be a whole number from 1 to 255.",
+        "3) vllm_max_num_seqs on spark-1, spark-2 is 'sixteen': must be a whole number (for example 12, the default).",
+        "4) vllm_runtime on spark-1, spark-2 is 'docker': must be one of: container, venv."]
+
+
+@needs_ansible_playbook
+def test_another_collections_variable_listed_as_such_passes(tmp_path):
+    inventory = _site(tmp_path)
+    _append(inventory, "group_vars/proxy.yml", "keepalived_instances: {}\n")
+    rc, output = playbook(tmp_path, inventory)
+    assert rc != 0 and "keepalived_instances (set for spark-1, spark-2)" in output
+    _append(inventory, "group_vars/all.yml", "vllm_layout_foreign_variables: [keepalived_instances]\n")
+    rc, output = playbook(tmp_path, inventory)
+    assert rc == 0, output
+
+
+@pytest.mark.parametrize("name", PLAYBOOKS_WITH_LAYOUT)
+def test_the_playbooks_let_the_check_validate_first(name):
+    # Ansible's own argument check of the layout entry point would refuse first, with the spec dumped.
+    with open(os.path.join(ROOT, "playbooks", name), encoding="utf-8") as handle:
+        plays = yaml.safe_load(handle)
+    [first] = [task["ansible.builtin.include_role"] for task in plays[0]["tasks"]
+               if task.get("ansible.builtin.include_role", {}).get("tasks_from") == "layout"]
+    assert first["rolespec_validate"] is False

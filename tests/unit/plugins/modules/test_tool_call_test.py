@@ -203,10 +203,9 @@ RETURN_KEYS = {"changed", "score", "total", "passed_count", "failed_count", "pas
                "repeat", "run_scores", "flipped_cases"}
 
 
-@pytest.mark.parametrize("check_mode", [False, True])
-def test_scores_recorded_shapes(server, run, check_mode):
+def test_scores_recorded_shapes(server, run):
     answer_small(server)
-    code, result = run({"url": server.url + "/v1", "model": "lab-chat", "suite": SUITE, "_ansible_check_mode": check_mode})
+    code, result = run({"url": server.url + "/v1", "model": "lab-chat", "suite": SUITE})
     assert code == 0, result
     assert RETURN_KEYS <= set(result) and result["changed"] is False and "failed" not in result
     assert result["score"] == 75.0 and result["total"] == 4 and result["passed_count"] == 3 and result["failed_count"] == 1
@@ -236,6 +235,31 @@ def test_scores_recorded_shapes(server, run, check_mode):
     assert [t["function"]["name"] for t in first["tools"]] == ["get_weather", "get_stock_price"]
     capital = asked["Capital of France?"][0]
     assert "tools" in capital and capital["tool_choice"] == "auto"
+
+
+@pytest.mark.parametrize("args, sent", [({}, 8), ({"streaming": False}, 4), ({"repeat": 3}, 24), ({"cases": ["paris"]}, 2)])
+def test_check_mode_sends_nothing_and_says_what_a_run_would(server, run, args, sent):
+    # A suite is load on the engine (issue 35: --check sends no load). What a run would do, nothing sent.
+    answer_small(server)
+    code, result = run(dict({"url": server.url + "/v1", "model": "lab-chat", "suite": SUITE, "_ansible_check_mode": True},
+                            **args))
+    assert code == 0, result
+    assert server.requests == []
+    assert result["changed"] is False and "score" not in result and "failed" not in result
+    assert result["would_send"] == sent
+    assert result["total"] == len(result["selected"]) and len(result["suite_digest"]) == 64
+    assert result["msg"] == ("check mode: would run %d cases %d time(s) against %s (%d chat completions); nothing was sent"
+                             % (result["total"], args.get("repeat", 1), server.url, sent))
+    # The same digest and selection as a real run's: a stored score is found the same way.
+    code, real = run(dict({"url": server.url + "/v1", "model": "lab-chat", "suite": SUITE}, **args))
+    assert (real["changed"], real["suite_digest"], real["selected"]) == (False, result["suite_digest"], result["selected"])
+    assert len(server.requests) == sent
+
+
+def test_check_mode_still_refuses_a_bad_suite(server, run):
+    code, result = run({"url": server.url + "/v1", "suite": SUITE, "cases": ["nope"], "_ansible_check_mode": True})
+    assert code == 1 and "No case selected" in result["msg"]
+    assert server.requests == []
 
 
 def test_streamed_call_must_equal_plain_call(server, run):
