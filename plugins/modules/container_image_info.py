@@ -14,7 +14,7 @@ version_added: 0.1.0
 description:
   - Runs C(ENGINE image inspect IMAGE) and C(ENGINE container inspect NAME) (one per O(containers)) on the host and
     returns what they say - whether the image is there, its ID, repository digests and tags, the vLLM version it
-    declares, whether it matches an expected O(digest); and per container whether it exists and runs, its main
+    declares, its architecture and whether that is this host's, whether it matches an expected O(digest); and per container whether it exists and runs, its main
     process's PID (in the host's namespace) and the image it was created from.
   - It never pulls, and never starts, stops or removes anything. The C(factory_floor.llm.vllm) role's C(image_check)
     entry point refuses, before anything changes, an image that is missing or does not match its digest; its C(plan)
@@ -131,6 +131,27 @@ image:
           identifies the build.
       type: str
       sample: 0.32.0
+    architecture:
+      description: The architecture the image's config declares (C(Architecture) - C(amd64), C(arm64)); empty when absent.
+      type: str
+      sample: arm64
+    variant:
+      description: Its architecture variant (C(Variant), for example C(v8)); often empty.
+      type: str
+    os:
+      description: Its operating system (C(Os)).
+      type: str
+      sample: linux
+    host_architecture:
+      description: This host's architecture under the same name (C(uname -m) - C(aarch64) is C(arm64), C(x86_64) C(amd64)).
+      type: str
+      sample: arm64
+    architecture_matches:
+      description:
+        - The image is of this host's architecture; false for an image that would die with C(exec format error) at start;
+          null when the image is absent or declares none.
+      type: bool
+      sample: true
     expected_digest:
       description: The digest expected (O(digest), else the one in O(image)), normalised; empty when none.
       type: str
@@ -165,6 +186,7 @@ containers:
 """
 
 import os
+import platform
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -215,6 +237,8 @@ def main():
             module.fail_json(msg="%s image inspect %s printed something else than JSON: %s" % (engine, image, exc), **result)
         # A bare ID names no repository: it has neither name nor tag, but it is one build.
         by_id = image.startswith("sha256:")
+        facts.update(host_architecture=ci.oci_architecture(platform.machine()),
+                     architecture_matches=ci.architecture_matches(facts.get("architecture", ""), platform.machine()))
         facts.update(name="" if by_id else parts["name"], tag="" if by_id else parts["tag"],
                      pinned=by_id or ci.is_pinned(image, expected), expected_digest=expected,
                      digest_matches=ci.digest_matches(expected, facts))

@@ -107,9 +107,11 @@ options:
     default: 0.5
   max_num_batched_tokens:
     description:
-      - vLLM's C(--max-num-batched-tokens), in tokens. Sliding-window layers keep blocks for the tokens in flight.
-      - Default - vLLM 0.32's for its OpenAI server - 8,192 on a GPU of at least 70 GiB (GB10), 2,048 x tensor
-        parallel size on CPU (with O(kv_cache_space_gib)).
+      - vLLM's C(--max-num-batched-tokens), in tokens - pass the engines' C(vllm_max_num_batched_tokens). Sliding-window
+        layers keep blocks for the tokens in flight.
+      - Default - vLLM 0.32's for its OpenAI server - 8,192 on a GPU of at least 70 GiB, 2,048 x tensor parallel size
+        on CPU (with O(kv_cache_space_gib)). On GB10 vLLM itself falls back to 2,048 (it cannot read the unified
+        memory's size); the example inventories set C(vllm_max_num_batched_tokens) to 8,192, the plan's default.
     type: int
   mamba_ssm_cache_dtype:
     description:

@@ -75,3 +75,26 @@ def test_no_jinja_in_descriptions(role):
     # a task argument): "{{ prometheus_config_dir }}" in a description failed every include of the role.
     specs = _load(role, "meta", "argument_specs.yml")["argument_specs"]
     assert [text for text in _descriptions(specs) if "{{" in str(text) or "{%" in str(text)] == []
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_descriptions_are_text(role):
+    # "C(x) sets Y: z" in a list item is a YAML mapping, not a sentence: the spec then documents a dict.
+    specs = _load(role, "meta", "argument_specs.yml")["argument_specs"]
+    assert [text for text in _descriptions(specs) if not isinstance(text, str)] == []
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_default_passes_its_own_choices(role):
+    # ansible-core validates an entry point's options when a play includes it: a default outside the
+    # choices (null included) refused every include of that entry point on a site that kept the default.
+    defaults = _load(role, "defaults", "main.yml") or {}
+    bad = []
+    for entry_point, spec in _load(role, "meta", "argument_specs.yml")["argument_specs"].items():
+        for name, option in (spec.get("options") or {}).items():
+            if "choices" in option and name in defaults and not (isinstance(defaults[name], str) and "{{" in defaults[name]):
+                # A list's choices are its elements'.
+                values = defaults[name] if isinstance(defaults[name], list) else [defaults[name]]
+                if [value for value in values if value not in option["choices"]]:
+                    bad.append((entry_point, name, defaults[name]))
+    assert bad == []

@@ -72,6 +72,7 @@ def test_is_absent_tells_a_missing_object_from_a_failing_engine(stderr, absent):
 def _docker_image(**overrides):
     image = {"Id": "sha256:" + A, "RepoTags": ["vllm/vllm-openai:v0.32.0"],
              "RepoDigests": ["vllm/vllm-openai@sha256:" + C], "Created": "2026-11-20T08:12:44.1Z",
+             "Architecture": "arm64", "Variant": "v8", "Os": "linux",
              "Config": {"Labels": {"org.opencontainers.image.version": "22.04"},
                         "Env": ["PATH=/usr/local/bin:/usr/bin", "VLLM_VERSION=0.32.0"]}}
     image.update(overrides)
@@ -82,7 +83,24 @@ def test_image_facts_from_docker():
     facts = ci.image_facts("vllm/vllm-openai:v0.32.0", _docker_image())
     assert facts == {"ref": "vllm/vllm-openai:v0.32.0", "present": True, "id": "sha256:" + A,
                      "repo_digests": ["vllm/vllm-openai@sha256:" + C], "repo_tags": ["vllm/vllm-openai:v0.32.0"],
-                     "created": "2026-11-20T08:12:44.1Z", "vllm_version": "0.32.0"}
+                     "created": "2026-11-20T08:12:44.1Z", "vllm_version": "0.32.0",
+                     "architecture": "arm64", "variant": "v8", "os": "linux"}
+
+
+@pytest.mark.parametrize("image_architecture, host_machine, matches", [
+    ("arm64", "aarch64", True),       # a GB10 build on a GB10 (DGX Spark) host
+    ("amd64", "aarch64", False),      # an x86 build on GB10: "exec format error" at start
+    ("arm64", "x86_64", False),       # the lab's foreign-architecture tag on the lab's x86 hosts
+    ("amd64", "x86_64", True),
+    ("", "aarch64", None),            # the image declares none: nothing to compare
+])
+def test_architecture_matches_names_the_host_as_images_do(image_architecture, host_machine, matches):
+    assert ci.architecture_matches(image_architecture, host_machine) is matches
+
+
+def test_the_host_is_named_as_images_name_it():
+    assert ci.oci_architecture("aarch64") == "arm64"
+    assert ci.oci_architecture("x86_64") == "amd64"
 
 
 def test_image_facts_from_podman():

@@ -102,3 +102,13 @@ def test_a_failing_engine_is_not_a_missing_image(engine, run_module):
     assert code == 1
     assert result["msg"].startswith("Could not inspect image vllm/vllm-openai:v0.32.0: /usr/bin/docker image inspect")
     assert "Is the docker daemon running?" in result["msg"]
+
+
+@pytest.mark.parametrize("image_architecture, machine, matches", [("arm64", "aarch64", True), ("amd64", "aarch64", False)])
+def test_an_image_of_another_architecture_is_told(engine, run_module, monkeypatch, image_architecture, machine, matches):
+    engine["images"]["vllm/vllm-openai:v0.32.0"]["Architecture"] = image_architecture
+    monkeypatch.setattr(container_image_info.platform, "machine", lambda: machine)
+    code, result = run_module(container_image_info, {"image": "vllm/vllm-openai:v0.32.0"})
+    assert code == 0, result
+    assert (result["image"]["architecture"], result["image"]["host_architecture"],
+            result["image"]["architecture_matches"]) == (image_architecture, "arm64", matches)

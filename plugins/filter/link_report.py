@@ -1,0 +1,131 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: link_report
+short_description: Judge the split's direct link from both hosts' observations, naming each problem's host and fix
+version_added: 0.1.0
+description:
+  - Runs on the controller. Puts together what C(factory_floor.llm.link_check) read on each of the split's two hosts,
+    what C(factory_floor.llm.link_collective) measured, or what the running engine's log says NCCL chose, and returns
+    every problem with the host it is on, what is wrong and the fix, plus one summary line per host.
+  - "O(kind=link): the link interface missing, down or without carrier; C(vllm_link_address) on another interface or on
+    none; traffic to the peer leaving by another interface; the peer not answering a don't-fragment ping at the MTU (or
+    the packet not leaving at that size); MTUs that differ between the ends (or from O(mtu)); one address on both hosts;
+    a port the split needs taken; RDMA devices named in C(vllm_split_nccl_ib_hca) that the host lacks; none at all, or no
+    C(/dev/infiniband), while C(vllm_split_rdma) is C(required); a C(vllm_split_nccl_library) path that does not exist."
+  - "O(kind=collective): a rank that failed (the fix depends on why: the rendezvous not reached, an image of another
+    architecture, NCCL failing, the image missing); NCCL choosing sockets while C(vllm_split_rdma) is C(required); a bus
+    bandwidth below O(min_busbw_gb_s)."
+  - "O(kind=engine): the transport NCCL logged in the running engine (C(level) C(ok), C(warn) for sockets with RDMA C(auto),
+    C(refuse) for sockets or nothing with RDMA C(required), C(info) with no NCCL line - vLLM's CPU build)."
+options:
+  _input:
+    description:
+      - Per host of the split, the registered result of the module for O(kind) - C(link_check) for V(link) and V(engine),
+        C(link_collective) for V(collective).
+    type: dict
+    required: true
+  kind:
+    description: What is judged.
+    type: str
+    choices: [link, collective, engine]
+    default: link
+  mtu:
+    description: The MTU both ends must have (C(vllm_link_mtu)); null only asks that they be equal.
+    type: int
+  runtime:
+    description: C(container) or C(venv) (C(vllm_runtime)); the container needs the RDMA device files.
+    type: str
+    default: container
+  rdma:
+    description: C(vllm_split_rdma) (V(collective), V(engine)).
+    type: str
+    default: auto
+  interface:
+    description: C(vllm_link_interface), for the messages (V(collective)).
+    type: str
+    default: ""
+  head:
+    description: The host running rank 0 (V(collective)).
+    type: str
+    default: ""
+  master:
+    description: Rank 0's C(address:port) (V(collective)).
+    type: str
+    default: ""
+  min_busbw_gb_s:
+    description: The lowest acceptable bus bandwidth in GB/s (V(collective)); 0 reports only.
+    type: float
+    default: 0
+"""
+
+EXAMPLES = r"""
+- name: Refuse a link that would not carry the split
+  ansible.builtin.fail:
+    msg: "{{ report.message }}"
+  vars:
+    report: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, '__link'))) | factory_floor.llm.link_report }}"
+  when: not report.ok
+  run_once: true
+"""
+
+RETURN = r"""
+_value:
+  description:
+    - C(ok) (bool), C(problems) (each C(host), C(what), C(fix)), C(message) (a title and one line per problem), C(summary)
+      (one line per host; for V(collective) with the bandwidth and transport), C(level) and C(text) for V(engine), and for
+      V(collective) C(busbw_gb_s) (the lowest of the ranks) and C(transport).
+  type: dict
+"""
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.factory_floor.llm.plugins.module_utils import _link_check as lc
+
+
+def link_report(results, kind="link", mtu=None, runtime="container", rdma="auto", interface="", head="", master="",
+                min_busbw_gb_s=0):
+    """Filter entry point."""
+    if not isinstance(results, Mapping):
+        raise AnsibleFilterError("link_report expects a dict of each host's result, got %s" % type(results).__name__)
+    results = {str(host): dict(value or {}) for host, value in results.items()}
+    if kind == "link":
+        report = lc.assess(results, mtu=mtu, runtime=runtime)
+        report["message"] = lc.message(
+            report["problems"], "The direct link cannot carry the split. Nothing was changed.") if report["problems"] else ""
+        return report
+    if kind == "collective":
+        problems = lc.collective_problems(results, {"rdma": rdma, "interface": interface, "head": head, "master": master,
+                                                    "min_busbw_gb_s": min_busbw_gb_s})
+        done = [r for r in results.values() if r.get("ok")]
+        summary = ["%s (rank %s): %s" % (host, results[host].get("rank", "?"), lc.collective_summary(results[host]))
+                   for host in sorted(results) if not results[host].get("skipped")]
+        return {"ok": not problems, "problems": problems, "summary": summary,
+                "message": lc.message(problems, "The all-reduce between the ranks over the link failed. Nothing was changed.")
+                if problems else "",
+                "busbw_gb_s": min((float(r.get("busbw_gb_s") or 0) for r in done), default=0.0),
+                "transport": (done[0].get("transport") or {}).get("transport", "") if done else ""}
+    if kind == "engine":
+        levels = {}
+        for host in sorted(results):
+            if "engine_transport" not in results[host]:
+                continue  # a host that did not read (switch_serving reads the head only)
+            levels[host] = lc.engine_transport_verdict(results[host]["engine_transport"] or {}, rdma)
+        order = ["refuse", "warn", "info", "ok"]
+        level = min((lvl for lvl, _text in levels.values()), key=order.index, default="info")
+        text = "; ".join("%s: %s" % (host, text) for host, (_lvl, text) in sorted(levels.items()))
+        return {"ok": level != "refuse", "level": level, "text": text, "problems": [], "summary": [text], "message": text}
+    raise AnsibleFilterError("link_report: kind must be link, collective or engine, got %r" % (kind,))
+
+
+class FilterModule:
+    """The split's direct link, judged on the controller."""
+
+    def filters(self):
+        return {"link_report": link_report}

@@ -1,0 +1,173 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""What the split renders for a GB10 pair (inventory/example) and for the lab, with Ansible's own templating.
+
+The container command and the environment of rank 0 come from the roles' defaults and vars,
+the example inventory, and what the link check and the image check find on a DGX Spark
+(the cabled port's two RoCE twins, DGX OS's libnccl, the image torch's NCCL): NCCL and Gloo
+pinned to the link, NCCL on both RDMA twins with the device files, IPC_LOCK and no memlock
+limit, the host's NCCL mounted over the image's and named in VLLM_NCCL_SO_PATH, the recipes'
+settings. roles/vllm_split/README.md shows the same command: this test compares them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+
+import pytest
+import yaml
+
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from ansible_collections.factory_floor.llm.plugins.filter.vllm_args import vllm_args
+from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, _trusted
+
+pytestmark = pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")
+
+# On a DGX Spark: the cabled port's twins (ibdev2netdev "Up"), DGX OS's libnccl2, and the NCCL
+# the image's torch loads (the image check's probe).
+SPARK_LINK = {"hca": ["roceP2p1s0f1", "rocep1s0f1"], "nccl_library": "/usr/lib/aarch64-linux-gnu/libnccl.so.2",
+              # For example; the link check lists whatever character devices /dev/infiniband holds.
+              "device_nodes": ["/dev/infiniband/rdma_cm", "/dev/infiniband/uverbs0", "/dev/infiniband/uverbs1"]}
+IMAGE_NCCL = "/usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib/libnccl.so.2"
+
+
+def _load(*parts):
+    with open(os.path.join(ROOT, *parts), encoding="utf-8") as handle:
+        return yaml.safe_load(handle) or {}
+
+
+def _variables(inventory, host, hosts, link, cli):
+    values = {}
+    for where in ("site/defaults", "site/vars", "vllm/defaults", "vllm/vars", "vllm_split/defaults", "vllm_split/vars"):
+        values.update(_trusted(_load("roles", where, "main.yml")))
+    group_vars = {}
+    for name in ("all", "gb10"):
+        group_vars.update(_load("inventory", inventory, "group_vars", name + ".yml"))
+    hostvars = {}
+    for name in hosts:
+        hostvars[name] = dict(group_vars, **_load("inventory", inventory, "host_vars", name + ".yml"), inventory_hostname=name)
+    values.update(_trusted(group_vars))
+    values.update(_trusted(hostvars[host]))
+    values.update(inventory_hostname=host, groups={"gb10": hosts, "proxy": hosts}, hostvars=hostvars, ansible_facts={},
+                  vllm_split_link=link, vllm_cli=cli, vllm_service_name="vllm-split.service")
+    # The service entry point's options, as vllm_split's main.yml passes them.
+    values.update(vllm_service_settings=trust_as_template("{{ _vllm_split_settings }}"),
+                  vllm_service_env=trust_as_template("{{ _vllm_split_env }}"),
+                  vllm_service_run_args=trust_as_template("{{ _vllm_split_run_args }}"))
+    # plan.yml's own task variables (the mounts, the program per runtime).
+    plan = _load("roles", "vllm", "tasks", "plan.yml")
+    values.update(_trusted(plan[0]["vars"]))
+    return values
+
+
+def render(inventory="example", host="spark-1", hosts=("spark-1", "spark-2"), link=None, cli=None):
+    """(argv, environment) of ``host``'s rank as plan.yml composes them."""
+    templar = Templar(loader=DataLoader(), variables=_variables(
+        inventory, host, list(hosts), SPARK_LINK if link is None else link, {"nccl_library": IMAGE_NCCL} if cli is None else cli))
+    templar.environment.filters["factory_floor.llm.vllm_args"] = vllm_args
+    argv = templar.template(trust_as_template(
+        "{{ _vllm_program[vllm_runtime] + (__vllm_settings | factory_floor.llm.vllm_args(vllm_extra_args)) }}"))
+    env = templar.template(trust_as_template("{{ _vllm_runtime_env | combine(vllm_env, vllm_env_host, vllm_service_env) }}"))
+    return [str(a) for a in argv], {str(k): str(v) for k, v in env.items()}
+
+
+def test_a_gb10_pair_runs_nccl_pinned_to_the_link_on_both_rdma_twins_with_the_hosts_nccl():
+    argv, env = render()
+    assert env["NCCL_SOCKET_IFNAME"] == env["GLOO_SOCKET_IFNAME"] == "enp1s0f0np0"
+    assert env["VLLM_HOST_IP"] == "10.10.10.1"
+    assert env["NCCL_IB_HCA"] == "roceP2p1s0f1,rocep1s0f1"
+    assert (env["NCCL_DEBUG"], env["NCCL_DEBUG_SUBSYS"]) == ("INFO", "INIT,NET")
+    assert env["VLLM_NCCL_SO_PATH"] == IMAGE_NCCL and "NCCL_IB_DISABLE" not in env and "LD_PRELOAD" not in env
+    assert env["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+    assert env["TRITON_CACHE_DIR"] == "/root/.cache/triton"
+    for option in ("--gpus=all", "--ipc=host", "--device=/dev/infiniband/rdma_cm", "--device=/dev/infiniband/uverbs1",
+                   "--cap-add=IPC_LOCK",
+                   "--volume=/usr/lib/aarch64-linux-gnu/libnccl.so.2:%s:ro" % IMAGE_NCCL):
+        assert option in argv, option
+    # The inventory's own memlock option is not doubled.
+    assert [a for a in argv if a.startswith("--ulimit")] == ["--ulimit=memlock=-1"]
+    serve = argv[argv.index("serve") + 1:]
+    pairs = dict(zip(serve[1::1], serve[2::1]))
+    assert pairs["--max-num-batched-tokens"] == "8192" and pairs["--load-format"] == "fastsafetensors"
+    assert pairs["--speculative-config"] == '{"method":"mtp","num_speculative_tokens":2}'
+    assert "--no-enable-prefix-caching" in serve
+    assert (pairs["--tensor-parallel-size"], pairs["--nnodes"], pairs["--node-rank"], pairs["--master-addr"],
+            pairs["--master-port"]) == ("2", "2", "0", "10.10.10.1", "29500")
+
+
+def test_rank_1_is_headless_and_its_own_address():
+    argv, env = render(host="spark-2")
+    assert env["VLLM_HOST_IP"] == "10.10.10.2" and "--headless" in argv
+    assert argv[argv.index("--node-rank") + 1] == "1" and argv[argv.index("--master-addr") + 1] == "10.10.10.1"
+
+
+def test_without_rdma_devices_or_host_nccl_nothing_of_them_is_rendered():
+    argv, env = render(link={"hca": [], "nccl_library": "", "device_nodes": []})
+    assert "NCCL_IB_HCA" not in env and "VLLM_NCCL_SO_PATH" not in env
+    assert not [a for a in argv if a.startswith(("--device=", "--cap-add"))]
+
+
+def test_the_lab_split_runs_gloo_over_its_own_link():
+    argv, env = render(inventory="lab", host="spark-a", hosts=("spark-a", "spark-b"), link={"hca": [], "nccl_library": "", "device_nodes": []},
+                       cli={"nccl_library": ""})
+    assert env["GLOO_SOCKET_IFNAME"] == env["NCCL_SOCKET_IFNAME"] == "eth1"
+    assert env["VLLM_HOST_IP"] == "10.89.8.10" and env["NCCL_IB_DISABLE"] == "1"
+    assert argv[argv.index("--master-addr") + 1] == "10.89.8.10"
+    assert not [a for a in argv if a.startswith(("--device=", "--cap-add", "--gpus"))]
+
+
+def readme_block(argv, env):
+    """The command and environment as roles/vllm_split/README.md shows them."""
+    lines = ["# /etc/factory-floor/vllm-split.service.env (root only; VLLM_API_KEY and FACTORY_FLOOR_CONFIG left out)"]
+    lines += ["%s=%s" % (key, env[key]) for key in sorted(env)]
+    lines.append("")
+    lines.append("# ExecStart= of vllm-split.service on spark-1 (rank 0)")
+    words = [shlex.quote(word) for word in argv]
+    out, line = [], []
+    for word in words:
+        if word.startswith("-") and line:
+            out.append(" ".join(line))
+            line = []
+        line.append(word)
+    out.append(" ".join(line))
+    lines.append(" \\\n  ".join(out))
+    return "\n".join(lines)
+
+
+def test_the_readme_shows_what_the_roles_render_for_a_gb10_pair():
+    with open(os.path.join(ROOT, "roles", "vllm_split", "README.md"), encoding="utf-8") as handle:
+        readme = handle.read()
+    found = re.search(r"<!-- rendered: tests/unit/roles/test_vllm_split_gb10.py -->\n```sh\n(.*?)\n```", readme, re.S)
+    assert found, "roles/vllm_split/README.md lost its rendered block"
+    assert found.group(1) == readme_block(*render()), "re-render it: python tests/unit/roles/test_vllm_split_gb10.py"
+
+
+if __name__ == "__main__":
+    print(readme_block(*render()))
+
+
+def test_the_split_preflight_hands_its_model_to_the_vllm_preflight_on_a_site_that_keeps_the_default():
+    # vllm_split_model defaults to "{{ vllm_model }}"; the include of the vllm role's preflight sets vllm_model for
+    # it. Passed straight through, vllm_model referred to itself: a recursive template on every site without
+    # vllm_split_model in its inventory (the example's), which failed the switch to split in its preflight.
+    tasks = _load("roles", "vllm_split", "tasks", "preflight.yml")
+    variables = _variables("example", "spark-1", ["spark-1", "spark-2"], SPARK_LINK, {"nccl_library": IMAGE_NCCL})
+    assert "vllm_split_model" not in _load("inventory", "example", "group_vars", "gb10.yml")
+    for task in tasks:
+        facts = task.get("ansible.builtin.set_fact")
+        if facts:   # what set_fact does: template the value once, in the role's context
+            templar = Templar(loader=DataLoader(), variables=variables)
+            variables.update({name: templar.template(_trusted(value)) for name, value in facts.items()})
+        include = task.get("ansible.builtin.include_role") or {}
+        if include.get("tasks_from") == "preflight" and include.get("name") == "factory_floor.llm.vllm":
+            scoped = dict(variables, **_trusted(task.get("vars") or {}))
+            assert Templar(loader=DataLoader(), variables=scoped).template(trust_as_template("{{ vllm_model }}")) == \
+                "/models/Qwen3-Next-80B-A3B-Instruct-NVFP4"
+            return
+    pytest.fail("roles/vllm_split/tasks/preflight.yml includes no vllm preflight")
