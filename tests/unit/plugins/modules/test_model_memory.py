@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -64,3 +65,11 @@ def test_module_fails_on_a_directory_without_weights(tmp_path, run_module):
     assert code == 1
     assert "no *.safetensors" in result["msg"] and "memory_guard_weights_gib" in result["msg"]
 
+
+
+def test_check_mode_reads_in_full_and_changes_nothing(tmp_path, run_module):
+    path = model_dir(tmp_path, TINY, {"model.safetensors": GIB})
+    before = sorted(os.listdir(path))
+    result = run_module(module, {"model_dir": path, "_ansible_check_mode": True}).result
+    assert result["weights_gib"] == 1.0 and result["changed"] is False
+    assert sorted(os.listdir(path)) == before
