@@ -230,7 +230,11 @@ def report(records, shared_problems=(), engine_group="engine"):
         runtime = record.get("runtime") or {}
         engine = engine_group in groups
         facts = record.get("facts") or {}
-        notes.append(os_line(facts, engine and bool(runtime.get("gpus")) and runtime.get("runtime") == "container"))
+        if engine:
+            notes.append(os_line(facts, bool(runtime.get("gpus")) and runtime.get("runtime") == "container"))
+        else:
+            notes.append("OS %s %s %s" % (facts.get("distribution") or "?", facts.get("distribution_version") or "",
+                                          facts.get("architecture") or "?"))
         for verdict in (time_verdict(facts, record.get("info")), ports_verdict(record.get("info"))):
             problems += verdict[0]
             notes += verdict[1]
