@@ -60,8 +60,8 @@ def time_verdict(facts, info):
     if virt and virt != "none":
         return [], ["time: a container (%s) keeps its host's clock: synchronise the machine it runs on" % virt]
     if time.get("ntp_synchronized"):
-        return [], ["time synchronised (NTPSynchronized=yes%s)" % (", " + ", ".join(time.get("services") or [])
-                                                                  if time.get("services") else "")]
+        services = ", " + ", ".join(time["services"]) if time.get("services") else ""
+        return [], ["time synchronised (NTPSynchronized=yes%s)" % services]
     services = time.get("services") or []
     what = "the clock is not synchronised (timedatectl: NTPSynchronized=%s; %s)" % (
         "no" if time.get("ntp_synchronized") is False else "unknown: %s" % (time.get("error") or "no answer"),
@@ -81,8 +81,8 @@ def runtime_verdict(runtime, info):
     unit = ((info or {}).get("units") or {}).get("docker.service") or {}
     if unit.get("active_state") == "active":
         return [], ["docker running"]
-    return [_problem("docker is not running (docker.service %s)" % (unit.get("active_state") or unit.get("load_state")
-                                                                   or "not found"),
+    state = unit.get("active_state") or unit.get("load_state") or "not found"
+    return [_problem("docker is not running (docker.service %s)" % state,
                      "install docker and the NVIDIA Container Toolkit (DGX OS has both), then systemctl enable --now "
                      "docker")], []
 

@@ -19,7 +19,7 @@ description:
   - "RV(min_kv_gib): the KV cache one full-context request (O(max_model_len) tokens) takes on one rank, in whole blocks of
     every KV cache group, as M(factory_floor.llm.kv_cache_plan) computes it from C(config.json) (vLLM 0.32's arithmetic);
     the least vLLM starts with. Rounded up to 0.01 GiB."
-  - A figure given (O(weights_gib), O(min_kv_gib): the inventory's) is returned as it is, and nothing is read for it.
+  - A figure given (O(weights_gib), O(min_kv_gib) - the inventory's) is returned as it is, and nothing is read for it.
   - Fails, naming the variables to set and where their numbers come from, when the directory cannot be read (a model
     hub name rather than a path, a directory missing on this host).
   - Changes nothing.

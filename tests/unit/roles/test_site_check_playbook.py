@@ -62,7 +62,7 @@ def walk(tasks, role, where, seen):
             yield from walk(task.get(key), role, where, seen)
         if "block" in task:
             continue
-        action = next(key for key in task if key not in TASK_KEYS)
+        action = [key for key in task if key not in TASK_KEYS][0]
         yield where, task, action
         if action not in INCLUDES:
             continue

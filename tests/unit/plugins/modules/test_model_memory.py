@@ -66,7 +66,6 @@ def test_module_fails_on_a_directory_without_weights(tmp_path, run_module):
     assert "no *.safetensors" in result["msg"] and "memory_guard_weights_gib" in result["msg"]
 
 
-
 def test_check_mode_reads_in_full_and_changes_nothing(tmp_path, run_module):
     path = model_dir(tmp_path, TINY, {"model.safetensors": GIB})
     before = sorted(os.listdir(path))
