@@ -1,0 +1,93 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: site_check_report
+short_description: The site check's verdict - one line per host, ok or each problem with its fix, and the lines to paste
+version_added: 0.1.0
+description:
+  - Runs on the controller (C(playbooks/site-check.yml)). Judges what the site check read on every host - SSH and sudo,
+    the OS, time synchronisation, docker, a container seeing the GPU, the ports the collection uses, the vLLM image check,
+    the memory plan - together with what is judged across hosts - the model copies (C(factory_floor.llm.model_manifest)
+    results, compared as C(factory_floor.llm.model_manifest_diff) compares them), the split's direct link
+    (C(factory_floor.llm.link_check) results, as C(factory_floor.llm.link_report) judges them), one image name of
+    several builds.
+  - Every problem is filed under each host it names, with its fix. The OS is reported as found, never refused (the
+    image check refuses an image of another architecture).
+options:
+  _input:
+    description: Per host, the C(site_check) record the playbook assembled (see C(plugins/module_utils/_site_check.py)).
+    type: dict
+    required: true
+  manifests:
+    description: Per engine host, C(factory_floor.llm.model_manifest)'s result (a skipped one is left out).
+    type: dict
+    default: {}
+  link:
+    description: Per engine host of the split, C(factory_floor.llm.link_check)'s result; empty when no link is configured.
+    type: dict
+    default: {}
+  mtu:
+    description: C(vllm_link_mtu) (the link's MTU on both ends); null only asks that they be equal.
+    type: int
+  runtime:
+    description: C(vllm_runtime), for the link's verdict.
+    type: str
+    default: container
+"""
+
+EXAMPLES = r"""
+- name: Judge every host
+  ansible.builtin.set_fact:
+    site_check_verdict: "{{ records | factory_floor.llm.site_check_report(manifests=manifests, link=link) }}"
+"""
+
+RETURN = r"""
+_value:
+  description:
+    - C(ok) (no host has a problem), C(hosts) (per host C(ok), C(problems) - each C(what) and C(fix) - C(notes), what was
+      found, and C(reasons), the memory plan's computation), C(message) (one line per host), C(paste) (the memory
+      guard's figures read from the model as inventory lines, and each host's computed share as a comment).
+  type: dict
+"""
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.factory_floor.llm.plugins.filter.model_manifest_diff import model_manifest_diff
+from ansible_collections.factory_floor.llm.plugins.module_utils import _link_check as lc
+from ansible_collections.factory_floor.llm.plugins.module_utils import _site_check as sc
+
+
+def site_check_report(records, manifests=None, link=None, mtu=None, runtime="container"):
+    """Filter entry point."""
+    if not isinstance(records, Mapping):
+        raise AnsibleFilterError("site_check_report expects a dict of each host's site_check record, got %s"
+                                 % type(records).__name__)
+    records = {str(host): dict(value or {}) for host, value in records.items()}
+    reachable = {h for h, r in records.items() if (r.get("reach") or {}).get("ok")}
+    shared = []
+    manifests = {h: m for h, m in dict(manifests or {}).items() if h in reachable}
+    if manifests:
+        shared += model_manifest_diff(manifests)["problems"]
+    link = {h: r for h, r in dict(link or {}).items() if h in reachable and r and not r.get("skipped")}
+    if link:
+        failed = {h: r for h, r in link.items() if r.get("failed")}
+        for host, result in sorted(failed.items()):
+            shared.append({"host": host, "what": "the link check could not read the link: %s" % result.get("msg", "?"),
+                           "fix": "correct vllm_link_interface / vllm_link_address for %s" % host})
+        if not failed:
+            shared += lc.assess(link, mtu, runtime)["problems"]
+    shared += sc.image_conflicts(records)
+    return sc.report(records, shared)
+
+
+class FilterModule:
+    """The site check's verdict."""
+
+    def filters(self):
+        return {"site_check_report": site_check_report}

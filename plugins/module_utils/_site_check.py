@@ -1,0 +1,267 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The site check's verdict: what each host showed, judged, one line per host, and the lines to paste.
+
+Pure logic for the ``site_check_report`` filter (playbooks/site-check.yml). Each host's record
+is what the playbook read there, read-only (``site_check`` fact):
+
+- ``groups``: the inventory groups it is in (``engine``, ``proxy``);
+- ``reach``: ``{ok, msg}`` - SSH and sudo (a ping with become);
+- ``facts``: ``{distribution, distribution_version, architecture, virtualization}``;
+- ``info``: ``site_host_info``'s result (time sync, units, ports);
+- ``runtime``: ``{runtime, engine, gpus}`` - vllm_runtime, vllm_container_engine, vllm_container_gpus;
+- ``gpu``: the GPU probe (``{rc, stdout, stderr}``), absent when it does not apply;
+- ``image``: ``{ok, msg, image}`` - the vllm role's image check (its refusal message, and what it read);
+- ``memory``: ``{ok, msg, enabled, model, plan, share}`` - the memory guard's share entry point.
+
+The model manifests and the link are judged across hosts by their own code
+(``_model_manifest.compare``, ``_link_check.assess``); their problems come in as
+``{host, what, fix}`` and are filed under each host they name.
+"""
+
+from __future__ import annotations
+
+#: What a GB10 host runs: NVIDIA DGX OS, Ubuntu 24.04 on aarch64.
+GB10_OS = ("Ubuntu", "24.04", "aarch64")
+_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+
+
+def _problem(what, fix):
+    return {"what": what, "fix": fix}
+
+
+def _own(message):
+    """A role's refusal as a problem of its host: one line, without its host's name and "Nothing was changed"."""
+    text = " ".join(str(message).split())
+    head, sep, rest = text.partition(": ")
+    if sep and " " not in head:
+        text = rest
+    return text.replace(" Nothing was changed.", "").strip().rstrip(".")
+
+
+def os_line(facts, gpu_expected):
+    """What the host runs, said as found (a note, never a problem: the image check refuses a wrong architecture)."""
+    dist = "%s %s" % (facts.get("distribution") or "?", facts.get("distribution_version") or "")
+    arch = facts.get("architecture") or "?"
+    found = "%s %s" % (dist.strip(), arch)
+    if (facts.get("distribution"), str(facts.get("distribution_version")), arch) == GB10_OS:
+        return "OS %s (DGX OS's base, as on GB10)" % found
+    if gpu_expected:
+        return "OS %s (GB10 hosts run DGX OS: Ubuntu 24.04 aarch64; the image must match this architecture)" % found
+    return "OS %s (no GPU in the inventory: any OS the vLLM image runs on)" % found
+
+
+def time_verdict(facts, info):
+    """``(problems, notes)`` of the host's clock."""
+    virt = facts.get("virtualization") or ""
+    time = (info or {}).get("time") or {}
+    if virt and virt != "none":
+        return [], ["time: a container (%s) keeps its host's clock: synchronise the machine it runs on" % virt]
+    if time.get("ntp_synchronized"):
+        services = ", " + ", ".join(time["services"]) if time.get("services") else ""
+        return [], ["time synchronised (NTPSynchronized=yes%s)" % services]
+    services = time.get("services") or []
+    what = "the clock is not synchronised (timedatectl: NTPSynchronized=%s; %s)" % (
+        "no" if time.get("ntp_synchronized") is False else "unknown: %s" % (time.get("error") or "no answer"),
+        "running: " + ", ".join(services) if services else "neither systemd-timesyncd nor chrony runs")
+    return [_problem(what, "enable time synchronisation (timedatectl set-ntp true for systemd-timesyncd, or start chrony) "
+                           "and wait until timedatectl says 'System clock synchronized: yes': the split's ranks, the "
+                           "logs and the switch's timeline need one time")], []
+
+
+def runtime_verdict(runtime, info):
+    """The container engine the inventory runs vLLM under, active."""
+    if (runtime or {}).get("runtime") != "container":
+        return [], ["vllm_runtime %s: no container engine needed" % ((runtime or {}).get("runtime") or "?")]
+    engine = runtime.get("engine") or "docker"
+    if engine == "podman":
+        return [], ["podman (no daemon to run)"]
+    unit = ((info or {}).get("units") or {}).get("docker.service") or {}
+    if unit.get("active_state") == "active":
+        return [], ["docker running"]
+    state = unit.get("active_state") or unit.get("load_state") or "not found"
+    return [_problem("docker is not running (docker.service %s)" % state,
+                     "install docker and the NVIDIA Container Toolkit (DGX OS has both), then systemctl enable --now "
+                     "docker")], []
+
+
+def gpu_verdict(runtime, gpu, image_ok):
+    """Whether a container sees the GPU, where the inventory gives the engine's containers one."""
+    runtime = runtime or {}
+    if runtime.get("runtime") != "container":
+        return [], ["GPU in a container: not applicable (vllm_runtime %s)" % (runtime.get("runtime") or "?")]
+    if not runtime.get("gpus"):
+        return [], ["GPU in a container: not applicable by inventory (vllm_container_gpus is empty: no GPU)"]
+    if not gpu:
+        reason = "the image is not usable here" if not image_ok else "not probed"
+        return [], ["GPU in a container: not probed (%s)" % reason]
+    lines = [line for line in (gpu.get("stdout") or "").splitlines() if line.startswith("GPU ")]
+    if gpu.get("rc") == 0 and lines:
+        return [], ["a container sees the GPU (%s)" % lines[0].strip()]
+    error = (gpu.get("stderr") or gpu.get("stdout") or gpu.get("msg") or "").strip().splitlines()
+    return [_problem("a container with vllm_container_gpus %r sees no GPU (nvidia-smi -L: rc %s%s)"
+                     % (runtime.get("gpus"), gpu.get("rc"), ", " + error[-1][:200] if error else ""),
+                     "install the NVIDIA Container Toolkit and configure docker for it (nvidia-ctk runtime configure "
+                     "--runtime=docker, then systemctl restart docker); DGX OS ships both")], []
+
+
+def ports_verdict(info):
+    """Each port the collection uses: free, or held while the collection's own unit is active."""
+    problems, notes = [], []
+    for port in (info or {}).get("ports") or []:
+        if port.get("free"):
+            continue
+        if port.get("ours"):
+            notes.append("port %s held by %s" % (port["port"], ", ".join(port.get("owner_units") or []) or "ours"))
+            continue
+        holders = ", ".join("%s (pid %s)" % (h.get("process") or "?", h.get("pid") or "?")
+                            for h in port.get("holders") or []) or "another program"
+        problems.append(_problem("port %s (%s) is taken by %s" % (port["port"], port.get("purpose") or "", holders),
+                                 "stop that program, or set %s to a free port" % (port.get("variable") or "the port")))
+    return problems, notes
+
+
+def image_verdict(image):
+    """The vllm role's image check: its refusal, or what it found."""
+    image = image or {}
+    if not image.get("ok", True):
+        # The vllm role's refusal says what to do itself.
+        return [_problem(_own(image.get("msg") or "the image check failed"), "")], []
+    seen = image.get("image") or {}
+    if seen.get("present"):
+        return [], ["image %s %s (%s)" % (seen.get("ref"), (seen.get("id") or "")[:19], seen.get("architecture") or "?")]
+    return [], ["image check: %s" % (image.get("note") or "passed")]
+
+
+def image_conflicts(records):
+    """``{host, what, fix}`` for one image name that is different builds on different hosts."""
+    by_ref = {}
+    for host in sorted(records):
+        seen = ((records[host] or {}).get("image") or {}).get("image") or {}
+        if seen.get("present") and seen.get("ref"):
+            by_ref.setdefault(seen["ref"], {}).setdefault(seen.get("id"), []).append(host)
+    problems = []
+    for ref, ids in sorted(by_ref.items()):
+        if len(ids) > 1:
+            hosts = sorted(h for owners in ids.values() for h in owners)
+            problems.append({"host": " and ".join(hosts),
+                             "what": "vllm_container_image %s is different builds: %s" % (
+                                 ref, "; ".join("%s %s" % (",".join(owners), (i or "")[:19]) for i, owners in ids.items())),
+                             "fix": "load the same build on every engine host (the split's ranks run one vLLM)"})
+    return problems
+
+
+def memory_verdict(memory):
+    """The memory plan: the share, the model's two figures and where they came from, or why there is none."""
+    memory = memory or {}
+    if not memory.get("enabled", True):
+        return [], ["memory guard off (memory_guard_enabled: false)"], []
+    if not memory.get("ok", True):
+        # The memory guard's refusal names the variable to change itself.
+        return [_problem(_own(memory.get("msg") or "the memory plan failed"), "")], [], []
+    model = memory.get("model") or {}
+    plan = memory.get("plan") or {}
+    share = plan.get("gpu_memory_utilization")
+    notes = ["memory plan: gpu_memory_utilization %s; weights %s GiB (%s), minimum KV cache %s GiB (%s)" % (
+        share, model.get("weights_gib"), model.get("weights_source") or "?", model.get("min_kv_gib"),
+        model.get("min_kv_source") or "?")]
+    reasons = [str(line) for line in plan.get("reasoning") or []]
+    return [], notes, reasons
+
+
+def paste(records):
+    """The inventory lines to paste: the figures read from the model (group_vars when every host agrees)."""
+    figures = {}
+    for host, record in sorted(records.items()):
+        memory = (record or {}).get("memory") or {}
+        model = memory.get("model") or {}
+        if not memory.get("ok", True) or not model:
+            continue
+        for key, source in (("weights_gib", "weights_source"), ("min_kv_gib", "min_kv_source")):
+            if model.get(key) is not None and not str(model.get(source) or "").startswith("memory_guard_"):
+                figures.setdefault("memory_guard_" + key, {})[host] = model[key]
+    group, per_host = [], {}
+    for name in ("memory_guard_weights_gib", "memory_guard_min_kv_gib"):
+        values = figures.get(name) or {}
+        if not values:
+            continue
+        if len(set(values.values())) == 1:
+            group.append("%s: %s" % (name, list(values.values())[0]))
+        else:
+            for host, value in values.items():
+                per_host.setdefault(host, []).append("%s: %s" % (name, value))
+    shares = []
+    for host, record in sorted(records.items()):
+        plan = (((record or {}).get("memory") or {}).get("plan") or {})
+        if plan.get("gpu_memory_utilization") is not None:
+            shares.append("#   %s: %s" % (host, plan["gpu_memory_utilization"]))
+    lines = []
+    if group:
+        lines += ["# group_vars/gb10.yml (read from the model's files; vLLM logs its own figures after a start)"] + group
+    for host in sorted(per_host):
+        lines += ["# host_vars/%s.yml" % host] + per_host[host]
+    if shares:
+        lines += ["# The memory guard computes each host's vllm_gpu_memory_utilization at every run; pin it only to "
+                  "hold it (then it is checked, not computed):"] + shares
+    return "\n".join(lines)
+
+
+def report(records, shared_problems=(), engine_group="engine"):
+    """``{ok, hosts: {host: {ok, problems, notes, reasons}}, message, paste}`` from every host's record.
+
+    ``shared_problems``: ``{host, what, fix}`` judged across hosts (the model copies, the link, an
+    image name of several builds); each is filed under every host it names.
+    """
+    hosts = {}
+    for host in sorted(records):
+        record = records[host] or {}
+        problems, notes, reasons = [], [], []
+        reach = record.get("reach") or {}
+        if not reach.get("ok"):
+            problems.append(_problem("not reachable with sudo: %s" % ((reach.get("msg") or "no answer").strip()),
+                                     "check ansible_host, ansible_user and the SSH key, and that the user may sudo "
+                                     "(without a password, or pass --ask-become-pass)"))
+            hosts[host] = {"ok": False, "problems": problems, "notes": notes, "reasons": reasons}
+            continue
+        notes.append("reachable, sudo works")
+        groups = record.get("groups") or []
+        runtime = record.get("runtime") or {}
+        engine = engine_group in groups
+        facts = record.get("facts") or {}
+        if engine:
+            notes.append(os_line(facts, bool(runtime.get("gpus")) and runtime.get("runtime") == "container"))
+        else:
+            notes.append("OS %s %s %s" % (facts.get("distribution") or "?", facts.get("distribution_version") or "",
+                                          facts.get("architecture") or "?"))
+        for verdict in (time_verdict(facts, record.get("info")), ports_verdict(record.get("info"))):
+            problems += verdict[0]
+            notes += verdict[1]
+        if engine:
+            image = record.get("image") or {}
+            for verdict in (runtime_verdict(runtime, record.get("info")), image_verdict(image),
+                            gpu_verdict(runtime, record.get("gpu"), image.get("ok", True))):
+                problems += verdict[0]
+                notes += verdict[1]
+            found, more, reasons = memory_verdict(record.get("memory"))
+            problems += found
+            notes += more
+        hosts[host] = {"ok": not problems, "problems": problems, "notes": notes, "reasons": reasons}
+    for problem in shared_problems or []:
+        named = [h for h in hosts if h in str(problem.get("host") or "").replace(",", " ").replace(" and ", " ").split()]
+        for host in named or list(hosts):
+            hosts[host]["problems"].append(_problem(problem["what"], problem["fix"]))
+            hosts[host]["ok"] = False
+    lines = ["Site check: %s" % ("every host is ready" if all(h["ok"] for h in hosts.values())
+                                 else "%d of %d hosts have problems" % (sum(1 for h in hosts.values() if not h["ok"]),
+                                                                        len(hosts)))]
+    for host, verdict in hosts.items():
+        if verdict["ok"]:
+            lines.append("%s: ok (%s)" % (host, "; ".join(verdict["notes"])))
+        else:
+            lines.append("%s: problem" % host)
+            for problem in verdict["problems"]:
+                lines.append("  - %s.%s" % (problem["what"], " Fix: %s." % problem["fix"] if problem["fix"] else ""))
+    return {"ok": all(h["ok"] for h in hosts.values()), "hosts": hosts, "message": "\n".join(lines),
+            "paste": paste(records)}
