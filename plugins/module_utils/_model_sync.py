@@ -241,8 +241,8 @@ def space(source_files, targets, path, margin_bytes=0):
             problems.append({
                 "host": host,
                 "what": "%s free on %s, the copy needs up to %s (%d bytes: the files it lacks, the largest it may "
-                        "rewrite and model_sync_free_margin_bytes)" % (_gib(available), mount.get("mount"),
-                                                                      _gib(needed), needed),
+                        "rewrite and model_sync_free_margin_bytes)"
+                        % (_gib(available), mount.get("mount"), _gib(needed), needed),
                 "fix": "free %s on %s there, or copy to another filesystem (model_sync_path)"
                        % (_gib(needed - available), mount.get("mount"))})
     return {"ok": not problems, "problems": problems, "hosts": hosts}
@@ -273,4 +273,3 @@ def rsync_result(stdout, limit=20):
         out["files_transferred"] if out["files_transferred"] is not None else "?",
         _gib(out["bytes_transferred"] or 0), out["deleted"] if out["deleted"] is not None else 0, len(items))
     return out
-

@@ -19,8 +19,9 @@ import pytest
 import yaml
 
 from ansible_collections.factory_floor.llm.tests.unit.roles import nginx_proxy_harness as h
-from ansible_collections.factory_floor.llm.tests.unit.roles.test_nginx_proxy_nginx import (  # noqa: F401 - fixtures
-    AUTH, proxies, request)
+from ansible_collections.factory_floor.llm.tests.unit.roles.test_nginx_proxy_nginx import AUTH, request
+# The proxies fixture (nginx under a private prefix, stopped by PID), shared with that module's tests.
+from ansible_collections.factory_floor.llm.tests.unit.roles.test_nginx_proxy_nginx import proxies  # pylint: disable=unused-import # noqa: F401
 
 with open(os.path.join(h.ROLE, "defaults", "main.yml"), encoding="utf-8") as _handle:
     DEFAULT_HEADERS = yaml.safe_load(_handle)["nginx_proxy_affinity_headers"]
