@@ -9,15 +9,15 @@ name: model_sync_plan
 short_description: Who sends a model directory, who receives it, over which address, with which rsync
 version_added: 0.1.0
 description:
-  - Runs on the controller, for C(playbooks/model-sync.yml). The source is O(_input.source) - an engine host, by
+  - Runs on the controller, for C(playbooks/model-sync.yml). The source is C(source) - an engine host, by
     default the first, or C(controller) - and the targets every other engine host (the source too when
-    O(_input.source_path) differs from O(_input.path)).
+    C(source_path) differs from C(path)).
   - A target is reached over its C(vllm_link_address) (the direct link) when the source is an engine host and both
     ends have one; else at its C(ansible_host). From an engine host, rsync's ssh uses that host's own key; from the
     controller, Ansible's own key, port, user and C(ansible_ssh_common_args) for the target.
   - Each rsync copies with C(--checksum) (by content), C(--partial-dir=.rsync-partial) (resumable),
-    C(--copy-links) (a Hugging Face snapshot's links arrive as files), C(--delete) only with O(_input.delete), and
-    C(--dry-run) with O(_input.dry_run).
+    C(--copy-links) (a Hugging Face snapshot's links arrive as files), C(--delete) only with C(delete), and
+    C(--dry-run) with C(dry_run).
   - Paths must be absolute, without C(.) or C(..) components, spaces or shell characters.
 options:
   _input:
