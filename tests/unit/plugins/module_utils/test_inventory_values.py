@@ -43,7 +43,7 @@ def test_container_types_of_the_roles_specs():
     found = iv.container_types(docs)
     for name in ("vllm_extra_args", "vllm_container_run_args", "vllm_allowed_clients", "vllm_prometheus_hosts",
                  "tool_gate_topologies", "memory_guard_workloads", "keepalived_unicast_peer",
-                 "nginx_proxy_affinity_body_fields"):
+                 "nginx_proxy_affinity_body_fields", "nginx_proxy_affinity_headers"):
         assert found[name] == "list", name
     for name in ("vllm_env", "vllm_env_host", "vllm_speculative_config"):
         assert found[name] == "dict", name

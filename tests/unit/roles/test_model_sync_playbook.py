@@ -1,0 +1,85 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The structure of playbooks/model-sync.yml and the vllm role's model_sync entry point: every refusal comes
+before anything is copied or created on a target, rsync runs with the plan's argv on the source, and the copies
+are compared with the source's afterwards. (The decisions themselves: tests/unit/plugins/module_utils/test_model_sync.py;
+the real copy: extensions/molecule/model_sync.)"""
+
+from __future__ import annotations
+
+import os
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def _load(*parts):
+    with open(os.path.join(ROOT, *parts), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+TASKS = _load("roles", "vllm", "tasks", "model_sync.yml")
+NAMES = [task["name"] for task in TASKS]
+
+
+def _index(words):
+    return next(i for i, name in enumerate(NAMES) if words in name)
+
+
+def _module(task):
+    return next(key for key in task if key.startswith(("ansible.builtin.", "factory_floor.llm.")))
+
+
+def test_the_playbook_and_its_installed_name_run_the_entry_point():
+    (play,) = _load("playbooks", "model-sync.yml")
+    assert play["hosts"] == "gb10" and play["any_errors_fatal"] is True
+    (task,) = play["tasks"]
+    assert task["ansible.builtin.include_role"] == {"name": "factory_floor.llm.vllm", "tasks_from": "model_sync"}
+    (alias,) = _load("playbooks", "model_sync.yml")
+    assert alias["ansible.builtin.import_playbook"] == "model-sync.yml"
+    assert "model_sync" in _load("roles", "vllm", "meta", "argument_specs.yml")["argument_specs"]
+
+
+def test_every_refusal_comes_before_the_first_change_on_a_target():
+    first_change = min(_index("Create the model directory"), _index("Copy the model"))
+    for words in ("Refuse a copy that cannot be planned", "Refuse a run that leaves out a target",
+                  "Refuse a source without the model directory", "Refuse targets without the room",
+                  "Refuse targets the source cannot reach"):
+        assert _index(words) < first_change, words
+    # The room is judged from what the targets hold and their filesystems, read before.
+    assert _index("Read the targets' filesystems") < _index("Refuse targets without the room")
+    assert _index("List what each target already holds") < _index("Refuse targets without the room")
+
+
+def test_rsync_runs_on_the_source_with_the_plans_argv_and_reports_its_changes():
+    task = TASKS[_index("Copy the model")]
+    assert task["ansible.builtin.command"] == {"argv": "{{ item.argv }}"}
+    assert task["delegate_to"] == "{{ __vllm_sync.source_host }}" and task["run_once"] is True
+    # Without become: the connecting user's own SSH key (or forwarded agent) reaches the targets.
+    assert task["become"] is False
+    # Runs in check mode too: the plan's argv then carries --dry-run (the plan takes ansible_check_mode).
+    assert task["check_mode"] is False and "'dry_run': ansible_check_mode" in TASKS[0]["ansible.builtin.set_fact"]["__vllm_sync"]
+    assert "model_sync_result" in task["changed_when"]
+    # Deletion only when asked.
+    assert "'delete': model_sync_delete | default(false) | bool" in TASKS[0]["ansible.builtin.set_fact"]["__vllm_sync"]
+
+
+def test_the_copies_are_compared_with_the_source_after_the_copy():
+    compare = _index("Refuse copies that differ from the source")
+    assert compare > _index("Copy the model")
+    assert "model_manifest_diff" in TASKS[compare]["vars"]["__vllm_sync_diff"]
+    for words in ("List the source's copy again", "List each target's copy, hashed"):
+        task = TASKS[_index(words)]
+        assert _module(task) == "factory_floor.llm.model_manifest"
+        assert task["factory_floor.llm.model_manifest"]["checksum"] == "{{ model_sync_manifest_checksum | default('all') }}"
+
+
+def test_every_model_sync_variable_the_tasks_read_is_declared():
+    import re
+    text = open(os.path.join(ROOT, "roles", "vllm", "tasks", "model_sync.yml"), encoding="utf-8").read()
+    used = set(re.findall(r"\b(model_sync_[a-z_]+)\b", text)) - {"model_sync_plan", "model_sync_space", "model_sync_result"}
+    declared = set(_load("roles", "vllm", "meta", "argument_specs.yml")["argument_specs"]["model_sync"]["options"])
+    assert used <= declared, used - declared
