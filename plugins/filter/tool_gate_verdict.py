@@ -14,7 +14,7 @@ description:
     (no case passed never passes); or when an incumbent score is known (C(incumbent_build_id) set and its record in
     C(found)) and the score is below it minus C(tolerance). Scores are percent of the suite's cases (0-100);
     C(min_score) and C(tolerance) are points.
-  - The incumbent may be the candidate's own build (a topology switch): the message then says "this build" and names
+  - The incumbent may be the candidate's own build (a topology switch); the message then calls it C(this build) and names
     the cases whose verdict changed since that build's stored run.
   - A run that passed is kept in C(record_file); a run that failed under C(failed_dir), in a file named like
     C(record_file) with the run's UTC time added, so it never replaces the last passing score.
