@@ -97,17 +97,19 @@ def test_the_graph_is_read():
 
 # Measured on main when this test came (issue 36): vllm is both the engine base and the
 # orchestrator that includes the roles built on it (and four role names vllm builds
-# from a template at run time: deploy_engines.yml, switch_rollback.yml). When the graph is a tree this test
-# passes, and strict xfail fails the run: then drop the mark.
+# from a template at run time: deploy_engines.yml, switch_rollback.yml). When the graph
+# is a tree this test passes, and strict xfail fails the run: then drop the mark.
 CYCLES_ON_MAIN = [("tool_gate", "vllm"), ("tool_gate", "vllm", "vllm_replica"), ("vllm", "vllm_replica"),
                   ("vllm", "vllm_split"), ("vllm", "vllm_watchdog")]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="role include cycles on main (issue 36): %s" % "; ".join(" -> ".join(c + (c[0],))
-                                                                                    for c in CYCLES_ON_MAIN))
+def _words(found):
+    return "; ".join(" -> ".join(cycle + (cycle[0],)) for cycle in found)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="role include cycles on main (issue 36): " + _words(CYCLES_ON_MAIN))
 def test_the_role_graph_is_a_tree():
     edges, dynamic = graph()
     found = cycles(edges)
     assert not found, "role include cycles: %s; names known only at run time: %s" % (
-        "; ".join(" -> ".join(c + (c[0],)) for c in found), "; ".join("%s (%s): %s" % d for d in dynamic))
+        _words(found), "; ".join("%s (%s): %s" % d for d in dynamic))
