@@ -73,7 +73,7 @@ def walk(tasks, role, where, seen):
         else:
             target_role = role
             name = args if isinstance(args, str) else args.get("file")
-            path = os.path.join(ROOT, "roles", role, "tasks", name)
+            path = os.path.join(ROOT, "roles", role, "tasks", name.replace("{{ role_path }}/tasks/", ""))
         if path not in seen:
             seen.add(path)
             yield from walk(_load(path), target_role, os.path.relpath(path, ROOT), seen)

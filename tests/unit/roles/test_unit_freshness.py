@@ -123,7 +123,7 @@ def test_a_staged_unit_systemd_had_not_read_is_read():
 def test_a_restarted_engine_is_checked_against_the_rendered_configuration():
     # The check is the service_check entry point, shared with the switch's cut-over (test_vllm_cut_over.py).
     (check,) = [task for task in tasks("roles/vllm/tasks/service_run.yml")
-                if task.get("ansible.builtin.include_tasks") == "service_check.yml"]
+                if task.get("ansible.builtin.include_tasks") == "{{ role_path }}/tasks/service_check.yml"]
     (engine_info,) = [task for task in tasks("roles/vllm/tasks/service_check.yml") if "factory_floor.llm.vllm_engine_info" in task]
     assert engine_info["factory_floor.llm.vllm_engine_info"]["require_match"] is True
     assert engine_info["factory_floor.llm.vllm_engine_info"]["argv"] == "{{ __vllm_argv }}"
