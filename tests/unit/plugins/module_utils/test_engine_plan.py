@@ -114,8 +114,8 @@ MOUNTS = [
      {"chat_template": "/etc/vllm/t.jinja", "speculative_config": {"model": "/models/draft"},
       "config": "/etc/factory-floor/keys.yaml"},
      ["/models/m", "/etc/vllm/t.jinja", "/models/draft", "/etc/factory-floor/keys.yaml"]),
-    ("inside the model directory: its mount has them", {"chat_template": "/models/m/t.jinja",
-                                                       "speculative_config": {"model": "/models/m/mtp"}}, ["/models/m"]),
+    ("inside the model directory: its mount has them",
+     {"chat_template": "/models/m/t.jinja", "speculative_config": {"model": "/models/m/mtp"}}, ["/models/m"]),
     ("a sibling whose name starts like it is outside", {"chat_template": "/models/m2/t.jinja"},
      ["/models/m", "/models/m2/t.jinja"]),
     ("a model directory written with a slash", {"model": "/models/m/", "chat_template": "/models/m/t.jinja"},
@@ -226,8 +226,8 @@ FINGERPRINTS = [
 
 @pytest.mark.parametrize("what,argv,environment,key,key_next", FINGERPRINTS, ids=[row[0] for row in FINGERPRINTS])
 def test_fingerprint_is_the_roles_expression(what, argv, environment, key, key_next):
-    templar = Templar(loader=DataLoader(), variables={"argv": argv, "environment": environment, "api_key": key,
-                                                       "api_key_next": key_next})
+    variables = {"argv": argv, "environment": environment, "api_key": key, "api_key_next": key_next}
+    templar = Templar(loader=DataLoader(), variables=variables)
     assert ep.fingerprint(argv, environment, key, key_next) == templar.template(trust_as_template(ROLE_EXPRESSION))
 
 
@@ -284,24 +284,39 @@ DECISIONS = [
 ]
 
 
-def _trusted(value):
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, dict):
-        return {key: _trusted(item) for key, item in value.items()}
-    return value
+def image(running_image=IMAGE, running_id=NEW_ID, wanted_id=NEW_ID, changed=False):
+    return {"wanted": IMAGE, "wanted_id": wanted_id, "running": running_image, "running_id": running_id,
+            "changed": changed}
+
+
+# What plan.yml's "Note what a service run would do" decided for each row (compared while it existed).
+DECIDED = {
+    "venv, nothing runs": (False, False, {}, ""),
+    "venv, runs this configuration": (True, False, {}, ""),
+    "venv, another command line": (True, True, {}, "was --max-num-seqs 12, now --max-num-seqs 10"),
+    "venv, only the environment or a key changed": (
+        True, True, {}, "the environment, the API key or the container options changed"),
+    "container, nothing runs": (False, False, image(running_image="", running_id=""), ""),
+    "container, runs this configuration and image": (True, False, image(), ""),
+    "container, another command line": (True, True, image(), "now --enforce-eager"),
+    "container, the tag now names another build": (
+        True, True, image(running_id=OLD_ID, changed=True),
+        "image vllm/vllm-openai:v0.32.0 (sha256:0f3c1b7a9e2d) -> vllm/vllm-openai:v0.32.0 (sha256:5d1e0c2b3a4f)"),
+    "container, another build and another command line": (
+        True, True, image(running_image="vllm/vllm-openai:v0.31.0", running_id=OLD_ID, changed=True),
+        "was --max-num-seqs 12, now --max-num-seqs 10, "
+        "image vllm/vllm-openai:v0.31.0 (sha256:0f3c1b7a9e2d) -> vllm/vllm-openai:v0.32.0 (sha256:5d1e0c2b3a4f)"),
+    "container, the wanted image not pulled yet: the command line decides": (
+        True, False, image(running_id=OLD_ID, wanted_id=""), ""),
+    "container, the unit runs but its container does not": (True, False, image(running_image="", running_id=""), ""),
+    "container, the container runs an old build but the unit has no process": (
+        False, False, image(running_id=OLD_ID, changed=True), ""),
+}
 
 
 @pytest.mark.parametrize("what,runtime,engine_info,image_info", DECISIONS, ids=[row[0] for row in DECISIONS])
-def test_decides_what_the_roles_jinja_decided(what, runtime, engine_info, image_info):
-    """Transition: plan.yml's own "Note what a service run would do", evaluated by Ansible, against decide()."""
-    import yaml  # pylint: disable=import-outside-toplevel
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
-    with open(os.path.join(root, "roles", "vllm", "tasks", "plan.yml"), encoding="utf-8") as handle:
-        (note,) = [task for task in yaml.safe_load(handle) if task["name"] == "Note what a service run would do"]
-    variables = {"__vllm_engine": engine_info, "__vllm_plan_image": image_info or {"skipped": True},
-                 "vllm_runtime": runtime, "vllm_service_name": "vllm-replica.service", "vllm_container_image": IMAGE}
-    variables.update(_trusted(note["vars"]))
-    old = Templar(loader=DataLoader(), variables=variables).template(
-        _trusted(note["ansible.builtin.set_fact"]["vllm_service_plan"]))
-    assert ep.decide(runtime, engine_info, IMAGE, image_info, "vllm-replica.service") == json.loads(json.dumps(old)), what
+def test_decide(what, runtime, engine_info, image_info):
+    running, pending, state, change = DECIDED[what]
+    assert ep.decide(runtime, engine_info, IMAGE, image_info, "vllm-replica.service") == {
+        "running": running, "restart_pending": pending, "args_removed": engine_info["args_removed"],
+        "args_added": engine_info["args_added"], "image": state, "change": change}
