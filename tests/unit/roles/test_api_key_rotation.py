@@ -22,6 +22,7 @@ import jinja2.nativetypes
 import pytest
 import yaml
 
+from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_plan as ep
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_args as va
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -126,9 +127,12 @@ def test_the_keys_file_is_root_only_and_a_change_restarts_the_engine():
     write = tasks[0]["ansible.builtin.template"]
     assert (write["owner"], write["group"], write["mode"]) == ("root", "root", "0600")
     assert tasks[0]["no_log"] is True and tasks[0]["diff"] is False
-    with open(os.path.join(ROOT, "roles", "vllm", "tasks", "plan.yml"), encoding="utf-8") as handle:
-        plan = handle.read()
+    plan = _load("roles", "vllm", "tasks", "plan.yml")[0]["factory_floor.llm.engine_plan"]
+    assert (plan["api_key"], plan["api_key_next"]) == ("{{ vllm_api_key }}", "{{ vllm_api_key_next }}")
     # The fingerprint holds the second key's hash only while it is set: nothing restarts on upgrade.
-    assert "([vllm_api_key_next | hash('sha256')] if vllm_api_key_next | length > 0 else [])" in plan
+    words = ["/opt/vllm/bin/vllm", "serve", "/models/m"]
+    assert ep.fingerprint(words, {}, "old", "") == ep.fingerprint(words, {}, "old")
+    assert ep.fingerprint(words, {}, "old", "new") != ep.fingerprint(words, {}, "old")
     # The container reads the file at the same path (mounted read-only with the model).
-    assert "[__vllm_settings.config] if __vllm_settings.config" in plan
+    keys = "/etc/factory-floor/vllm-replica.service.keys.yaml"
+    assert ep.mounts({"model": "/models/m", "config": keys}) == ["/models/m", keys]

@@ -99,7 +99,7 @@ def common(**extra):
 
 ENGINE = common(vllm_service_name="vllm-replica.service", vllm_service_state="started", vllm_service_restart=True,
                 vllm_service_plan={"restart_pending": True}, __vllm_unit_file=UNCHANGED, __vllm_env_file=UNCHANGED,
-                __vllm_engine=dict(UNCHANGED, need_daemon_reload=True, config_differs=True))
+                __vllm_plan=dict(UNCHANGED, need_daemon_reload=True))
 
 
 def test_the_restart_of_an_engine_reloads_the_unit_systemd_had_not_read():
@@ -127,7 +127,7 @@ def test_a_restarted_engine_is_checked_against_the_rendered_configuration():
     (engine_info,) = [task for task in tasks("roles/vllm/tasks/service_check.yml") if "factory_floor.llm.vllm_engine_info" in task]
     assert engine_info["factory_floor.llm.vllm_engine_info"]["require_match"] is True
     assert engine_info["factory_floor.llm.vllm_engine_info"]["argv"] == "{{ __vllm_argv }}"
-    assert engine_info["factory_floor.llm.vllm_engine_info"]["fingerprint"] == "{{ __vllm_digest }}"
+    assert engine_info["factory_floor.llm.vllm_engine_info"]["fingerprint"] == "{{ __vllm_plan.fingerprint }}"
     assert not runs(engine_info, dict(ENGINE, ansible_check_mode=True))
     assert runs(check, dict(ENGINE, __vllm_restarted=CHANGED, __vllm_started=UNCHANGED))
     assert runs(check, dict(ENGINE, __vllm_restarted=SKIPPED, __vllm_started=CHANGED))

@@ -78,7 +78,7 @@ def cut_over(tmp_path, runs, host_tz="UTC"):
         % sys.executable)
     (tmp_path / "play.yml").write_text(PLAYBOOK % {"host_tz": host_tz, "systemctl": systemctl, "proc": tmp_path / "proc",
                                                    "noted": tmp_path / "noted.json"})
-    extra = {"_vllm_unit_dir": str(tmp_path / "units"), "__vllm_argv": RENDERED, "__vllm_digest": DIGEST}
+    extra = {"_vllm_unit_dir": str(tmp_path / "units"), "__vllm_argv": RENDERED, "__vllm_plan": {"fingerprint": DIGEST}}
     # The controller in UTC; the engine host's modules in host_tz (the play's environment).
     env = dict(os.environ, TZ="UTC", PATH="%s:%s" % (tmp_path / "bin", os.environ.get("PATH", "/usr/bin:/bin")),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build", "collections"),

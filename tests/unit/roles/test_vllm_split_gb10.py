@@ -24,7 +24,7 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
-from ansible_collections.factory_floor.llm.plugins.filter.vllm_args import vllm_args
+from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_plan as ep
 from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, _trusted
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")
@@ -60,21 +60,16 @@ def _variables(inventory, host, hosts, link, cli):
     values.update(vllm_service_settings=trust_as_template("{{ _vllm_split_settings }}"),
                   vllm_service_env=trust_as_template("{{ _vllm_split_env }}"),
                   vllm_service_run_args=trust_as_template("{{ _vllm_split_run_args }}"))
-    # plan.yml's own task variables (the mounts, the program per runtime).
-    plan = _load("roles", "vllm", "tasks", "plan.yml")
-    values.update(_trusted(plan[0]["vars"]))
     return values
 
 
 def render(inventory="example", host="spark-1", hosts=("spark-1", "spark-2"), link=None, cli=None):
-    """(argv, environment) of ``host``'s rank as plan.yml composes them."""
+    """(argv, environment) of ``host``'s rank as plan.yml's engine_plan composes them from the task's arguments."""
     templar = Templar(loader=DataLoader(), variables=_variables(
         inventory, host, list(hosts), SPARK_LINK if link is None else link, {"nccl_library": IMAGE_NCCL} if cli is None else cli))
-    templar.environment.filters["factory_floor.llm.vllm_args"] = vllm_args
-    argv = templar.template(trust_as_template(
-        "{{ _vllm_program[vllm_runtime] + (__vllm_settings | factory_floor.llm.vllm_args(vllm_extra_args)) }}"))
-    env = templar.template(trust_as_template("{{ _vllm_runtime_env | combine(vllm_env, vllm_env_host, vllm_service_env) }}"))
-    return [str(a) for a in argv], {str(k): str(v) for k, v in env.items()}
+    (task,) = [task for task in _load("roles", "vllm", "tasks", "plan.yml") if "factory_floor.llm.engine_plan" in task]
+    composed = ep.compose(templar.template(_trusted(task["factory_floor.llm.engine_plan"])), host)
+    return [str(a) for a in composed["argv"]], {str(k): str(v) for k, v in composed["environment"].items()}
 
 
 def test_a_gb10_pair_runs_nccl_pinned_to_the_link_on_both_rdma_twins_with_the_hosts_nccl():

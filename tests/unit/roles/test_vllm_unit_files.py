@@ -44,6 +44,8 @@ PLAYBOOK = """
   module_defaults:
     factory_floor.llm.vllm_engine_info:
       systemctl: %(systemctl)s
+    factory_floor.llm.engine_plan:
+      systemctl: %(systemctl)s
   tasks:
     - name: Load the shared settings
       ansible.builtin.include_role:

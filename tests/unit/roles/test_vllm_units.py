@@ -24,6 +24,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 from ansible_collections.factory_floor.llm.plugins.filter.systemd_exec import systemd_exec
+from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_plan as ep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 # The role's templates hold regex_replace('\.service$', ...); Jinja warns of that escape, as it does in Ansible.
@@ -48,7 +49,7 @@ def _role_vars(**overrides):
             values.update(_trusted(yaml.safe_load(handle)))
     values.update(ansible_managed="Ansible managed", inventory_hostname="spark-a", vllm_service_description="vLLM replica",
                   vllm_service_conflicts=["vllm-split.service"], vllm_service_name="vllm-replica.service",
-                  __vllm_digest="0" * 64, __vllm_argv=["/usr/bin/docker", "run", "--name", "vllm-replica"],
+                  __vllm_plan={"fingerprint": "0" * 64, "environment": {}}, __vllm_argv=["/usr/bin/docker", "run", "--name", "vllm-replica"],
                   _site_engine_units=["vllm-replica.service", "vllm-split.service"])
     values.update(overrides)
     return values
@@ -94,13 +95,13 @@ def words(unit, section, key):
 
 
 def plan_container_argv(**overrides):
-    """The container runtime's `docker run ...` prefix, as roles/vllm/tasks/plan.yml composes it."""
+    """The container runtime's command line, as roles/vllm/tasks/plan.yml's engine_plan composes it."""
     with open(os.path.join(ROOT, "roles", "vllm", "tasks", "plan.yml"), encoding="utf-8") as handle:
         tasks = yaml.safe_load(handle)
-    program = next(task for task in tasks if task["name"] == "Compose the engine's command line")["vars"]["_vllm_program"]
-    mounts = {"__vllm_mounts": [], "vllm_container_run_args": []}
-    mounts.update(overrides)
-    return evaluate(program["container"], **mounts)
+    args = next(task for task in tasks if "factory_floor.llm.engine_plan" in task)["factory_floor.llm.engine_plan"]
+    values = {"vllm_model": "/models/m", "vllm_service_settings": {}, "vllm_service_env": {}}
+    values.update(overrides)
+    return ep.argv(_templar(**values).template(_trusted(args)))
 
 
 # --------------------------------------------------------------------------- item 6: docker's lifetime
