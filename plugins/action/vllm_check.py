@@ -20,6 +20,7 @@ from ansible.errors import AnsibleActionFail, AnsibleUndefinedVariable
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_check as vc
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain
 
 # What the task passes: the check, and what the host said (registered results, or a message).
 ARGUMENT_SPEC = dict(
@@ -36,15 +37,6 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def _plain(value):
-    """``value`` with every list and dict item read (templated) now."""
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
-
-
 class ActionModule(ActionBase):
     """Runs the check on the controller; its documentation is the module factory_floor.llm.vllm_check's."""
 
@@ -53,7 +45,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
 
     def _variable(self, expression, local_variables=None):
-        return _plain(self._templar.resolve_variable_expression(expression, local_variables=local_variables))
+        return plain(self._templar.resolve_variable_expression(expression, local_variables=local_variables))
 
     def read_variables(self, name):
         """The variables the check ``name`` reads, by name; an undefined OPTIONAL one is absent."""

@@ -29,17 +29,8 @@ ID_A = "sha256:" + "a" * 64
 ID_B = "sha256:" + "b" * 64
 
 # A container engine that can run: the role's defaults, as the preflight reads them.
-ENGINE = {
-    "inventory_hostname": "spark-1", "vllm_runtime": "container", "vllm_model": "/models/m",
-    "vllm_served_model_name": "m", "vllm_port": 8000, "vllm_max_num_seqs": 8, "vllm_max_model_len": 32768,
-    "vllm_kv_cache_dtype": "fp8", "vllm_gpu_memory_utilization": None, "vllm_enable_auto_tool_choice": False,
-    "vllm_tool_call_parser": "", "vllm_shutdown_timeout": 30, "vllm_extra_args": [], "vllm_env": {},
-    "vllm_env_host": {}, "vllm_container_engine": "docker", "vllm_container_image": "vllm/vllm-openai:v0.32.0",
-    "vllm_container_image_digest": "", "vllm_container_shm_size": "", "vllm_container_ipc": "host",
-    "vllm_container_cache_dir": "/var/cache/vllm", "vllm_container_cache_path": "/root/.cache",
-    "vllm_container_run_args": [], "vllm_venv": "/opt/vllm", "vllm_api_key": KEY, "vllm_api_key_next": "",
-    "_vllm_units": UNITS,
-}
+with open(os.path.join(os.path.dirname(FIXTURE), "engine.yml"), encoding="utf-8") as _handle:
+    ENGINE = dict(yaml.safe_load(_handle), _vllm_units=UNITS)
 SEEN = {
     "model_dir": {"stat": {"exists": True, "isdir": True}},
     "venv_vllm": {"skipped": True},

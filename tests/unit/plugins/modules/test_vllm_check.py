@@ -32,20 +32,16 @@ KEY = "lab-key-7f3e9a2c41d86b05"
 ID_A = "sha256:" + "a" * 64
 ID_B = "sha256:" + "b" * 64
 
-ENGINE = {
-    "inventory_hostname": "spark-1", "vllm_runtime": "container", "vllm_model": "/models/m",
-    "vllm_served_model_name": "m", "vllm_port": 8000, "vllm_max_num_seqs": 8, "vllm_max_model_len": 32768,
-    "vllm_kv_cache_dtype": "fp8", "vllm_gpu_memory_utilization": None, "vllm_enable_auto_tool_choice": False,
-    "vllm_tool_call_parser": "", "vllm_shutdown_timeout": 30, "vllm_extra_args": [], "vllm_env": {"HF_TOKEN": SECRET},
-    "vllm_env_host": {}, "vllm_container_engine": "docker", "vllm_container_image": "vllm/vllm-openai:v0.32.0",
-    "vllm_container_image_digest": "", "vllm_container_shm_size": "", "vllm_container_ipc": "host",
-    "vllm_container_cache_dir": "/var/cache/vllm", "vllm_container_cache_path": "/root/.cache",
-    "vllm_container_run_args": [], "vllm_venv": "/opt/vllm", "vllm_api_key": KEY, "vllm_api_key_next": "",
+with open(os.path.join(ROOT, "tests", "unit", "plugins", "module_utils", "fixtures", "vllm_check", "engine.yml"),
+          encoding="utf-8") as _handle:
+    ENGINE = yaml.safe_load(_handle)
+ENGINE.update({
+    "vllm_env": {"HF_TOKEN": SECRET},
     # As the role's vars/main.yml has them: templates, read when the check reads them.
     "_site_topologies": {"replicas": {"unit": "vllm-replica.service"}, "split": {"unit": "vllm-split.service"}},
     "_vllm_units": {"replicas": [trust_as_template("{{ _site_topologies.replicas.unit }}")],
                     "split": [trust_as_template("{{ _site_topologies.split.unit }}")]},
-}
+})
 SEEN = {"model_dir": {"stat": {"exists": True, "isdir": True}}, "venv_vllm": {"skipped": True},
         "tool_parsers": {"skipped": True}, "units_active": {"rc": 3, "stdout_lines": ["inactive", "inactive"]},
         "port_listeners": {"rc": 0, "stdout": ""}, "port_units": {"skipped": True}}
@@ -97,8 +93,8 @@ def test_an_undefined_setting_fails_naming_it():
 
 
 def test_optional_variables_may_be_undefined():
-    assert run({"check": "switch"}, {})["errors"][0]["message"].startswith("switch_to must be 'replicas' or 'split' "
-                                                                         "(got '')")
+    message = run({"check": "switch"}, {})["errors"][0]["message"]
+    assert message.startswith("switch_to must be 'replicas' or 'split' (got '')")
     assert run({"check": "switch"}, {"switch_to": "split"})["errors"] == []
 
 
