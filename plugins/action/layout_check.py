@@ -27,6 +27,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _inventory_values as iv
 from ansible_collections.factory_floor.llm.plugins.module_utils._layout import format_errors
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain as _plain
 
 # The collection's roles, next to plugins/ in a checkout and in an installed collection alike.
 ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
@@ -45,15 +46,6 @@ def load_specs(roles_dir=ROLES_DIR):
             with open(path, encoding="utf-8") as handle:
                 docs[role] = yaml.safe_load(handle) or {}
     return docs
-
-
-def _plain(value):
-    """``value`` with every list and dict item read (templated) now."""
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
 
 
 def _templated(host_vars, name):

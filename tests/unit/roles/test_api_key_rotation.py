@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 
 import jinja2
 import jinja2.nativetypes
@@ -24,6 +23,7 @@ import yaml
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_plan as ep
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_args as va
+from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_check as vc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 OLD, NEW = "lab-key-7f3e9a2c41d86b05", "k2/new+Key_~.9="
@@ -95,10 +95,10 @@ def test_vllm_reads_both_keys_from_the_file(key, next_key):
     assert _vllm_reads(text) == ["--api-key", key, next_key]
 
 
-def _key_rule():
-    tasks = _load("roles", "vllm", "tasks", "api_key_check.yml")
-    rule = [that for that in tasks[0]["ansible.builtin.assert"]["that"] if "is match(" in that][0]
-    return re.compile(re.search(r"match\('(.*)'\)", rule).group(1))
+def _refused(key, next_key):
+    """The preflight's refusals of a key rotation (factory_floor.llm.vllm_check, check engine), for these keys."""
+    errors = vc.check_engine({"inventory_hostname": "spark-1", "vllm_api_key": key, "vllm_api_key_next": next_key}, {})
+    return [error for error in errors if error["check"] == "api_key_next"]
 
 
 @pytest.mark.parametrize("key, accepted", [
@@ -109,17 +109,26 @@ def _key_rule():
     ("abc\n", False),
     ("two words", False),
     ('quo"te', False),
-    ("", False),
+    ("=", False),
 ])
 def test_the_preflight_refuses_a_next_key_that_is_not_a_bearer_token(key, accepted):
-    # Ansible's match test is re.match: anchored at the start; the rule anchors the end itself.
-    assert bool(_key_rule().match(key)) is accepted
+    assert (not _refused("some-other-key", key)) is accepted
+
+
+@pytest.mark.parametrize("key, next_key", [(NEW, NEW), ("", NEW), (None, NEW)],
+                         ids=["the-same-key", "no-key", "key-unset"])
+def test_the_preflight_refuses_a_next_key_equal_to_the_key_or_without_one(key, next_key):
+    assert _refused(key, next_key)
+
+
+def test_no_next_key_is_no_rotation():
+    assert not _refused(OLD, "") and not _refused(OLD, None) and not _refused("", "")
 
 
 def test_the_key_rule_never_shows_the_key():
-    task = _load("roles", "vllm", "tasks", "api_key_check.yml")[0]
-    assert "vllm_api_key_next }}" not in task["ansible.builtin.assert"]["fail_msg"]
-    assert "vllm_api_key }}" not in task["ansible.builtin.assert"]["fail_msg"]
+    [error] = _refused(OLD, "two words " + NEW)
+    assert "vllm_api_key_next on spark-1 cannot be used (its value is not shown)" in error["message"]
+    assert NEW not in error["message"] and OLD not in error["message"] and "two words" not in error["message"]
 
 
 def test_the_keys_file_is_root_only_and_a_change_restarts_the_engine():

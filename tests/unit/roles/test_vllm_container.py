@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _container_image as ci
+from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_check import MANAGED_RUN_ARGS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -45,7 +46,7 @@ def test_run_args_hold_nothing_the_role_sets():
     # GPU access and IPC are variables of their own now; nothing is pulled unless asked.
     assert DEFAULTS["vllm_container_run_args"] == []
     assert DEFAULTS["vllm_container_pull"] is False
-    managed = VARS["_vllm_container_managed_args"]
+    managed = MANAGED_RUN_ARGS
     for flag in ("-e", "--env", "--env-file", "--gpus", "--ipc", "--shm-size", "--network", "--name", "--rm",
                  "--restart", "-d", "--detach", "--entrypoint", "--pull", "--log-driver"):
         assert flag in managed, flag

@@ -36,13 +36,14 @@ REFUSED = "vLLM settings on spark-t are not valid"
 TOKEN = "hf_SeCrEt4f1b9e77d0c2"
 
 
-def _preflight(tmp_path, runtime, env):
+def _preflight(tmp_path, runtime, env, **more):
     (tmp_path / "inventory.yml").write_text(
         "engine:\n  hosts:\n    spark-t:\n      ansible_connection: local\n      ansible_python_interpreter: %s\n"
         % sys.executable)
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     extra = {"vllm_runtime": runtime, "vllm_model": "relative-name", "vllm_served_model_name": "m",
              "vllm_env_host": env, "vllm_container_image": "vllm/vllm-openai:v0.32.0"}
+    extra.update(more)
     done = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml"), "-vvv",
                            "-e", json.dumps(extra)], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
                           env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build", "collections"),
@@ -75,3 +76,18 @@ def test_values_the_env_file_would_change_are_refused_by_name(tmp_path, runtime)
 @needs_ansible_playbook
 def test_values_both_readers_take_as_written_pass(tmp_path):
     assert REFUSED not in _preflight(tmp_path, "venv", GOOD)
+
+
+@needs_ansible_playbook
+@pytest.mark.parametrize("args, flag", [
+    (["-e", "HF_TOKEN=" + TOKEN], "-e"),
+    (["--env=HF_TOKEN=" + TOKEN], "--env"),
+    # docker's short flag with its value attached: the Jinja this check replaced read its '\\1' as
+    # chr(1) and let it through, putting the value on the command line.
+    (["-eHF_TOKEN=" + TOKEN], "-e"),
+])
+def test_an_environment_value_on_the_container_command_line_is_refused_by_its_flag(tmp_path, args, flag):
+    output = _preflight(tmp_path, "container", GOOD, vllm_container_run_args=args)
+    assert REFUSED in output
+    assert "vllm_container_run_args has %s: set vllm_env or vllm_env_host instead" % flag in output
+    assert "4f1b9e77" not in output

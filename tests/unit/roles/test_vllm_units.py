@@ -25,6 +25,7 @@ from ansible.template import Templar, trust_as_template
 
 from ansible_collections.factory_floor.llm.plugins.filter.systemd_exec import systemd_exec
 from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_plan as ep
+from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_check import MANAGED_RUN_ARGS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 # The role's templates hold regex_replace('\.service$', ...); Jinja warns of that escape, as it does in Ansible.
@@ -140,8 +141,7 @@ def test_the_container_stops_with_the_roles_timeout_whoever_stops_it(engine):
 
 
 def test_stop_timeout_is_a_flag_the_role_sets():
-    with open(os.path.join(ROOT, "roles", "vllm", "vars", "main.yml"), encoding="utf-8") as handle:
-        assert "--stop-timeout" in yaml.safe_load(handle)["_vllm_container_managed_args"]
+    assert "--stop-timeout" in MANAGED_RUN_ARGS
 
 
 def test_the_engine_leaves_the_proxies_before_a_docker_restart_stops_it():
