@@ -79,7 +79,7 @@ def render(inventory="example", host="spark-1", hosts=("spark-1", "spark-2"), li
 
 def test_a_gb10_pair_runs_nccl_pinned_to_the_link_on_both_rdma_twins_with_the_hosts_nccl():
     argv, env = render()
-    assert env["NCCL_SOCKET_IFNAME"] == env["GLOO_SOCKET_IFNAME"] == "enp1s0f0np0"
+    assert env["NCCL_SOCKET_IFNAME"] == env["GLOO_SOCKET_IFNAME"] == "enp1s0f1np1"
     assert env["VLLM_HOST_IP"] == "10.10.10.1"
     assert env["NCCL_IB_HCA"] == "roceP2p1s0f1,rocep1s0f1"
     assert (env["NCCL_DEBUG"], env["NCCL_DEBUG_SUBSYS"]) == ("INFO", "INIT,NET")
