@@ -309,17 +309,32 @@ def device_nodes(paths, listdir=os.listdir, is_char_device=None):
     return nodes
 
 
-def choose_hca(devices, configured):
+def port_key(netdev):
+    """A netdev's name without its PCI domain: a DGX Spark port's two twins share it
+    (``enp1s0f1np1`` and ``enP2p1s0f1np1`` -> ``enp1s0f1np1``)."""
+    return re.sub(r"^enP[0-9]+p", "enp", str(netdev or ""))
+
+
+def choose_hca(devices, configured, interface=""):
     """``(hca, source)``: the devices NCCL_IB_HCA names.
 
-    The inventory's list when set; otherwise every RDMA device whose port is up (on a
-    DGX Spark the cabled QSFP port shows as two "twins", one per PCIe x4 link - for
-    example ``rocep1s0f1`` and ``roceP2p1s0f1`` - and NCCL reaches the port's full
-    200 Gb/s only over both, as eugr's spark-vllm-docker ``autodiscover.sh`` sets them).
+    The inventory's list when set; otherwise the RDMA devices whose port is up and that
+    belong to the link interface's port (on a DGX Spark the cabled QSFP port shows as two
+    "twins", one per PCIe x4 link - ``rocep1s0f1`` on ``enp1s0f1np1`` and ``roceP2p1s0f1`` on
+    ``enP2p1s0f1np1`` - and NCCL reaches the port's full 200 Gb/s only over both, as eugr's
+    spark-vllm-docker ``autodiscover.sh`` sets them). With the other port up too (a second
+    cable), its devices are not the link's. When none of the up devices is the interface's
+    (another naming), every device whose port is up.
     """
     if configured:
         return [str(name) for name in configured], "vllm_split_nccl_ib_hca"
-    return [device["name"] for device in devices if device["up"]], "discovered (RDMA devices whose port is up)"
+    up = [device for device in devices if device["up"]]
+    if interface:
+        key = port_key(interface)
+        own = [device["name"] for device in up if any(port_key(netdev) == key for netdev in device.get("netdevs") or [])]
+        if own:
+            return own, "discovered (the RDMA devices of %s's port, up)" % interface
+    return [device["name"] for device in up], "discovered (RDMA devices whose port is up)"
 
 
 # ------------------------------------------------------------------------ NCCL

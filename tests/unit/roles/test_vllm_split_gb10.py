@@ -74,7 +74,7 @@ def render(inventory="example", host="spark-1", hosts=("spark-1", "spark-2"), li
 
 def test_a_gb10_pair_runs_nccl_pinned_to_the_link_on_both_rdma_twins_with_the_hosts_nccl():
     argv, env = render()
-    assert env["NCCL_SOCKET_IFNAME"] == env["GLOO_SOCKET_IFNAME"] == "enp1s0f0np0"
+    assert env["NCCL_SOCKET_IFNAME"] == env["GLOO_SOCKET_IFNAME"] == "enp1s0f1np1"
     assert env["VLLM_HOST_IP"] == "10.10.10.1"
     assert env["NCCL_IB_HCA"] == "roceP2p1s0f1,rocep1s0f1"
     assert (env["NCCL_DEBUG"], env["NCCL_DEBUG_SUBSYS"]) == ("INFO", "INIT,NET")
@@ -166,3 +166,20 @@ def test_the_split_preflight_hands_its_model_to_the_vllm_preflight_on_a_site_tha
                 "/models/Qwen3-Next-80B-A3B-Instruct-NVFP4"
             return
     pytest.fail("roles/vllm_split/tasks/preflight.yml includes no vllm preflight")
+
+
+def test_a_site_without_link_settings_renders_the_rank_it_stops():
+    # Seen by a new user: a replicas-only inventory (no vllm_link_interface, no
+    # vllm_link_address) on hosts that still had the split's units; deploy's "stop the
+    # topology that is not wanted" rendered the rank and failed with "has no attribute ''"
+    # (the head's address looked up the facts of an interface named "").
+    variables = _variables("example", "spark-1", ["spark-1", "spark-2"], SPARK_LINK, {"nccl_library": IMAGE_NCCL})
+    for name in ("spark-1", "spark-2"):
+        variables["hostvars"][name] = {k: v for k, v in variables["hostvars"][name].items()
+                                       if k not in ("vllm_link_interface", "vllm_link_address")}
+        variables["hostvars"][name]["ansible_facts"] = {"default_ipv4": {"address": "192.0.2.1"}}
+    variables.pop("vllm_link_address", None)
+    variables["vllm_link_interface"] = ""
+    templar = Templar(loader=DataLoader(), variables=variables)
+    assert templar.template(trust_as_template("{{ _vllm_split_head_address }}")) == ""
+    assert templar.template(trust_as_template("{{ _vllm_split_peer_address }}")) == ""

@@ -139,6 +139,22 @@ def test_rdma_discovery_takes_every_device_whose_port_is_up():
     # Both twins of the cabled port, as eugr's autodiscover.sh sets NCCL_IB_HCA.
     assert lc.choose_hca(devices, []) == (["roceP2p1s0f1", "rocep1s0f1"], "discovered (RDMA devices whose port is up)")
     assert lc.choose_hca(devices, ["rocep1s0f1"]) == (["rocep1s0f1"], "vllm_split_nccl_ib_hca")
+    assert lc.choose_hca(devices, [], "enp1s0f1np1") == (
+        ["roceP2p1s0f1", "rocep1s0f1"], "discovered (the RDMA devices of enp1s0f1np1's port, up)")
+
+
+def test_with_both_ports_up_only_the_link_ports_twins_are_named():
+    # A second cable in the other QSFP port: its twins are up too, but they are not the
+    # split's link; NCCL_IB_HCA names the twins of vllm_link_interface's port only.
+    devices = [{"name": "roceP2p1s0f0", "netdevs": ["enP2p1s0f0np0"], "up": True},
+               {"name": "roceP2p1s0f1", "netdevs": ["enP2p1s0f1np1"], "up": True},
+               {"name": "rocep1s0f0", "netdevs": ["enp1s0f0np0"], "up": True},
+               {"name": "rocep1s0f1", "netdevs": ["enp1s0f1np1"], "up": True}]
+    assert lc.choose_hca(devices, [], "enp1s0f1np1")[0] == ["roceP2p1s0f1", "rocep1s0f1"]
+    assert lc.choose_hca(devices, [], "enP2p1s0f0np0")[0] == ["roceP2p1s0f0", "rocep1s0f0"]
+    # A link interface none of them belongs to (another naming): every device that is up.
+    assert lc.choose_hca(devices, [], "eth1") == (
+        ["roceP2p1s0f0", "roceP2p1s0f1", "rocep1s0f0", "rocep1s0f1"], "discovered (RDMA devices whose port is up)")
 
 
 def test_rdma_device_nodes_are_listed_one_by_one():
