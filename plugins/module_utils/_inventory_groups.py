@@ -56,8 +56,8 @@ def check_inventory(groups, sources, existing=(), proxy=True, engine_group=ENGIN
         # A source with a comma that is no file is a host list ("a,b,"), not a mistyped path.
         absent = [s for s in sources if s not in existing and "," not in s]
         if sources and len(absent) == len(sources):
-            found = "No inventory at %s: %s." % (shown, "that path does not exist" if len(absent) == 1
-                                                  else "none of those paths exists")
+            said = "that path does not exist" if len(absent) == 1 else "none of those paths exists"
+            found = "No inventory at %s: %s." % (shown, said)
         else:
             found = ("The inventory %s lists no host (Ansible's warnings above say whether it could parse it)."
                      % shown)
