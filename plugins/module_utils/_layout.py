@@ -209,6 +209,28 @@ def _check_topology_groups(report, groups, topology, used):
         both, ["topology"])
 
 
+def _group_state(groups, group):
+    return "is not in the inventory" if group not in groups else "has no hosts"
+
+
+def no_engines_message(groups, engine_group=ENGINE_GROUP, proxy_group=PROXY_GROUP):
+    """What to change when ``engine_group`` has no host (``groups``: group name -> hosts)."""
+    state = _group_state(groups, engine_group)
+    proxies = list(groups.get(proxy_group) or [])
+    if proxies:
+        return ("Group '%s' %s, so the proxy on %s (group '%s') has no replica to send requests to. List the GB10 "
+                "machine(s) under %s in hosts.yml; one is enough, and it can run the proxy too."
+                % (engine_group, state, _names(proxies), proxy_group, engine_group))
+    return "Group '%s' %s: list the GB10 machine(s) under %s in hosts.yml." % (engine_group, state, engine_group)
+
+
+def no_proxy_message(groups, proxy_group=PROXY_GROUP):
+    """What to change when ``proxy_group`` has no host."""
+    return ("Group '%s' %s: every client goes through the proxy (nginx least_conn). List the host that runs it under "
+            "%s in hosts.yml; on one machine, list the GB10 host itself (the proxy listens on ff_proxy_port, "
+            "vLLM on vllm_port)." % (proxy_group, _group_state(groups, proxy_group), proxy_group))
+
+
 def check_layout(topology, groups, hostvars, engine_group=ENGINE_GROUP, proxy_group=PROXY_GROUP,
                  split_group=SPLIT_GROUP):
     """Check a layout; return ``{"errors": [...], "layout": {...}}``.
@@ -242,26 +264,9 @@ def check_layout(topology, groups, hostvars, engine_group=ENGINE_GROUP, proxy_gr
 
     # --- groups
     if not engines:
-        state = "is not in the inventory" if engine_group not in groups else "has no hosts"
-        if proxies:
-            report.add(
-                "no_engines",
-                "Group '%s' %s, so the proxy on %s (group '%s') has no replica to send requests to. List the GB10 "
-                "machine(s) under %s in hosts.yml; one is enough, and it can run the proxy too."
-                % (engine_group, state, _names(proxies), proxy_group, engine_group),
-                proxies, [])
-        else:
-            report.add("no_engines",
-                       "Group '%s' %s: list the GB10 machine(s) under %s in hosts.yml." % (engine_group, state, engine_group),
-                       [], [])
+        report.add("no_engines", no_engines_message(groups, engine_group, proxy_group), proxies, [])
     if not proxies:
-        state = "is not in the inventory" if proxy_group not in groups else "has no hosts"
-        report.add(
-            "no_proxy",
-            "Group '%s' %s: every client goes through the proxy (nginx least_conn). List the host that runs it under "
-            "%s in hosts.yml; on one machine, list the GB10 host itself (the proxy listens on ff_proxy_port, "
-            "vLLM on vllm_port)." % (proxy_group, state, proxy_group),
-            [], [])
+        report.add("no_proxy", no_proxy_message(groups, proxy_group), [], [])
 
     machines = {host: machine_of(host, hv(host)) for host in everyone}
 

@@ -34,7 +34,8 @@ def _module(task):
 
 
 def test_the_playbook_and_its_installed_name_run_the_entry_point():
-    (play,) = _load("playbooks", "model-sync.yml")
+    (inventory, play) = _load("playbooks", "model-sync.yml")
+    assert inventory["tasks"][0]["ansible.builtin.include_role"]["tasks_from"] == "inventory"
     assert play["hosts"] == "gb10" and play["any_errors_fatal"] is True
     (task,) = play["tasks"]
     assert task["ansible.builtin.include_role"] == {"name": "factory_floor.llm.vllm", "tasks_from": "model_sync"}

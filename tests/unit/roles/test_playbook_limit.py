@@ -19,17 +19,18 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._limit import PL
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-# playbook file -> (the check's playbook name, the play that runs it)
+# playbook file -> (the check's playbook name, the play that runs it); play 0 of each checks that the
+# inventory has the hosts (test_playbook_inventory.py).
 WIRED = {
-    "deploy.yml": ("deploy", 0),
-    "switch.yml": ("switch", 0),
-    "switch-model.yml": ("switch_model", 0),
-    "status.yml": ("status", 0),
-    "peers.yml": ("peers", 1),          # the engines' play, before it lists the peers
-    "metrics.yml": ("metrics", 0),
-    "prometheus-config.yml": ("prometheus_config", 0),
-    "chat.yml": ("chat", 0),
-    "tune-concurrency.yml": ("tune", 0),
+    "deploy.yml": ("deploy", 1),
+    "switch.yml": ("switch", 1),
+    "switch-model.yml": ("switch_model", 1),
+    "status.yml": ("status", 1),
+    "peers.yml": ("peers", 2),          # the engines' play, before it lists the peers
+    "metrics.yml": ("metrics", 1),
+    "prometheus-config.yml": ("prometheus_config", 1),
+    "chat.yml": ("chat", 1),
+    "tune-concurrency.yml": ("tune", 1),
 }
 # Each host alone: nothing to check.
 ALONE = {"memory_guard", "tool_gate_spread"}
