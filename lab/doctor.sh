@@ -290,6 +290,17 @@ $(storage_root)|8192|podman storage: lab image, build container
 $(storage_root)/volumes|15360|podman volumes: the docker storage of spark-a and spark-b (3.9 GiB each, twice that while the image loads)
 ${TMPDIR:-/var/tmp}|8192|podman commit's copy of the image layer
 $(cd "$here/.." && pwd)|2048|the virtualenvs and build/ in the project"
+# Earlier lab images a rebuild left untagged (4.8 GiB each; the build prunes them since
+# 2026-12-06, a machine from before may still hold some).
+stale_images() {
+  local n
+  n=$(podman images -q --filter dangling=true --filter label=factory-floor.inputs 2>/dev/null | wc -l)
+  if [ "$n" -gt 0 ]; then
+    echo "$n old lab image(s) untagged: podman image prune -f --filter label=factory-floor.inputs"
+  else
+    echo "no old lab images to prune"
+  fi
+}
 check_disk() {
   local path need what p mnt mnts="" m total avail parts
   declare -A sum=() detail=() what_for=()
@@ -311,7 +322,7 @@ check_disk() {
     else
       bad req "disk $m" "$(gib "$avail") GiB free, $(gib "$total") GiB needed" \
         "${what_for[$m]} (peaks measured building the lab image)" \
-        "free space on $m, or point LAB_CACHE / TMPDIR / podman's graphroot at a file system with room"
+        "free space on $m ($(stale_images)), or point LAB_CACHE / TMPDIR / podman's graphroot at a file system with room"
     fi
   done
 }

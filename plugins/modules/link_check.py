@@ -23,8 +23,8 @@ description:
     MTU-28 -I IFACE) does; no C(ping) binary needed). A peer whose end has a smaller MTU drops them.
   - O(ports) free, or held while one of O(port_owner_units) is active (the split itself, running).
   - The RDMA devices (C(/sys/class/infiniband/*/device/net/*), as C(ibdev2netdev) shows them) and which have their
-    port up; the devices NCCL_IB_HCA will name (O(nccl_ib_hca), or the up devices of O(interface)'s port - its twins -, else every device whose port is up); whether
-    O(rdma_devices) exist for the container.
+    port up; the devices NCCL_IB_HCA will name (O(nccl_ib_hca), or the up devices of O(interface)'s port - its
+    twins -, else every device whose port is up); whether O(rdma_devices) exist for the container.
   - The host's C(libnccl.so.2) (O(nccl_library) C(auto) finds it with C(ldconfig -p)).
   - With O(engine_unit), what NCCL chose in that unit's current run, from its own C(NCCL_DEBUG=INFO) lines in the
     journal (C(Using network IB), C(via NET/Socket/0)...).
@@ -75,7 +75,10 @@ options:
     choices: [auto, required, disabled]
     default: auto
   nccl_ib_hca:
-    description: The RDMA devices NCCL_IB_HCA names (C(vllm_split_nccl_ib_hca)); empty chooses the up devices of O(interface)'s port (a DGX Spark port's two twins), or every device whose port is up when none is O(interface)'s.
+    description:
+      - The RDMA devices NCCL_IB_HCA names (C(vllm_split_nccl_ib_hca)).
+      - Empty chooses the up devices of O(interface)'s port (a DGX Spark port's two twins), or every device whose port
+        is up when none is O(interface)'s.
     type: list
     elements: str
     default: []
