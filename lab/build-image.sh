@@ -176,10 +176,5 @@ podman commit -q --change 'CMD ["/sbin/init"]' --change "LABEL factory-floor.inp
   "$BUILD_NAME" "$IMAGE" >/dev/null
 podman rm "$BUILD_NAME" >/dev/null
 podman rmi "$IMAGE-base" >/dev/null 2>&1 || true
-# The image this build replaced is left untagged (4.8 GiB); each change of the
-# inputs left one more until the doctor's disk check failed (CI, 2026-12-06:
-# three of them, 13.7 GiB). Only untagged images of this build (its label) go;
-# one a container still runs on stays.
-podman image prune -f --filter label=factory-floor.inputs >/dev/null 2>&1 || true
 echo "lab image $IMAGE built ($inputs_hash)"
 docker_tarball

@@ -290,7 +290,7 @@ $(storage_root)|8192|podman storage: lab image, build container
 $(storage_root)/volumes|15360|podman volumes: the docker storage of spark-a and spark-b (3.9 GiB each, twice that while the image loads)
 ${TMPDIR:-/var/tmp}|8192|podman commit's copy of the image layer
 $(cd "$here/.." && pwd)|2048|the virtualenvs and build/ in the project"
-# Earlier lab images a rebuild left untagged (4.8 GiB each; the build prunes them since
+# Earlier lab images a rebuild left untagged (4.8 GiB each; make lab-image prunes them since
 # 2026-12-06, a machine from before may still hold some).
 stale_images() {
   local n
