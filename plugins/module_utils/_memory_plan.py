@@ -36,6 +36,18 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
     utilization_hundredths,
 )
 
+#: How far the device total a plan uses may exceed the host's MemTotal. On unified memory (GB10)
+#: CUDA's total is the memory the kernel manages: 121.69 GiB from CUDA on a DGX Spark whose
+#: MemTotal reads 119.7-121.7 GiB across DGX OS kernels; more than 5 % above MemTotal is not
+#: that host's memory.
+DEVICE_TOTAL_ABOVE_MEMTOTAL = 0.05
+
+#: What the engine gets (share_decision's ``case``).
+COMPUTED = "computed"
+KEPT = "kept"
+LOWERED = "lowered"
+RAISED = "raised"
+
 
 def plan_host(name, meminfo, weights_gib, min_kv_gib, activation_gib=DEFAULT_ACTIVATION_GIB,
               device_total_gib=None, workloads=None, os_reserve_gib=DEFAULT_OS_RESERVE_GIB,
@@ -93,6 +105,7 @@ def plan_host(name, meminfo, weights_gib, min_kv_gib, activation_gib=DEFAULT_ACT
                                   % (name, device_total_gib))
         device_total = to_bytes(device_total_gib)
         device_total_source = "device_total_gib"
+    problems = device_total_problems(name, device_total, mem_total, device_total_source)
     resolved, warnings = resolve_workloads(workloads, measure)
     os_reserve = to_bytes(os_reserve_gib)
     headroom = to_bytes(headroom_gib)
@@ -152,6 +165,7 @@ def plan_host(name, meminfo, weights_gib, min_kv_gib, activation_gib=DEFAULT_ACT
         "reference_hundredths": reference,
         "reference_source": reference_source,
         "warnings": warnings,
+        "problems": problems,
     }
     plan["max_hundredths_declared"] = largest_starting_hundredths(plan)
     plan["max_hundredths_now"] = largest_fitting_now_hundredths(plan)
@@ -164,6 +178,102 @@ def plan_host(name, meminfo, weights_gib, min_kv_gib, activation_gib=DEFAULT_ACT
     if not plan["fits"]:
         raise MemoryPlanError(no_fit_message(plan))
     return plan
+
+
+def device_total_problems(name, device_total, mem_total, source):
+    """What is wrong with the device total the plan uses: ``[{"host", "what", "fix"}]`` (empty when nothing).
+
+    On unified memory the share comes out of ``MemTotal``: a declared device total well
+    above it (more than :data:`DEVICE_TOTAL_ABOVE_MEMTOTAL`) is memory the host does not
+    have - another machine's figure (GB10's 121.7 GiB on a smaller host) or a GPU with
+    memory of its own, which this plan does not describe - so every share and GiB figure
+    of the plan is fiction. ``MemTotal`` itself (``source`` ``"MemTotal"``) never is.
+    """
+    if source == "MemTotal" or device_total <= mem_total * (1 + DEVICE_TOTAL_ABOVE_MEMTOTAL):
+        return []
+    return [{
+        "host": name,
+        "what": "device total %s GiB (%s) is %.1f times host %s's MemTotal %s GiB (/proc/meminfo): on unified "
+                "memory (GB10) the GPU's memory is the host's memory and CUDA reports about MemTotal, so this plan "
+                "grants memory the host does not have and none of its figures hold"
+                % (_fmt(device_total), source, device_total / float(mem_total), name, _fmt(mem_total)),
+        "fix": "set device_total_gib to what CUDA reports on this host (about its MemTotal on GB10), or leave it out "
+               "to plan on MemTotal (a host without a GPU); on a host whose GPU has memory of its own (not a GB10) "
+               "this plan does not apply",
+    }]
+
+
+def running_share_of(engines, unit):
+    """The ``--gpu-memory-utilization`` the engine ``unit`` runs with now (a fraction), or None.
+
+    ``engines`` as the module reads them (``unit``, ``gpu_memory_utilization``): None when
+    ``unit`` does not run, or runs without the flag (vLLM's CPU build).
+    """
+    for engine in engines or []:
+        if engine.get("unit") == unit and engine.get("gpu_memory_utilization") is not None:
+            return engine["gpu_memory_utilization"]
+    return None
+
+
+def share_decision(largest, running, smallest_fit, device_total, hysteresis):
+    """What the engine gets: the largest safe share, or the share it runs with now. Pure.
+
+    ``largest``: the largest safe share now (hundredths); ``running``: the share the engine
+    of this run's topology runs with now (hundredths, None when none runs with one);
+    ``smallest_fit``: the smallest share whose KV cache still reaches the minimum
+    (hundredths); ``device_total`` and ``hysteresis`` in bytes.
+
+    A new share restarts the engine, so the running one is kept while it is still safe -
+    not above ``largest`` and not short of the minimum KV cache - and what the largest
+    would add (vLLM's request at ``largest`` less at ``running``) is at most
+    ``hysteresis``: a share that follows ``MemAvailable`` by one step is not worth a
+    restart. Above ``largest`` it is lowered: the other workloads need the memory now.
+
+    Returns ``{"case", "hundredths", "running_hundredths", "largest_hundredths",
+    "gain_bytes", "hysteresis_bytes"}``; ``case`` is :data:`COMPUTED` (nothing runs with
+    a share), :data:`KEPT`, :data:`LOWERED` or :data:`RAISED`.
+    """
+    decision = {"case": COMPUTED, "hundredths": largest, "running_hundredths": running,
+                "largest_hundredths": largest, "gain_bytes": None, "hysteresis_bytes": hysteresis}
+    if running is None:
+        return decision
+    gain = requested_bytes(device_total, largest) - requested_bytes(device_total, running)
+    decision["gain_bytes"] = gain
+    if running > largest:
+        decision["case"] = LOWERED
+    elif running < smallest_fit or gain > hysteresis:
+        decision["case"] = RAISED
+    else:
+        decision.update(case=KEPT, hundredths=running)
+    return decision
+
+
+def decision_line(decision, unit=None, limited_by="declared"):
+    """The share decision (:func:`share_decision`) in one line, naming its case."""
+    largest = decision["largest_hundredths"] / 100.0
+    running = decision["running_hundredths"]
+    engine = "the running engine%s" % (" (%s)" % unit if unit else "")
+    where = "as it is now" if limited_by == "now" else "as declared"
+    if decision["case"] == COMPUTED:
+        return "share computed: %.2f, the largest safe share (%s); no engine of this topology%s runs with a " \
+               "--gpu-memory-utilization to keep" % (largest, where, " (%s)" % unit if unit else "")
+    running = running / 100.0
+    gain = _fmt(abs(decision["gain_bytes"]))
+    hysteresis = _fmt(decision["hysteresis_bytes"])
+    if decision["case"] == LOWERED:
+        return ("share lowered: %s runs with %.2f, above %.2f, the largest safe share %s: the rest of the host "
+                "needs %s GiB of what it asks; it restarts with %.2f" % (engine, running, largest, where, gain, largest))
+    if decision["case"] == KEPT:
+        if decision["running_hundredths"] == decision["largest_hundredths"]:
+            return "share kept: %s runs with %.2f, the largest safe share (%s): no restart" % (engine, running, where)
+        return ("share kept: %s runs with %.2f, safe (the largest safe share %s is %.2f); %.2f would add %s GiB, "
+                "not more than hysteresis_gib %s: not worth a restart" % (engine, running, where, largest, largest,
+                                                                          gain, hysteresis))
+    if decision["gain_bytes"] <= decision["hysteresis_bytes"]:
+        return ("share raised: %s runs with %.2f, whose KV cache is now below min_kv_gib: it restarts with %.2f, "
+                "the largest safe share (%s)" % (engine, running, largest, where))
+    return ("share raised: %s runs with %.2f; %.2f, the largest safe share (%s), adds %s GiB, more than "
+            "hysteresis_gib %s: it restarts with %.2f" % (engine, running, largest, where, gain, hysteresis, largest))
 
 
 def fraction_hundredths(value, label):
@@ -466,16 +576,23 @@ def no_fit_message(plan):
     return msg + "Short by %s GiB. %s" % (_fmt(short), hint)
 
 
-def plan_hosts(hosts, measure=None, gpu_memory_utilization=None):
+def plan_hosts(hosts, measure=None, gpu_memory_utilization=None, running_gpu_memory_utilization=None,
+               hysteresis_gib=0.0, running_unit=None):
     """Plan several hosts (the split topology); the tighter host decides.
 
     ``hosts`` is a list of keyword dicts for :func:`plan_host` (each with
     ``name``). Every host is then re-evaluated at the common (smallest)
     utilization and must still fit. ``gpu_memory_utilization`` (a fraction,
     e.g. a share the inventory pins) evaluates every host at that share
-    instead, and fails when it is above what a host allows. Returns
-    ``{"gpu_memory_utilization", "max_gpu_memory_utilization", "decided_by",
-    "hosts": [plan, ...]}``.
+    instead, and fails when it is above what a host allows.
+
+    Without a pin, ``running_gpu_memory_utilization`` (a fraction: the share the
+    engine this run configures runs with now, ``running_unit``) is kept while it is
+    safe and the largest share would add at most ``hysteresis_gib`` GiB
+    (:func:`share_decision`). Returns ``{"gpu_memory_utilization",
+    "max_gpu_memory_utilization", "decided_by", "decision", "problems", "hosts": [plan, ...]}``:
+    ``decision`` is :func:`share_decision`'s with its ``line`` (None when pinned),
+    ``problems`` every host's (:func:`device_total_problems`).
     """
     if not hosts:
         raise MemoryPlanError("hosts is empty: give at least one host")
@@ -493,6 +610,21 @@ def plan_hosts(hosts, measure=None, gpu_memory_utilization=None):
     decider = min(plans, key=lambda p: p["max_hundredths"])
     largest = decider["max_hundredths"]
     common = largest
+    decision = None
+    if gpu_memory_utilization is None:
+        if hysteresis_gib is None or hysteresis_gib < 0:
+            raise MemoryPlanError("hysteresis_gib must be a number of GiB, 0 or more, got %s" % hysteresis_gib)
+        running = None
+        if running_gpu_memory_utilization is not None:
+            # Whatever it was started with (0.745 by hand): the hundredth at or below it.
+            running = int(math.floor(float(running_gpu_memory_utilization) * 100 + 1e-9))
+            if not 0 < running <= 100:
+                raise MemoryPlanError("running_gpu_memory_utilization must be a fraction in (0, 1], got %s"
+                                      % running_gpu_memory_utilization)
+        decision = share_decision(largest, running, max(kv_hundredths(p) or 101 for p in plans),
+                                  decider["device_total_bytes"], to_bytes(hysteresis_gib))
+        decision["line"] = decision_line(decision, running_unit, decider["limited_by"])
+        common = decision["hundredths"]
     if gpu_memory_utilization is not None:
         common = fraction_hundredths(gpu_memory_utilization, "gpu_memory_utilization")
         if common > largest:
@@ -525,5 +657,7 @@ def plan_hosts(hosts, measure=None, gpu_memory_utilization=None):
         "gpu_memory_utilization": common / 100.0,
         "max_gpu_memory_utilization": largest / 100.0,
         "decided_by": decider["host"],
+        "decision": decision,
+        "problems": [problem for plan in plans for problem in plan["problems"]],
         "hosts": plans,
     }

@@ -27,6 +27,10 @@ def reasoning_lines(plan):
         "host %s: MemTotal %s GiB (/proc/meminfo), device total %s GiB (%s)"
         % (plan["host"], _fmt(plan["mem_total_bytes"]), _fmt(plan["device_total_bytes"]),
            plan["device_total_source"]),
+    ]
+    # First, so that no one reads the figures below as if they held.
+    lines.extend("problem: %s" % problem["what"] for problem in plan.get("problems") or [])
+    lines += [
         row.format("", "MemTotal", _fmt(plan["mem_total_bytes"]), ""),
         row.format("-", "OS reserve", _fmt(plan["os_reserve_bytes"]), ""),
     ]
@@ -161,4 +165,5 @@ def summary(plan):
         "reference_gpu_memory_utilization": (None if plan["reference_hundredths"] is None
                                              else plan["reference_hundredths"] / 100.0),
         "difference": plan["difference"],
+        "problems": list(plan.get("problems") or []),
     }

@@ -159,8 +159,11 @@ def memory_verdict(memory):
     if not memory.get("enabled", True):
         return [], ["memory guard off (memory_guard_enabled: false)"], []
     if not memory.get("ok", True):
-        # The memory guard's refusal names the variable to change itself.
-        return [_problem(_own(memory.get("msg") or "the memory plan failed"), "")], [], []
+        # The memory guard's refusal names the variable to change itself; the plan it refused, when
+        # there was one, is printed with it (a device total the host does not have).
+        reasons = [str(line) for line in (memory.get("plan") or {}).get("reasoning") or []]
+        return ([_problem(_own(memory.get("msg") or "the memory plan failed"), "")],
+                ["memory plan: refused (the problem below)"] if reasons else [], reasons)
     model = memory.get("model") or {}
     plan = memory.get("plan") or {}
     share = plan.get("gpu_memory_utilization")

@@ -42,6 +42,15 @@ description:
     O(gpu_memory_utilization), or the share O(min_kv_gib) needs, one line (RV(difference), and in the failure message)
     says what keeps the host from it - which declared reserve (O(os_reserve_gib), O(cuda_context_gib), O(floor_gib),
     O(headroom_gib)) alone makes the difference and the value it would need, or the GiB C(MemAvailable) is short now.
+  - "A new share restarts the engine. With O(running_unit) (or O(running_gpu_memory_utilization)) the share that engine
+    runs with now is kept while it is still safe - not above the largest safe share and its KV cache not below
+    O(min_kv_gib) - and the largest safe share would add at most O(hysteresis_gib) GiB to what vLLM asks; above the
+    largest safe share it is lowered (the other workloads need the memory now), beyond O(hysteresis_gib) raised.
+    RV(decision) and the last lines of RV(reasoning) say which case applied."
+  - A device total (O(device_total_gib)) more than 5% above the host's C(MemTotal) is returned in RV(problems) and
+    named first in RV(reasoning) - on unified memory CUDA reports about C(MemTotal) (121.69 GiB on a DGX Spark), so
+    such a plan grants memory the host does not have. The module still returns the figures; the memory guard refuses
+    the plan.
   - Page cache is reclaimable and is never counted as used. It matters only at start-up; RV(drop_caches_needed)
     says when the start check will drop it first.
   - With O(engine_log) (the engine's journal after a start), the figures vLLM measured - model weights, peak
@@ -205,6 +214,25 @@ options:
       - Default - the largest share an engine of O(engine_units) runs with now.
       - With O(hosts), the default for hosts that do not set their own.
     type: float
+  running_unit:
+    description:
+      - The engine unit this run configures (for example V(vllm-replica.service)), one of O(engine_units). The
+        C(--gpu-memory-utilization) it runs with now (its main process's command line) is kept while safe and within
+        O(hysteresis_gib) (see RV(decision)). Nothing is kept when it does not run, or runs without the flag.
+      - Not used with O(running_gpu_memory_utilization), O(engines_held_gib) (nothing is read then) or O(hosts).
+    type: str
+  running_gpu_memory_utilization:
+    description:
+      - The share (fraction 0-1) the engine this run configures runs with now, instead of reading O(running_unit) -
+        for tests, what-if questions and O(hosts) (the split's engines run with one share).
+    type: float
+  hysteresis_gib:
+    description:
+      - The most the largest safe share may add to what vLLM asks, in GiB, before the running engine's share
+        (O(running_unit)) is given up for it - a new share restarts the engine. V(0) always takes the largest.
+      - Never keeps a share above the largest safe one.
+    type: float
+    default: 0.0
   engine_units:
     description:
       - The systemd units of the vLLM engines on this host (both topologies'). Each one that runs now is read - its
@@ -393,7 +421,9 @@ floor_gib:
   type: float
   sample: 2.0
 max_gpu_memory_utilization:
-  description: The largest safe share (fraction 0-1); differs from RV(gpu_memory_utilization) only with O(gpu_memory_utilization).
+  description:
+    - The largest safe share (fraction 0-1); differs from RV(gpu_memory_utilization) only with O(gpu_memory_utilization)
+      or when a running engine's share is kept or lowered to it (RV(decision)).
   returned: success
   type: float
   sample: 0.74
@@ -468,11 +498,45 @@ declared_vs_measured:
     - {name: activation_gib, declared_gib: 2.0, measured_gib: 1.62, measured_as: peak_activation_gib, difference_gib: -0.38}
 gpu_memory_utilization:
   description:
-    - The largest safe value for vLLM's C(--gpu-memory-utilization), a fraction 0-1 rounded down to 0.01.
+    - The value for vLLM's C(--gpu-memory-utilization), a fraction 0-1 in steps of 0.01 - the largest safe one
+      (RV(max_gpu_memory_utilization)), or the running engine's while it is safe and within O(hysteresis_gib)
+      (RV(decision)), or a pinned O(gpu_memory_utilization).
     - With O(hosts), the smallest over the hosts.
   returned: success
   type: float
   sample: 0.74
+decision:
+  description:
+    - Why RV(gpu_memory_utilization) is what it is, without a pinned O(gpu_memory_utilization) (null then).
+    - C(case) - V(computed) (no engine of O(running_unit) runs with a share: the largest safe share), V(kept) (the
+      running share is safe and the largest would add at most O(hysteresis_gib)), V(lowered) (the running share is
+      above the largest safe share) or V(raised) (the largest adds more than O(hysteresis_gib), or the running share's
+      KV cache is below O(min_kv_gib)); C(running_gpu_memory_utilization) and C(max_gpu_memory_utilization)
+      (fractions 0-1), C(gain_gib) (what the largest safe share adds to vLLM's request over the running one, GiB,
+      negative when lowered; null with nothing running), C(hysteresis_gib), C(line) (the same in words, also a line
+      of RV(reasoning)).
+  returned: success
+  type: dict
+  sample:
+    case: kept
+    gpu_memory_utilization: 0.73
+    running_gpu_memory_utilization: 0.73
+    max_gpu_memory_utilization: 0.74
+    gain_gib: 1.22
+    hysteresis_gib: 4.0
+    line: "share kept: the running engine (vllm-replica.service) runs with 0.73, safe (...)"
+problems:
+  description:
+    - What makes the plan unusable, one entry per problem - C(host), C(what) and C(fix) (in this module's option
+      names). Today - a device total (O(device_total_gib)) more than 5% above the host's C(MemTotal). Empty when
+      none; the figures are returned either way.
+  returned: success
+  type: list
+  elements: dict
+  sample:
+    - host: spark-a
+      what: "device total 121.70 GiB (device_total_gib) is 5.2 times host spark-a's MemTotal 23.54 GiB (...)"
+      fix: "set device_total_gib to what CUDA reports on this host (...), or leave it out to plan on MemTotal (...)"
 decided_by:
   description: The host whose memory decided RV(gpu_memory_utilization).
   returned: success
@@ -689,11 +753,13 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.factory_floor.llm.plugins.module_utils._engine_log import compare, parse_engine_log
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
     MemoryPlanError,
+    to_gib,
     unit_memory,
 )
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory_plan import (
     plan_hosts,
     running_share,
+    running_share_of,
 )
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory_report import reasoning_lines, summary
 from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import UnitStateError, show_properties
@@ -804,6 +870,9 @@ def run_module():
             engine_units=dict(type="list", elements="str", default=[]),
             engines_held_gib=dict(type="float"),
             engine_log=dict(type="str"),
+            running_unit=dict(type="str"),
+            running_gpu_memory_utilization=dict(type="float"),
+            hysteresis_gib=dict(type="float", default=0.0),
             hosts=dict(
                 type="list",
                 elements="dict",
@@ -827,10 +896,12 @@ def run_module():
             ),
         ),
         mutually_exclusive=[("hosts", "host"), ("hosts", "meminfo"), ("hosts", "workloads"),
-                            ("hosts", "engine_units"), ("hosts", "engines_held_gib")],
+                            ("hosts", "engine_units"), ("hosts", "engines_held_gib"), ("hosts", "running_unit"),
+                            ("running_unit", "running_gpu_memory_utilization")],
         supports_check_mode=True,
     )
     params = module.params
+    running = params["running_gpu_memory_utilization"]
 
     if params["hosts"]:
         entries = []
@@ -863,7 +934,12 @@ def run_module():
         kwargs["reference_gpu_memory_utilization"] = params["reference_gpu_memory_utilization"]
         kwargs["engines_held_gib"] = params["engines_held_gib"]
         if params["engines_held_gib"] is None:
-            kwargs["engines"] = read_engines(module, params["engine_units"])
+            units = list(params["engine_units"])
+            if params["running_unit"] and params["running_unit"] not in units:
+                units.append(params["running_unit"])
+            kwargs["engines"] = read_engines(module, units)
+            if params["running_unit"]:
+                running = running_share_of(kwargs["engines"], params["running_unit"])
         entries = [kwargs]
         measure = measure_with(module)
 
@@ -876,7 +952,9 @@ def run_module():
                     % (kwargs["name"], key, "weights" if key == "weights_gib" else "minimum KV cache"))
 
     try:
-        result = plan_hosts(entries, measure=measure, gpu_memory_utilization=params["gpu_memory_utilization"])
+        result = plan_hosts(entries, measure=measure, gpu_memory_utilization=params["gpu_memory_utilization"],
+                            running_gpu_memory_utilization=running, hysteresis_gib=params["hysteresis_gib"],
+                            running_unit=params["running_unit"])
     except MemoryPlanError as exc:
         module.fail_json(msg=str(exc))
 
@@ -888,8 +966,23 @@ def run_module():
         reasoning.extend(reasoning_lines(plan))
         warnings.extend(plan["warnings"])
     if len(plans) > 1:
+        # Without a pin, the largest over the hosts; the decision below says what the engines get.
         reasoning.append("split: gpu_memory_utilization = min over hosts = %.2f, decided by %s"
-                         % (result["gpu_memory_utilization"], result["decided_by"]))
+                         % (result["gpu_memory_utilization"] if result["decision"] is None
+                            else result["max_gpu_memory_utilization"], result["decided_by"]))
+    decision = result["decision"]
+    if decision is not None:
+        reasoning.append(decision["line"])
+        decision = {
+            "case": decision["case"],
+            "gpu_memory_utilization": decision["hundredths"] / 100.0,
+            "running_gpu_memory_utilization": (None if decision["running_hundredths"] is None
+                                               else decision["running_hundredths"] / 100.0),
+            "max_gpu_memory_utilization": decision["largest_hundredths"] / 100.0,
+            "gain_gib": None if decision["gain_bytes"] is None else to_gib(decision["gain_bytes"]),
+            "hysteresis_gib": to_gib(decision["hysteresis_bytes"]),
+            "line": decision["line"],
+        }
     difference = "; ".join(plan["difference"] for plan in plans if plan["difference"])
     if difference:
         reasoning.append(difference)
@@ -924,6 +1017,8 @@ def run_module():
         measured=measured,
         declared_vs_measured=declared_vs_measured,
         gpu_memory_utilization=result["gpu_memory_utilization"],
+        decision=decision,
+        problems=result["problems"],
         decided_by=result["decided_by"],
         granted_gib=decider_summary["granted_gib"],
         left_gib=decider_summary["left_gib"],

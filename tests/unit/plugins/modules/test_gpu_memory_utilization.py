@@ -162,7 +162,7 @@ def test_split_hosts_the_tighter_host_decides(run_module, host):
     assert result["hosts"][0]["headroom_gib"] == 0.0   # top-level default
     assert result["hosts"][1]["headroom_gib"] == 1.4
     assert result["kv_cache_gib"] == round(90.06 - 35.5 - 2 - 1.7 - 0.5, 2)
-    assert "decided by spark-a" in result["reasoning"][-1]
+    assert "split: gpu_memory_utilization = min over hosts = 0.74, decided by spark-a" in result["reasoning"]
 
 
 @pytest.mark.parametrize("args, match", [
