@@ -46,7 +46,7 @@ description:
     runs with now is kept while it is still safe - not above the largest safe share and its KV cache not below
     O(min_kv_gib) - and the largest safe share would add at most O(hysteresis_gib) GiB to what vLLM asks; above the
     largest safe share it is lowered (the other workloads need the memory now), beyond O(hysteresis_gib) raised.
-    RV(decision) and the last lines of RV(reasoning) say which case applied."
+    RV(decision) and a line of RV(reasoning) say which case applied."
   - A device total (O(device_total_gib)) more than 5% above the host's C(MemTotal) is returned in RV(problems) and
     named first in RV(reasoning) - on unified memory CUDA reports about C(MemTotal) (121.69 GiB on a DGX Spark), so
     such a plan grants memory the host does not have. The module still returns the figures; the memory guard refuses
@@ -508,7 +508,7 @@ gpu_memory_utilization:
 decision:
   description:
     - Why RV(gpu_memory_utilization) is what it is, without a pinned O(gpu_memory_utilization) (null then).
-    - C(case) - V(computed) (no engine of O(running_unit) runs with a share: the largest safe share), V(kept) (the
+    - C(case) - V(computed) (no engine of O(running_unit) runs with a share, so the largest safe share), V(kept) (the
       running share is safe and the largest would add at most O(hysteresis_gib)), V(lowered) (the running share is
       above the largest safe share) or V(raised) (the largest adds more than O(hysteresis_gib), or the running share's
       KV cache is below O(min_kv_gib)); C(running_gpu_memory_utilization) and C(max_gpu_memory_utilization)
