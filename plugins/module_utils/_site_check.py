@@ -400,9 +400,9 @@ def report(records, shared_problems=(), engine_group="engine", inventory=None, s
     lines = ["Site check: %s" % said]
     if found:
         # A deploy refuses these before it contacts a host: first, and the check is not passed.
-        lines = ["Site check: the inventory has %d problem%s (deploy.yml refuses it); %s" % (
-            len(found), "" if len(found) == 1 else "s", said.replace("every host is ready", "every host is ready otherwise")),
-                 "inventory: problem"]
+        hosts_said = "every host is ready otherwise" if not unready else said
+        lines = ["Site check: the inventory has %d problem%s (deploy.yml refuses it); %s"
+                 % (len(found), "" if len(found) == 1 else "s", hosts_said), "inventory: problem"]
         lines += ["  - %s.%s" % (problem["what"], " Fix: %s." % problem["fix"] if problem["fix"] else "")
                   for problem in found]
     elif inventory is not None:

@@ -306,8 +306,8 @@ def test_a_value_of_the_wrong_type_is_one_readable_line():
 
 
 def test_an_inventory_refusal_without_a_list_is_its_message():
-    out = judged({"spark-a": engine()}, inventory={"ok": False, "msg": "vllm_prometheus_hosts names mon-1, which the "
-                                                                      "inventory does not list."})
+    refusal = "vllm_prometheus_hosts names mon-1, which the inventory does not list."
+    out = judged({"spark-a": engine()}, inventory={"ok": False, "msg": refusal})
     assert [p["what"] for p in out["inventory"]["problems"]] == [
         "vllm_prometheus_hosts names mon-1, which the inventory does not list"]
     assert "2 of" not in out["message"] and "1 problem" in out["message"]
