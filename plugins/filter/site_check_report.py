@@ -11,10 +11,18 @@ version_added: 0.1.0
 description:
   - Runs on the controller (C(playbooks/site-check.yml)). Judges what the site check read on every host - SSH and sudo,
     the OS, time synchronisation, docker, a container seeing the GPU, the ports the collection uses, the vLLM image check,
-    the memory plan - together with what is judged across hosts - the model copies (C(factory_floor.llm.model_manifest)
-    results, compared as C(factory_floor.llm.model_manifest_diff) compares them), the split's direct link
-    (C(factory_floor.llm.link_check) results, as C(factory_floor.llm.link_report) judges them), one image name of
-    several builds.
+    the memory plan, what the host is on (its topology record and the engine unit that runs, read by
+    C(factory_floor.llm.topology_record)) next to the inventory's C(topology) and model - together with what is judged
+    across hosts - the model copies (C(factory_floor.llm.model_manifest) results, compared as
+    C(factory_floor.llm.model_manifest_diff) compares them), the split's direct link (C(factory_floor.llm.link_check)
+    results, as C(factory_floor.llm.link_report) judges them), one image name of several builds, engine hosts whose
+    records and engine units disagree.
+  - A host on another topology (or model) than the inventory asks for is a problem - C(deploy.yml) would refuse it -
+    whose fix names the switch playbook or the inventory line; a host with no record that runs nothing (a first
+    deploy) is not.
+  - O(inventory) - C(deploy.yml)'s layout check and its check of every inventory variable (a name with the collection's
+    prefix that no role declares, with the closest declared one; a value of the wrong type, one line each) - is listed
+    first, as C(inventory), and fails the verdict as a host's problem does.
   - Every problem is filed under each host it names, with its fix. The OS is reported as found, never refused (the
     image check refuses an image of another architecture).
 options:
@@ -37,6 +45,17 @@ options:
     description: C(vllm_runtime), for the link's verdict.
     type: str
     default: container
+  inventory:
+    description:
+      - What C(deploy.yml)'s inventory checks found (the C(factory_floor.llm.vllm) role's C(layout) entry point) -
+        C(ok), C(errors) (C(factory_floor.llm.layout_check)'s, each C(message) naming the variable or host and what to
+        change) and C(msg) (the refusal, when it has no C(errors)). Null when the check did not run.
+    type: dict
+  sources:
+    description: The run's inventory sources (C(ansible_inventory_sources)), to name the file and the commands in a fix.
+    type: list
+    elements: str
+    default: []
 """
 
 EXAMPLES = r"""
@@ -48,7 +67,8 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description:
-    - C(ok) (no host has a problem), C(hosts) (per host C(ok), C(problems) - each C(what) and C(fix) - C(notes), what was
+    - C(ok) (neither the inventory nor any host has a problem), C(inventory) (C(ok), C(problems), each C(what) and
+      C(fix)), C(hosts) (per host C(ok), C(problems) - each C(what) and C(fix) - C(notes), what was
       found, and C(reasons), the memory plan's computation), C(message) (one line per host), C(paste) (the memory
       guard's figures read from the model as inventory lines, and each host's computed share as a comment).
   type: dict
@@ -63,7 +83,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils import _link_che
 from ansible_collections.factory_floor.llm.plugins.module_utils import _site_check as sc
 
 
-def site_check_report(records, manifests=None, link=None, mtu=None, runtime="container"):
+def site_check_report(records, manifests=None, link=None, mtu=None, runtime="container", inventory=None, sources=None):
     """Filter entry point."""
     if not isinstance(records, Mapping):
         raise AnsibleFilterError("site_check_report expects a dict of each host's site_check record, got %s"
@@ -83,7 +103,12 @@ def site_check_report(records, manifests=None, link=None, mtu=None, runtime="con
         if not failed:
             shared += lc.assess(link, mtu, runtime)["problems"]
     shared += sc.image_conflicts(records)
-    return sc.report(records, shared)
+    if inventory is not None and not isinstance(inventory, Mapping):
+        raise AnsibleFilterError("site_check_report: inventory must be the inventory check's findings (a dict), got %s"
+                                 % type(inventory).__name__)
+    sources = [str(source) for source in sources or []]
+    shared += sc.topology_conflicts({h: r for h, r in records.items() if h in reachable}, sources)
+    return sc.report(records, shared, inventory=dict(inventory) if inventory is not None else None, sources=sources)
 
 
 class FilterModule:

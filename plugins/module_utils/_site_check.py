@@ -14,14 +14,27 @@ is what the playbook read there, read-only (``site_check`` fact):
 - ``runtime``: ``{runtime, engine, gpus}`` - vllm_runtime, vllm_container_engine, vllm_container_gpus;
 - ``gpu``: the GPU probe (``{rc, stdout, stderr}``), absent when it does not apply;
 - ``image``: ``{ok, msg, image}`` - the vllm role's image check (its refusal message, and what it read);
-- ``memory``: ``{ok, msg, enabled, model, plan, share}`` - the memory guard's share entry point.
+- ``memory``: ``{ok, msg, enabled, model, plan, share}`` - the memory guard's share entry point;
+- ``topology``: ``{seen, topology, model}`` - ``topology_record``'s result there (the record, the engine
+  unit that runs, the record's model compared), with the inventory's ``topology`` and that topology's
+  model directory: what ``deploy.yml``'s preflight compares (:func:`topology_verdict`).
 
 The model manifests and the link are judged across hosts by their own code
-(``_model_manifest.compare``, ``_link_check.assess``); their problems come in as
+(``_model_manifest.compare``, ``_link_check.assess``), the hosts' records and engine units by
+``_topology_record.compare`` (:func:`topology_conflicts`); their problems come in as
 ``{host, what, fix}`` and are filed under each host they name.
+
+The inventory itself - deploy.yml's layout check and its check of every inventory variable (a
+name no role declares, a value of the wrong type) - is judged on the controller; its errors
+(``layout_check``'s, each ``{check, hosts, variables, message}``) come in as ``inventory``
+(:func:`inventory_verdict`) and are listed before the hosts.
 """
 
 from __future__ import annotations
+
+import time
+
+from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_record as tr
 
 #: What a GB10 host runs: NVIDIA DGX OS, Ubuntu 24.04 on aarch64.
 GB10_OS = ("Ubuntu", "24.04", "aarch64")
@@ -211,11 +224,136 @@ def paste(records):
     return "\n".join(lines)
 
 
-def report(records, shared_problems=(), engine_group="engine"):
-    """``{ok, hosts: {host: {ok, problems, notes, reasons}}, message, paste}`` from every host's record.
+def _stop(text):
+    return str(text).strip().rstrip(".")
 
-    ``shared_problems``: ``{host, what, fix}`` judged across hosts (the model copies, the link, an
-    image name of several builds); each is filed under every host it names.
+
+def inventory_verdict(found):
+    """Problems of the inventory - deploy.yml's layout check and inventory variable check - from ``found``.
+
+    ``found``: ``{ok, errors, msg}`` (``layout_check``'s errors: each message names the variable or host
+    and what to change), or None when the check did not run. An error without a list (another task of
+    the layout entry point refused) is its message.
+    """
+    if not found or found.get("ok", True):
+        return []
+    errors = [error for error in found.get("errors") or [] if isinstance(error, dict) and error.get("message")]
+    if errors:
+        return [_problem(_stop(" ".join(str(error["message"]).split())), "") for error in errors]
+    return [_problem(_own(found.get("msg") or "the inventory check failed"), "")]
+
+
+def _unit_words(topology):
+    return "%s is active" % tr.UNITS.get(topology, topology)
+
+
+def topology_verdict(topology, sources=(), now=None):
+    """``(problems, notes)`` of what an engine host is on, next to the topology (and model) the inventory asks for.
+
+    ``topology``: ``{seen, topology, model}`` - ``seen`` the ``topology_record`` module's result on the host
+    (read with the engine units), ``topology`` the inventory's, ``model`` that topology's model directory.
+    The judgement is deploy.yml's (``_topology_record.state_of``, ``model_state``): the host is on the
+    topology whose engine unit runs, else the one its record names; nothing deployed yet (no record,
+    nothing runs) is a first deploy, not a problem. Each problem names the switch playbook or the
+    inventory line that ends it.
+    """
+    topology = topology or {}
+    seen = topology.get("seen") or {}
+    wanted = topology.get("topology")
+    if not seen or seen.get("skipped") or wanted not in tr.TOPOLOGIES:
+        return [], []
+    if seen.get("failed") or seen.get("unreachable"):
+        return [_problem("what this host runs could not be read (%s)" % _stop(seen.get("msg") or "topology_record failed"),
+                         "check that systemctl answers and that %s is readable" % tr.PATH)], []
+    now = time.time() if now is None else now
+    record = seen.get("record")
+    running = seen.get("runs") if seen.get("runs") in tr.TOPOLOGIES else None
+    where = tr.inventory_file(sources)
+    asks = "the inventory asks for %s (`topology: %s`)" % (wanted, wanted)
+    state = tr.state_of(record, wanted, running)
+    problems, notes = [], []
+    if state == tr.ABSENT:
+        notes.append("topology: nothing deployed yet (no record, no engine runs): deploy.yml brings it to %s" % wanted)
+    elif state == tr.AGREES:
+        notes.append("topology %s as the inventory says (%s)" % (
+            wanted, "%s, recorded %s" % (_unit_words(running), (record or {}).get("topology") or "nowhere")
+            if running else "recorded; no engine runs now"))
+    elif state == tr.DIFFERS:
+        on = running or record["topology"]
+        if running:
+            if record is None:
+                said = "; it has no topology record"
+            elif record.get("topology") != running:
+                said = "; its record says %s" % (record.get("topology") or "nothing readable")
+            else:
+                said = ""
+            what = "runs %s (%s%s), but %s: deploy.yml would refuse it" % (on, _unit_words(on), said, asks)
+        else:
+            what = "is on %s by its record (%s; no engine runs now), but %s: deploy.yml would refuse it" % (
+                on, tr.describe(record, now), asks)
+        problems.append(_problem(what, "to keep %s, change the line to `topology: %s` in %s; to go to %s, run %s "
+                                       "(drained, gated, rolled back on failure)"
+                                 % (on, on, where, wanted, tr.switch_command(wanted, sources))))
+    else:
+        path = (record or {}).get("path") or tr.PATH
+        problems.append(_problem(
+            "its topology record %s cannot be read (%s) and no engine runs: deploy.yml cannot tell which topology it "
+            "is on and would refuse it" % (path, (record or {}).get("error") or "?"),
+            "if it is on %s, remove %s; if it is on %s, change the line to `topology: %s` in %s"
+            % (wanted, path, tr.other(wanted), tr.other(wanted), where)))
+    model = topology.get("model")
+    if tr.model_state(record, wanted, model) == tr.DIFFERS:
+        recorded, variable = record["model"], tr.MODEL_VARIABLES.get(wanted, "vllm_model")
+        args = " ".join("-i " + source for source in [s for s in sources or [] if s] or ["inventory/<site>"])
+        way = ("run ansible-playbook %s playbooks/switch-model.yml -e switch_model=%s (one replica at a time, gated)"
+               % (args, model) if wanted == "replicas" else
+               "run deploy.yml with -e %s=true (the split stops to change its model whichever way)" % tr.MODEL_OVERRIDE)
+        problems.append(_problem(
+            "its engine was brought to %s (by %s), but the inventory's %s is %s: deploy.yml would refuse it"
+            % (recorded, record.get("playbook") or "a playbook", variable, model),
+            "to keep it, set `%s: %s` in %s; to go to %s, %s" % (variable, recorded, tr.model_file(sources), model, way)))
+    return problems, notes
+
+
+def topology_conflicts(records, sources=()):
+    """``{host, what, fix}`` for engine hosts whose records and engine units disagree, with each other or with
+    themselves (``_topology_record.compare``'s words), among the hosts whose topology was read."""
+    seen, wanted = {}, None
+    for host in sorted(records):
+        topology = (records[host] or {}).get("topology") or {}
+        result = topology.get("seen") or {}
+        if result and not (result.get("skipped") or result.get("failed") or result.get("unreachable")):
+            seen[host] = result
+            wanted = wanted or topology.get("topology")
+    if not seen:
+        return []
+    view = tr.compare(list(seen), seen)
+    if view["agrees"]:
+        return []
+    running = view.get("running")
+    if running in tr.TOPOLOGIES and running == wanted:
+        fix = ("the hosts run %s, as the inventory says: deploy.yml writes that record again on every engine host"
+               % running)
+    else:
+        fix = ("bring every engine host to one topology (a host on another one than the inventory's is named with its "
+               "own fix); deploy.yml then records it on every engine host (playbooks/status.yml shows each host's "
+               "record and units)")
+    problems = []
+    for sentence in view["disagreements"]:
+        words = set(sentence.replace(",", " ").replace("'s ", " ").replace(":", " ").split())
+        named = [host for host in seen if host in words]
+        problems.append({"host": " ".join(named), "what": "the engine hosts disagree: %s" % sentence, "fix": fix})
+    return problems
+
+
+def report(records, shared_problems=(), engine_group="engine", inventory=None, sources=(), now=None):
+    """``{ok, inventory: {ok, problems}, hosts: {host: {ok, problems, notes, reasons}}, message, paste}``.
+
+    ``records``: every host's record. ``shared_problems``: ``{host, what, fix}`` judged across hosts (the
+    model copies, the link, an image name of several builds, the hosts' topologies); each is filed under
+    every host it names. ``inventory``: deploy.yml's inventory checks' findings (:func:`inventory_verdict`),
+    None when they did not run. ``sources``: the run's inventory sources, to name the file and the
+    commands in a fix; ``now``: epoch seconds, for the age of a record.
     """
     hosts = {}
     for host in sorted(records):
@@ -250,15 +388,28 @@ def report(records, shared_problems=(), engine_group="engine"):
             found, more, reasons = memory_verdict(record.get("memory"))
             problems += found
             notes += more
+            found, more = topology_verdict(record.get("topology"), sources, now)
+            problems += found
+            notes += more
         hosts[host] = {"ok": not problems, "problems": problems, "notes": notes, "reasons": reasons}
     for problem in shared_problems or []:
         named = [h for h in hosts if h in str(problem.get("host") or "").replace(",", " ").replace(" and ", " ").split()]
         for host in named or list(hosts):
             hosts[host]["problems"].append(_problem(problem["what"], problem["fix"]))
             hosts[host]["ok"] = False
-    lines = ["Site check: %s" % ("every host is ready" if all(h["ok"] for h in hosts.values())
-                                 else "%d of %d hosts have problems" % (sum(1 for h in hosts.values() if not h["ok"]),
-                                                                        len(hosts)))]
+    unready = sum(1 for h in hosts.values() if not h["ok"])
+    said = "every host is ready" if not unready else "%d of %d hosts have problems" % (unready, len(hosts))
+    found = inventory_verdict(inventory)
+    lines = ["Site check: %s" % said]
+    if found:
+        # A deploy refuses these before it contacts a host: first, and the check is not passed.
+        hosts_said = "every host is ready otherwise" if not unready else said
+        lines = ["Site check: the inventory has %d problem%s (deploy.yml refuses it); %s"
+                 % (len(found), "" if len(found) == 1 else "s", hosts_said), "inventory: problem"]
+        lines += ["  - %s.%s" % (problem["what"], " Fix: %s." % problem["fix"] if problem["fix"] else "")
+                  for problem in found]
+    elif inventory is not None:
+        lines.append("inventory: ok (deploy.yml's layout and inventory variable checks pass)")
     for host, verdict in hosts.items():
         if verdict["ok"]:
             lines.append("%s: ok (%s)" % (host, "; ".join(verdict["notes"])))
@@ -266,5 +417,5 @@ def report(records, shared_problems=(), engine_group="engine"):
             lines.append("%s: problem" % host)
             for problem in verdict["problems"]:
                 lines.append("  - %s.%s" % (problem["what"], " Fix: %s." % problem["fix"] if problem["fix"] else ""))
-    return {"ok": all(h["ok"] for h in hosts.values()), "hosts": hosts, "message": "\n".join(lines),
-            "paste": paste(records)}
+    return {"ok": not found and all(h["ok"] for h in hosts.values()), "inventory": {"ok": not found, "problems": found},
+            "hosts": hosts, "message": "\n".join(lines), "paste": paste(records)}

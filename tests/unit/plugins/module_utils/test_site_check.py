@@ -6,11 +6,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 
+from ansible_collections.factory_floor.llm.plugins.action.layout_check import inventory_errors, load_specs
 from ansible_collections.factory_floor.llm.plugins.filter.site_check_report import site_check_report
 from ansible_collections.factory_floor.llm.plugins.module_utils import _site_check as sc
+from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_record as tr
 
 LAB_FACTS = {"distribution": "Debian", "distribution_version": "12", "architecture": "x86_64", "virtualization": "podman"}
 GB10_FACTS = {"distribution": "Ubuntu", "distribution_version": "24.04", "architecture": "aarch64", "virtualization": "none"}
@@ -154,3 +158,178 @@ def test_filter_judges_the_link_with_the_link_checks_own_rules():
     out = site_check_report({"spark-a": engine(), "spark-b": engine()}, link={"spark-a": seen, "spark-b": other},
                             mtu=9000)
     assert any("no carrier" in p["what"] for p in out["hosts"]["spark-a"]["problems"])
+
+
+# ------------------------------------------------------------------ what the hosts are on, next to the inventory
+# What deploy.yml's preflight compares (roles/vllm/tasks/topology_check.yml): the topology_record module's result on
+# each engine host - its record and which engine unit runs - against the inventory's topology and model.
+
+SOURCES = ["/srv/ff/inventory/site"]
+T0 = 1795950000.0
+
+
+def seen(recorded=None, runs="none", model=None, playbook="switch-to-split.yml", text=None):
+    """topology_record's result on a host (read with the engine units), as the site check registers it."""
+    record = None
+    if text is not None or recorded is not None:
+        fields = {"topology": recorded, "since": T0, "by": "ops@ctl", "playbook": playbook, "run": "r1"}
+        if model:
+            fields["model"] = model
+        record = dict(tr.parse(text if text is not None else json.dumps(fields)), path=tr.PATH, mtime=T0)
+    return {"changed": False, "runs": runs, "record": record, "recorded": (record or {}).get("topology") or ""}
+
+
+def on(result, topology="replicas", model="/models/M"):
+    return engine(topology={"seen": result, "topology": topology, "model": model})
+
+
+def judged(records, **kwargs):
+    return site_check_report(records, sources=SOURCES, **kwargs)
+
+
+@pytest.mark.parametrize("runs, asks, what, fix", [
+    ("split", "replicas", "runs split (vllm-split.service is active), but the inventory asks for replicas",
+     ["`topology: split` in /srv/ff/inventory/site/group_vars/all.yml",
+      "ansible-playbook -i /srv/ff/inventory/site playbooks/switch-to-replicas.yml"]),
+    ("replicas", "split", "runs replicas (vllm-replica.service is active), but the inventory asks for split",
+     ["`topology: replicas` in /srv/ff/inventory/site/group_vars/all.yml",
+      "ansible-playbook -i /srv/ff/inventory/site playbooks/switch-to-split.yml"]),
+])
+def test_hosts_on_another_topology_than_the_inventory_asks_are_problems_naming_the_switch(runs, asks, what, fix):
+    out = judged({"spark-a": on(seen(runs, runs), asks), "spark-b": on(seen(runs, runs), asks)})
+    assert not out["ok"]
+    for host in ("spark-a", "spark-b"):
+        problem = out["hosts"][host]["problems"][0]
+        assert what in problem["what"] and "deploy.yml would refuse it" in problem["what"]
+        assert all(words in problem["fix"] for words in fix)
+    assert "spark-a: problem" in out["message"] and "spark-b: problem" in out["message"]
+    assert "Site check: 2 of 2 hosts have problems" in out["message"]
+
+
+def test_what_runs_decides_over_the_record_as_in_deploy():
+    out = judged({"spark-a": on(seen("replicas", "split"), "replicas")})
+    problem = out["hosts"]["spark-a"]["problems"][0]
+    assert problem["what"].startswith("runs split (vllm-split.service is active; its record says replicas)")
+
+
+def test_a_record_of_the_other_topology_is_a_problem_when_nothing_runs():
+    out = judged({"spark-a": on(seen("split", "none"), "replicas")}, )
+    what = out["hosts"]["spark-a"]["problems"][0]["what"]
+    assert what.startswith("is on split by its record (switched to split by ops@ctl with switch-to-split.yml")
+    assert "no engine runs now" in what and "the inventory asks for replicas" in what
+
+
+def test_a_first_deploy_is_not_a_problem():
+    out = judged({"spark-a": on(seen(None, "none")), "spark-b": on(seen(None, "none"))})
+    assert out["ok"], out["message"]
+    assert any(n.startswith("topology: nothing deployed yet") for n in out["hosts"]["spark-a"]["notes"])
+
+
+def test_a_host_on_the_inventorys_topology_is_ok_and_says_so():
+    out = judged({"spark-a": on(seen("replicas", "replicas"))})
+    assert out["ok"], out["message"]
+    assert "topology replicas as the inventory says (vllm-replica.service is active, recorded replicas)" in \
+        out["hosts"]["spark-a"]["notes"]
+
+
+def test_an_unreadable_record_with_nothing_running_is_a_problem_with_both_ways_on():
+    out = judged({"spark-a": on(seen(text="{oops", runs="none"), "split")})
+    problem = out["hosts"]["spark-a"]["problems"][0]
+    assert "topology record /var/lib/factory-floor/topology.json cannot be read (not JSON" in problem["what"]
+    assert "if it is on split, remove /var/lib/factory-floor/topology.json" in problem["fix"]
+    assert "change the line to `topology: replicas`" in problem["fix"]
+
+
+def test_another_model_than_switch_model_put_there_is_a_problem_naming_switch_model():
+    result = seen("replicas", "replicas", model="/models/New", playbook="switch-model.yml")
+    out = judged({"spark-a": on(result, "replicas", "/models/Old")})
+    problem = out["hosts"]["spark-a"]["problems"][0]
+    assert "brought to /models/New (by switch-model.yml), but the inventory's vllm_model is /models/Old" in problem["what"]
+    assert "`vllm_model: /models/New` in /srv/ff/inventory/site/group_vars/gb10.yml" in problem["fix"]
+    assert "playbooks/switch-model.yml -e switch_model=/models/Old" in problem["fix"]
+
+
+def test_a_host_whose_units_could_not_be_read_is_a_problem():
+    out = judged({"spark-a": on({"failed": True, "msg": "systemctl: not found"})})
+    assert "what this host runs could not be read (systemctl: not found)" in out["hosts"]["spark-a"]["problems"][0]["what"]
+
+
+def test_hosts_whose_records_disagree_are_problems_of_the_hosts_named():
+    out = judged({"spark-a": on(seen("split", "split"), "split"), "spark-b": on(seen("replicas", "split"), "split")})
+    assert not out["ok"]
+    a = [p["what"] for p in out["hosts"]["spark-a"]["problems"]]
+    b = [p["what"] for p in out["hosts"]["spark-b"]["problems"]]
+    assert a == ["the engine hosts disagree: the hosts' records differ: spark-a split, spark-b replicas"]
+    assert "the engine hosts disagree: spark-b records replicas but runs split" in b
+    fix = out["hosts"]["spark-b"]["problems"][0]["fix"]
+    assert "deploy.yml writes that record again on every engine host" in fix
+
+
+def test_hosts_that_run_different_topologies_are_each_told():
+    out = judged({"spark-a": on(seen("split", "split"), "split"), "spark-b": on(seen("replicas", "replicas"), "split")})
+    b = out["hosts"]["spark-b"]["problems"]
+    assert b[0]["what"].startswith("runs replicas") and "switch-to-split.yml" in b[0]["fix"]
+    assert any("the hosts run different topologies: spark-a split, spark-b replicas" in p["what"]
+               for p in out["hosts"]["spark-a"]["problems"])
+
+
+def test_hosts_without_a_topology_read_are_left_out_of_the_comparison():
+    out = judged({"spark-a": on(seen("split", "split"), "split"), "spark-b": engine(),
+                  "spark-c": {"reach": {"ok": False, "msg": "unreachable"}}})
+    assert out["hosts"]["spark-a"]["ok"] and out["hosts"]["spark-b"]["ok"], out["message"]
+
+
+# ------------------------------------------------------------------ deploy.yml's inventory checks, in the summary
+
+
+def test_a_typod_variable_is_listed_first_with_the_closest_name_and_the_hosts_are_still_checked():
+    hostvars = {"spark-a": {"vllm_max_num_seq": 16, "vllm_max_num_seqs": 8}, "spark-b": {"vllm_max_num_seq": 16}}
+    errors = inventory_errors(hostvars, ["spark-a", "spark-b"], load_specs())
+    out = judged({"spark-a": engine(), "spark-b": engine()}, inventory={"ok": False, "errors": errors})
+    assert not out["ok"] and not out["inventory"]["ok"]
+    lines = out["message"].splitlines()
+    assert lines[0] == "Site check: the inventory has 1 problem (deploy.yml refuses it); every host is ready otherwise"
+    assert lines[1] == "inventory: problem"
+    assert lines[2].startswith("  - vllm_max_num_seq (set for spark-a, spark-b) is not a variable of factory_floor.llm: "
+                               "did you mean vllm_max_num_seqs?")
+    assert lines[2].endswith("Rename it where it is set (group_vars, host_vars or -e).")
+    assert lines[3].startswith("spark-a: ok (") and lines[4].startswith("spark-b: ok (")
+
+
+def test_a_value_of_the_wrong_type_is_one_readable_line():
+    errors = inventory_errors({"spark-a": {"vllm_gpu_memory_utilization": "80%"}}, ["spark-a"], load_specs())
+    out = judged({"spark-a": engine()}, inventory={"ok": False, "errors": errors})
+    assert [p["what"] for p in out["inventory"]["problems"]] == [
+        "vllm_gpu_memory_utilization on spark-a is '80%': must be a number between 0 and 1 (a fraction, e.g. 0.80)"]
+    assert ("  - vllm_gpu_memory_utilization on spark-a is '80%': must be a number between 0 and 1 (a fraction, e.g. "
+            "0.80).\nspark-a: ok (") in out["message"]
+
+
+def test_an_inventory_refusal_without_a_list_is_its_message():
+    refusal = "vllm_prometheus_hosts names mon-1, which the inventory does not list."
+    out = judged({"spark-a": engine()}, inventory={"ok": False, "msg": refusal})
+    assert [p["what"] for p in out["inventory"]["problems"]] == [
+        "vllm_prometheus_hosts names mon-1, which the inventory does not list"]
+    assert "2 of" not in out["message"] and "1 problem" in out["message"]
+
+
+def test_an_inventory_that_passes_says_so_and_a_report_without_it_is_as_before():
+    passed = judged({"spark-a": engine()}, inventory={"ok": True, "errors": []})
+    assert passed["ok"] and "inventory: ok (" in passed["message"]
+    assert "inventory:" not in judged({"spark-a": engine()})["message"]
+
+
+def test_the_inventorys_problems_come_with_the_hosts_own():
+    errors = inventory_errors({"spark-a": {"vllm_max_num_seq": 16}}, ["spark-a"], load_specs())
+    out = judged({"spark-a": engine(reach={"ok": False, "msg": "Connection refused"})},
+                 inventory={"ok": False, "errors": errors})
+    assert out["message"].splitlines()[0] == ("Site check: the inventory has 1 problem (deploy.yml refuses it); "
+                                              "1 of 1 hosts have problems")
+    assert "not reachable with sudo: Connection refused" in out["message"]
+
+
+def test_a_site_that_runs_another_topology_is_not_ready():
+    # The trial (issue 35): every check passed and "every host is ready", then deploy.yml refused.
+    out = site_check_report({"spark-a": on(seen("split", "split"), "replicas")})
+    assert not out["ok"] and "Site check: every host is ready" not in out["message"]
+    assert "playbooks/switch-to-replicas.yml" in out["message"]
