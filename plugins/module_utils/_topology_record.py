@@ -377,8 +377,8 @@ def site_advice(view: dict, inventory_topology: str | None, sources, playbook_di
         result = inventory_advice(running, inventory_topology, sources, playbook_dir)
         line = result["line"]
         if result["agrees"]:
-            result["advice"] = "inventory: the hosts run %s, and `%s` in %s says so: %s agrees." % (running, line, where,
-                                                                                                  deploy)
+            result["advice"] = "inventory: the hosts run %s, and `%s` in %s says so: %s agrees." % (
+                running, line, where, deploy)
         elif inventory_topology:
             result["advice"] = ("inventory: the hosts run %s: change the line `topology: %s` to `%s` in %s, so that %s "
                                 "agrees with them (until then it refuses and names this switch)."
