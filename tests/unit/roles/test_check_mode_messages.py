@@ -31,15 +31,16 @@ MESSAGES = {"ansible.builtin.fail": ("msg",), "ansible.builtin.assert": ("fail_m
             "ansible.builtin.debug": ("msg",)}
 
 
-def _texts(value):
+def texts(value):
+    """Every string in a task's value (a message, a vars mapping), nested ones included."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _texts(item)
+            yield from texts(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _texts(item)
+            yield from texts(item)
 
 
 def claims_without_check_mode(tasks):
@@ -47,11 +48,11 @@ def claims_without_check_mode(tasks):
     ``ansible_check_mode``."""
     found = []
     for task, _whens in walk(tasks):
-        texts = list(_texts(task.get("vars") or {}))
+        found_texts = list(texts(task.get("vars") or {}))
         for module, keys in MESSAGES.items():
-            texts += [text for key in keys for text in _texts((task.get(module) or {}).get(key))]
-        if any(CLAIMS.search(" ".join(text.split())) for text in texts) and not any(
-                "ansible_check_mode" in text for text in texts):
+            found_texts += [text for key in keys for text in texts((task.get(module) or {}).get(key))]
+        if any(CLAIMS.search(" ".join(text.split())) for text in found_texts) and not any(
+                "ansible_check_mode" in text for text in found_texts):
             found.append(task.get("name"))
     return found
 

@@ -24,6 +24,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.factory_floor.llm.plugins.filter.playbook_name import FilterModule
 from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import PLAYBOOKS, playbook_name
 from ansible_collections.factory_floor.llm.tests.unit.roles.test_check_mode import walk
+from ansible_collections.factory_floor.llm.tests.unit.roles.test_check_mode_messages import texts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 HOME = "/home/op/.ansible/collections/ansible_collections/factory_floor/llm/playbooks"
@@ -78,25 +79,14 @@ def named_in_text(text):
     return NAMED.findall(text) if re.search(r"\s", text.strip()) else []
 
 
-def _strings(value):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
 def task_messages(path):
     with open(path, encoding="utf-8") as handle:
         tasks = yaml.safe_load(handle) or []
     for task, _whens in walk(tasks):
         for module in ("ansible.builtin.fail", "ansible.builtin.assert", "ansible.builtin.debug"):
             for key in ("msg", "fail_msg", "success_msg"):
-                yield from _strings((task.get(module) or {}).get(key))
-        yield from _strings(task.get("vars") or {})
+                yield from texts((task.get(module) or {}).get(key))
+        yield from texts(task.get("vars") or {})
 
 
 def python_messages(path):
