@@ -129,6 +129,19 @@ def test_no_python_message_names_a_playbook_file():
     assert _named(paths, python_messages) == {}
 
 
+def test_no_entry_point_banner_names_a_playbook_file():
+    # ansible-core prints each entry point's short_description in the banner of its argument check, every run.
+    found = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml"))):
+        with open(path, encoding="utf-8") as handle:
+            specs = (yaml.safe_load(handle) or {}).get("argument_specs") or {}
+        for entry, spec in specs.items():
+            named = named_in_text(str(spec.get("short_description", "")))
+            if named:
+                found["%s %s" % (os.path.relpath(path, ROOT), entry)] = named
+    assert found == {}
+
+
 def test_the_rule_sees_what_the_trial_was_told():
     assert named_in_text("To go to replicas: ansible-playbook -i inv playbooks/switch-to-replicas.yml (drained)") == [
         "playbooks/switch-to-replicas.yml"]
