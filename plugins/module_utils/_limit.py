@@ -39,19 +39,22 @@ them, read-only) before anything changes; a host that cannot be read then is ref
 
 from __future__ import annotations
 
-# Playbook names as the check takes them, and the file an operator runs.
+from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
+
+# Playbook names as the check takes them, and the files an operator runs (named in messages as the run's
+# playbook_dir runs them: playbook_name).
 PLAYBOOKS = {
-    "deploy": "deploy.yml",
-    "switch": "switch-to-replicas.yml / switch-to-split.yml",
-    "switch_model": "switch-model.yml",
-    "status": "status.yml",
-    "peers": "peers.yml",
-    "metrics": "metrics.yml",
-    "prometheus_config": "prometheus-config.yml",
-    "chat": "chat.yml",
-    "tune": "tune-concurrency.yml",
-    "memory_guard": "memory-guard.yml",
-    "tool_gate_spread": "tool-gate-spread.yml",
+    "deploy": ("deploy.yml",),
+    "switch": ("switch-to-replicas.yml", "switch-to-split.yml"),
+    "switch_model": ("switch-model.yml",),
+    "status": ("status.yml",),
+    "peers": ("peers.yml",),
+    "metrics": ("metrics.yml",),
+    "prometheus_config": ("prometheus-config.yml",),
+    "chat": ("chat.yml",),
+    "tune": ("tune-concurrency.yml",),
+    "memory_guard": ("memory-guard.yml",),
+    "tool_gate_spread": ("tool-gate-spread.yml",),
 }
 # Playbooks that act on every engine and proxy host at once.
 WHOLE_SITE = ("switch", "switch_model", "status")
@@ -92,7 +95,7 @@ def limit_patterns(limit):
 
 def check_limit(playbook, hosts, engines, proxies, split_hosts=None, topology="replicas", firewall=True,
                 keepalived=False, reader=None, inventory=None, limit="", addresses=None, gathered=False,
-                gather_errors=None, engine_group="gb10", proxy_group="proxy"):
+                gather_errors=None, engine_group="gb10", proxy_group="proxy", playbook_dir=None):
     """What ``playbook`` run on ``hosts`` (the hosts ``--limit`` lets in) lacks, and what to do.
 
     ``engines``, ``proxies`` and ``split_hosts``: the inventory's engine, proxy and split
@@ -105,7 +108,7 @@ def check_limit(playbook, hosts, engines, proxies, split_hosts=None, topology="r
     address); a host of the run without one is left to its own play's fact gathering.
     ``gathered``: facts were gathered (the run's own and the hosts of an earlier
     ``gather``); a host still without an address is refused (``gather_errors``: why,
-    per host).
+    per host). ``playbook_dir``: the run's, to name the playbooks as the operator runs them.
 
     Returns ``{"errors": [{"check", "message", "hosts", "limit"}], "gather": [...],
     "outside": [...]}`` - ``gather``: hosts outside the run whose network facts the run
@@ -120,7 +123,7 @@ def check_limit(playbook, hosts, engines, proxies, split_hosts=None, topology="r
     outside = [h for h in site if h not in in_run]
     errors = []
     gather = []
-    name = PLAYBOOKS[playbook]
+    name = " / ".join(playbook_name(file_name, playbook_dir) for file_name in PLAYBOOKS[playbook])
     shown = limit or ",".join(_ordered(in_run, order))
     intro = "%s with --limit %s" % (name, shown)
 
@@ -190,9 +193,9 @@ def check_limit(playbook, hosts, engines, proxies, split_hosts=None, topology="r
                   "%s: the proxy hosts share a floating address, and each one's keepalived is written with the "
                   "others as its VRRP peers, planned from the proxy hosts in the run; %s %s left out, so %s would "
                   "be written without %s as a peer and both could hold the address. Use --limit %s, or no --limit "
-                  "(deploy.yml restarts changed replicas one at a time by itself, while another serves). Nothing "
+                  "(%s restarts changed replicas one at a time by itself, while another serves). Nothing "
                   "has changed." % (intro, ", ".join(missing), "is" if len(missing) == 1 else "are",
-                                    ", ".join(proxies_in), ", ".join(missing), suggested),
+                                    ", ".join(proxies_in), ", ".join(missing), suggested, name),
                   missing, suggested)
         needs_addresses = bool(firewall) and bool(engines_in_run)
         what = ("the engines' firewall admits the proxy hosts by address (their default IPv4 address, from their "

@@ -29,6 +29,7 @@ Inputs, by host inventory name:
 from __future__ import annotations
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_record as tr
+from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
 
 # The topologies in the order of the states in ``units``.
 UNIT_ORDER = ("replicas", "split")
@@ -305,13 +306,13 @@ def startup_records(plan, engines, notes=None):
     return records
 
 
-def gate_bar_refusal(topology, min_score, incumbent_score=None, why=""):
+def gate_bar_refusal(topology, min_score, incumbent_score=None, why="", playbook_dir=None):
     """Why a gated run stops before anything changes when its gate has no bar ("" when it has one).
 
     With ``tool_gate_min_score`` at 0 (its default) the only bar is the incumbent's score
     minus ``tool_gate_tolerance``; without that score, a candidate that passes a single case
     passes the gate. ``min_score`` None: not known yet (no refusal). ``why``: why there is no
-    incumbent score, in words.
+    incumbent score, in words. ``playbook_dir``: the run's, to name a playbook as the operator runs it.
     """
     if min_score is None or float(min_score) > 0 or (incumbent_score or {}).get("score") is not None:
         return ""
@@ -319,10 +320,11 @@ def gate_bar_refusal(topology, min_score, incumbent_score=None, why=""):
         return ""  # check mode (a dry run): a run measures the incumbent first, and has that score as its bar
     return ("The tool-calling gate has no bar for %s: tool_gate_min_score is %s and there is no incumbent score to compare "
             "with (%s), so a candidate that passes a single case would pass. Nothing was changed. Set tool_gate_min_score "
-            "above 0 in the inventory (group_vars/gb10.yml; playbooks/tool-gate-spread.yml measures a good build's spread to "
+            "above 0 in the inventory (group_vars/gb10.yml; %s measures a good build's spread to "
             "choose it), or for this run -e tool_gate_min_score=N; or score the build that serves now while it serves "
             "(tool_gate_measure_incumbent: true)%s."
             % (topology or "the new build", _number(min_score), why or "none is stored",
+               playbook_name("tool-gate-spread.yml", playbook_dir),
                ("; or leave %s out of tool_gate_topologies (its new engines then take traffic untested, and the switch says "
                 "so)" % topology) if topology else ""))
 
@@ -361,7 +363,7 @@ def records_view(engines, records):
 
 
 def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=None, incumbent_score=None, failed=None,
-                notes=None, play_hosts=None, min_score=None, records=None):
+                notes=None, play_hosts=None, min_score=None, records=None, playbook_dir=None):
     """Everything the switch asks, from what it has seen so far (``failed`` None: nothing started yet).
 
     ``notes``: what each engine host noted so far (the maintenance window's); a host
@@ -370,7 +372,7 @@ def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=
     all); the others are lost (:func:`lost`). ``min_score``: tool_gate_min_score, for
     ``refusal`` (a gated switch whose gate has no bar). ``records``: each engine host's
     topology record as read with its units, for ``records`` (their disagreements, named
-    in the announcement).
+    in the announcement). ``playbook_dir``: the run's, for the refusal's words.
     """
     plan = decide(topology, engines, head, units, drains, gated)
     if notes:
@@ -382,8 +384,8 @@ def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=
     if plan["records"] and not plan["records"]["agrees"]:
         plan["announcement"] += (" %s This switch records on each host what it runs once every host's outcome is known."
                                  % tr.disagreement(plan["records"]))
-    plan["refusal"] = (gate_bar_refusal(topology, min_score, incumbent_score, _no_incumbent_words(plan, incumbent_score))
-                       if plan["gated"] else "")
+    plan["refusal"] = (gate_bar_refusal(topology, min_score, incumbent_score, _no_incumbent_words(plan, incumbent_score),
+                                        playbook_dir) if plan["gated"] else "")
     plan["gate_hosts"] = gate_hosts(plan, engines, head, failed, lost_hosts)
     plan.update(conclude(plan, engines, head, failed, lost_hosts, passed_gate(engines, notes)))
     plan["startup_records"] = startup_records(plan, engines, notes)
@@ -465,7 +467,7 @@ def _candidate(replica: dict) -> dict:
 
 
 def upgrade_plan(engines, replicas, target="", startup=None, incumbents=None, notes=None, model="", image="",
-                 min_score=None):
+                 min_score=None, playbook_dir=None):
     """What the rolling upgrade does, from what the replicas serve and what happened so far.
 
     ``todo``: the replicas that do not serve the candidate yet, in inventory order. ``stop``:
@@ -477,7 +479,8 @@ def upgrade_plan(engines, replicas, target="", startup=None, incumbents=None, no
     needs of the plan (switch_report's ``plan``), with the first replica's old build.
     ``refusal``: why the upgrade stops before anything changes when its gate has no bar
     (``min_score``, tool_gate_min_score, at 0 and a replica to upgrade whose build has no
-    score in ``incumbents``); "" otherwise, or while ``min_score`` is None (not known yet).
+    score in ``incumbents``); "" otherwise, or while ``min_score`` is None (not known yet). ``playbook_dir``: the run's,
+    for the refusal's words.
     """
     notes = notes or {}
     target = target or upgrade_target(model, image)
@@ -490,7 +493,7 @@ def upgrade_plan(engines, replicas, target="", startup=None, incumbents=None, no
         incumbent = (incumbents or {}).get(host) or {}
         refusal = gate_bar_refusal("", min_score, incumbent, "no score is stored for the build %s serves (%s, build %s), "
                                    "and it was not measured" % (host, incumbent.get("model_path", "?"),
-                                                                _keep16(incumbent.get("build_id", "?"))))
+                                                                _keep16(incumbent.get("build_id", "?"))), playbook_dir)
         if refusal:
             break
     return {

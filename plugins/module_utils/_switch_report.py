@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
+
 # Events the switch playbook records, in the order they normally happen.
 TIMELINE_ORDER = (
     "start", "preflight_done", "lock_taken", "drained", "old_stopped", "new_started",
@@ -301,6 +303,11 @@ def _heal_report(hosts, plan):
             "reason": why if left else "", "table": table}
 
 
+def _playbook(plan, name):
+    """The playbook ``name`` as the operator runs it, from the run's ``playbook_dir`` (in ``plan``)."""
+    return playbook_name(name, plan.get("playbook_dir"))
+
+
 def _heal_message(report, plan):
     topology = plan["topology"]
     other = "split" if topology == "replicas" else "replicas"
@@ -312,11 +319,13 @@ def _heal_message(report, plan):
         rotation += " (The proxy: %s)" % _truncate(plan["rotation_error"], 300)
     return ("Already on {t}, but {left} could not be put back in the proxy's rotation and {stay} drained: {why}. "
             "{rotation}\nNothing was stopped or started. The ways on: go back to {o}, a switch of its own with its "
-            "start-up and its own gate (ansible-playbook -i {inv} playbooks/switch-to-{o}.yml); or fix the cause and "
-            "run switch-to-{t}.yml again, which tests them again; or serve this build although it failed the gate: "
-            "run switch-to-{t}.yml again with -e tool_gate_enforce=false (it is measured and stored as failed, then "
+            "start-up and its own gate (ansible-playbook -i {inv} {to_other}); or fix the cause and "
+            "run {to_this} again, which tests them again; or serve this build although it failed the gate: "
+            "run {to_this} again with -e tool_gate_enforce=false (it is measured and stored as failed, then "
             "put back in rotation).").format(
-                t=topology, o=other, left=", ".join(left), stay="stays" if len(left) == 1 else "stay",
+                t=topology, o=other, to_other=_playbook(plan, "switch-to-%s.yml" % other),
+                to_this=_playbook(plan, "switch-to-%s.yml" % topology), left=", ".join(left),
+                stay="stays" if len(left) == 1 else "stay",
                 why=report["reason"], rotation=rotation, inv=" -i ".join(plan.get("inventory_sources") or []))
 
 
@@ -428,37 +437,40 @@ def _lost_message(lost, plan):
         lock = held.get(host) or {}
         words.append("%s still holds this run's maintenance lock (%s, run %s): %s; remove it once %s answers again "
                      "(factory_floor.llm.maintenance_lock state absent with that run, or rm), or the next switch and "
-                     "deploy.yml refuse until it expires." % (
+                     "%s refuse until it expires." % (
                          host, lock.get("path") or "its maintenance_window_lock_file", plan.get("run") or "this run",
-                         lock.get("error") or "it could not be reached to release it", host))
-    words.append("The ways on: once %s answer%s again, check %s with playbooks/status.yml, then run switch-to-%s.yml again: "
+                         lock.get("error") or "it could not be reached to release it", host,
+                         _playbook(plan, "deploy.yml")))
+    words.append("The ways on: once %s answer%s again, check %s with %s, then run %s again: "
                  "on the target it gates each engine this run left drained and puts back those that pass; off it, it "
-                 "switches again." % (names, "" if many else "s", "them" if many else "it", topology))
+                 "switches again." % (names, "" if many else "s", "them" if many else "it", _playbook(plan, "status.yml"),
+                                      _playbook(plan, "switch-to-%s.yml" % topology)))
     return " ".join(words)
 
 
 def _records_message(site, plan):
     """Why a run fails when the engine hosts' topology records disagree with each other or with what runs."""
     errors = plan.get("record_errors") or {}
-    return ("The engine hosts' topology records and what they run disagree: %s.%s deploy.yml refuses each host that is not "
-            "on the inventory's topology; run switch-to-%s.yml again once every engine host answers (it records on each "
-            "host what it runs), or see playbooks/status.yml." % (
+    return ("The engine hosts' topology records and what they run disagree: %s.%s %s refuses each host that is not "
+            "on the inventory's topology; run %s again once every engine host answers (it records on each "
+            "host what it runs), or see %s." % (
                 "; ".join(site.get("disagreements") or []),
                 "".join(" The record could not be written on %s: %s." % (host, error) for host, error in errors.items()),
-                plan["topology"]))
+                _playbook(plan, "deploy.yml"), _playbook(plan, "switch-to-%s.yml" % plan["topology"]),
+                _playbook(plan, "status.yml")))
 
 
 def _rotation_message(plan):
     """Why a switch that stopped nothing, or went through, still fails: the proxy lacks engines it should route to."""
-    topology, script = plan["topology"], "switch-to-%s.yml" % plan["topology"]
+    topology, script = plan["topology"], _playbook(plan, "switch-to-%s.yml" % plan["topology"])
     head = ("Already on %s, but the proxy does not route to every engine that should serve it" % topology
             if plan.get("on_target") else
             "The switch to %s went through (its engines passed their health check%s), but the proxy does not route to "
             "every one of them" % (topology, " and the tool-calling gate" if plan.get("gated") else ""))
-    return ("%s: %s\nNothing is rolled back. See the engines' state (playbooks/status.yml) and the proxy's membership "
+    return ("%s: %s\nNothing is rolled back. See the engines' state (%s) and the proxy's membership "
             "checker (journalctl -u factory-floor-upstream.service on the proxy host); an engine still loading joins by "
             "itself once it serves. Then run %s again: on the target, it stops nothing and checks the rotation again."
-            % (head, _truncate(plan["rotation_error"], 400), script))
+            % (head, _truncate(plan["rotation_error"], 400), _playbook(plan, "status.yml"), script))
 
 
 def upgrade_engines(hosts, plan):
@@ -516,10 +528,11 @@ def upgrade_report(records, hosts, plan, now, clock=None):
     if report["outcome"] in ("ok", "ok_with_failures"):
         settings = ((["vllm_model: %s" % plan["switch_model"]] if plan.get("switch_model") else [])
                     + (["vllm_container_image: %s" % plan["switch_image"]] if plan.get("switch_image") else []))
-        lines.append("Now set %s in the inventory (and the tool-call parser and chat template if they changed): deploy.yml "
+        deploy = _playbook(plan, "deploy.yml")
+        lines.append("Now set %s in the inventory (and the tool-call parser and chat template if they changed): %s "
                      "and the topology switches render what the inventory says%s."
-                     % (" and ".join(settings), " (and deploy.yml refuses while a replica runs another image)"
-                                                if plan.get("switch_image") else ""))
+                     % (" and ".join(settings), deploy, " (and %s refuses while a replica runs another image)" % deploy
+                                                        if plan.get("switch_image") else ""))
     message = ""
     if report["outcome"] == "ok_with_failures":
         first = ["%s (%s)" % (round(float(r["t"]) - float(plan["start"]), 1), r.get("status"))

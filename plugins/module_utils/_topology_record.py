@@ -41,6 +41,7 @@ import json
 import posixpath
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._maintenance_lock import json_number, json_text, read_record, when
+from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
 
 PATH = "/var/lib/factory-floor/topology.json"
 TOPOLOGIES = ("replicas", "split")
@@ -176,21 +177,25 @@ def inventory_file(sources) -> str:
     return posixpath.join(source, "group_vars", "all.yml")
 
 
-def switch_command(topology: str, sources) -> str:
-    """The command that switches to ``topology`` with the run's inventory."""
+def switch_command(topology: str, sources, playbook_dir=None) -> str:
+    """The command that switches to ``topology`` with the run's inventory (the playbook named as the run's
+    ``playbook_dir`` runs it, :func:`playbook_name`)."""
     sources = [source for source in sources or [] if source] or ["inventory/<site>"]
-    return "ansible-playbook %s playbooks/switch-to-%s.yml" % (" ".join("-i " + source for source in sources), topology)
+    return "ansible-playbook %s %s" % (" ".join("-i " + source for source in sources),
+                                       playbook_name("switch-to-%s.yml" % topology, playbook_dir))
 
 
-def refusal(record: dict, topology: str, sources, now: float, running: str | None = None) -> str:
+def refusal(record: dict, topology: str, sources, now: float, running: str | None = None, playbook_dir=None) -> str:
     """Why deploy.yml stops before anything changes, and the ways on ("" when it need not stop).
 
     ``running``: what the host runs (:func:`runs`); a topology there decides, whatever the record says.
+    ``playbook_dir``: the run's, to name the playbooks as the operator runs them (:func:`playbook_name`).
     """
     state = state_of(record, topology, running)
     where = inventory_file(sources)
-    override = ("To change the topology through deploy.yml all the same (an outage of one start-up, no drain, "
-                "no tool-calling gate): -e %s=true." % OVERRIDE)
+    deploy = playbook_name("deploy.yml", playbook_dir)
+    override = ("To change the topology through %s all the same (an outage of one start-up, no drain, "
+                "no tool-calling gate): -e %s=true." % (deploy, OVERRIDE))
     if state == DIFFERS and running in TOPOLOGIES and (record is None or record.get("topology") != running):
         if record is None:
             said = "it has no topology record (%s)" % PATH
@@ -199,32 +204,34 @@ def refusal(record: dict, topology: str, sources, now: float, running: str | Non
         else:
             said = "its record says %s: %s (%s), which is not what runs" % (
                 record["topology"], describe(record, now), record.get("path") or PATH)
-        return ("This host runs %s (%s is active), not %s; %s. deploy.yml brings the hosts to the topology it is given "
+        return ("This host runs %s (%s is active), not %s; %s. %s brings the hosts to the topology it is given "
                 "(topology: %s) and would stop %s with no drain, no tool-calling gate and no maintenance lock, so it "
                 "stops here; nothing was changed. To keep %s: change the inventory line to `topology: %s` in %s and run "
-                "deploy.yml again (it records %s). To go to %s: %s (drained, gated, rolled back on failure). %s"
-                % (running, UNITS[running], topology, said, topology, running, running, running, where, running,
-                   topology, switch_command(topology, sources), override))
+                "%s again (it records %s). To go to %s: %s (drained, gated, rolled back on failure). %s"
+                % (running, UNITS[running], topology, said, deploy, topology, running, running, running, where, deploy,
+                   running, topology, switch_command(topology, sources, playbook_dir), override))
     if state == DIFFERS:
         recorded = record["topology"]
-        return ("This host is on %s, not %s: %s (%s). deploy.yml brings the hosts to the topology it is given "
+        return ("This host is on %s, not %s: %s (%s). %s brings the hosts to the topology it is given "
                 "(topology: %s) and would stop %s with no drain, no tool-calling gate and no maintenance lock, so it "
                 "stops here; nothing was changed. To keep %s: change the inventory line to `topology: %s` in %s "
-                "and run deploy.yml again. To go to %s: %s (drained, gated, rolled back on failure). %s"
-                % (recorded, topology, describe(record, now), record.get("path") or PATH, topology, recorded,
-                   recorded, recorded, where, topology, switch_command(topology, sources), override))
+                "and run %s again. To go to %s: %s (drained, gated, rolled back on failure). %s"
+                % (recorded, topology, describe(record, now), record.get("path") or PATH, deploy, topology, recorded,
+                   recorded, recorded, where, deploy, topology, switch_command(topology, sources, playbook_dir),
+                   override))
     if state == INVALID:
-        return ("%s does not say which topology this host was last brought to (%s). deploy.yml and the topology "
-                "switches write it, so that a routine deploy.yml cannot undo a switch; without it deploy.yml cannot "
+        return ("%s does not say which topology this host was last brought to (%s). %s and the topology "
+                "switches write it, so that a routine %s cannot undo a switch; without it %s cannot "
                 "tell, so it stops here; nothing was changed. If this host is on %s, the topology this run deploys, "
-                "remove the file and run deploy.yml again. If it is on %s: change the inventory line to "
+                "remove the file and run %s again. If it is on %s: change the inventory line to "
                 "`topology: %s` in %s, or go to %s with %s. %s"
-                % (record.get("path") or PATH, record.get("error"), topology, other(topology), other(topology), where,
-                   topology, switch_command(topology, sources), override))
+                % (record.get("path") or PATH, record.get("error"), deploy, deploy, deploy, topology, deploy,
+                   other(topology), other(topology), where, topology, switch_command(topology, sources, playbook_dir),
+                   override))
     return ""
 
 
-def inventory_advice(topology: str, inventory_topology: str | None, sources) -> dict:
+def inventory_advice(topology: str, inventory_topology: str | None, sources, playbook_dir=None) -> dict:
     """What the inventory must say for deploy.yml to agree with hosts that are on ``topology``.
 
     Returns ``{"topology", "inventory_topology", "agrees", "file", "line", "advice"}``:
@@ -232,15 +239,16 @@ def inventory_advice(topology: str, inventory_topology: str | None, sources) -> 
     the end of a switch's output.
     """
     where = inventory_file(sources)
+    deploy = playbook_name("deploy.yml", playbook_dir)
     line = "topology: %s" % topology
     agrees = inventory_topology == topology
     if agrees:
-        advice = ("inventory: `%s` in %s is what the hosts are on: deploy.yml agrees." % (line, where))
+        advice = ("inventory: `%s` in %s is what the hosts are on: %s agrees." % (line, where, deploy))
     elif inventory_topology:
-        advice = ("inventory: change the line `topology: %s` to `%s` in %s, so that deploy.yml agrees with the hosts "
-                  "(until then it refuses and names this switch)." % (inventory_topology, line, where))
+        advice = ("inventory: change the line `topology: %s` to `%s` in %s, so that %s agrees with the hosts "
+                  "(until then it refuses and names this switch)." % (inventory_topology, line, where, deploy))
     else:
-        advice = "inventory: set `%s` in %s, so that deploy.yml agrees with the hosts." % (line, where)
+        advice = "inventory: set `%s` in %s, so that %s agrees with the hosts." % (line, where, deploy)
     return {"topology": topology, "inventory_topology": inventory_topology or "", "agrees": agrees, "file": where,
             "line": line, "advice": advice}
 
@@ -265,7 +273,7 @@ def model_file(sources) -> str:
     return posixpath.join(posixpath.dirname(inventory_file(sources)), "gb10.yml")
 
 
-def model_refusal(record: dict | None, topology: str, model: str | None, sources, now: float) -> str:
+def model_refusal(record: dict | None, topology: str, model: str | None, sources, now: float, playbook_dir=None) -> str:
     """Why deploy.yml stops when the host was brought to another model than it deploys ("" when it need not stop)."""
     if model_state(record, topology, model) != DIFFERS:
         return ""
@@ -275,17 +283,18 @@ def model_refusal(record: dict | None, topology: str, model: str | None, sources
         playbook, " (run %s)" % record["run"] if record.get("run") else "", " by %s" % record["by"] if record.get("by") else "",
         " on %s" % when(record["since"], now) if record.get("since") is not None else "")
     sources_args = " ".join("-i " + source for source in [s for s in sources or [] if s] or ["inventory/<site>"])
+    deploy = playbook_name("deploy.yml", playbook_dir)
     if topology == "replicas":
-        gated = ("To go to %s, one replica at a time and gated: ansible-playbook %s playbooks/switch-model.yml "
-                 "-e switch_model=%s." % (model, sources_args, model))
+        gated = ("To go to %s, one replica at a time and gated: ansible-playbook %s %s "
+                 "-e switch_model=%s." % (model, sources_args, playbook_name("switch-model.yml", playbook_dir), model))
     else:
         gated = "The split stops to change its model whichever way (an outage of one start-up)."
-    return ("This host's engine was brought to %s (%s; %s), not %s. deploy.yml would restart it on %s (the inventory's "
+    return ("This host's engine was brought to %s (%s; %s), not %s. %s would restart it on %s (the inventory's "
             "%s) with no tool-calling gate, so it stops here; nothing was changed. To keep %s: change the inventory line "
-            "to `%s: %s` in %s (and the tool-call parser and chat template if they changed with it) and run deploy.yml "
-            "again. %s To restart it on %s through deploy.yml all the same (no tool-calling gate): -e %s=true."
-            % (recorded, who, record.get("path") or PATH, model, model, variable, recorded, variable, recorded,
-               model_file(sources), gated, model, MODEL_OVERRIDE))
+            "to `%s: %s` in %s (and the tool-call parser and chat template if they changed with it) and run %s "
+            "again. %s To restart it on %s through %s all the same (no tool-calling gate): -e %s=true."
+            % (recorded, who, record.get("path") or PATH, model, deploy, model, variable, recorded, variable, recorded,
+               model_file(sources), deploy, gated, model, deploy, MODEL_OVERRIDE))
 
 
 # --- every engine host at once ----------------------------------------------------------------------
@@ -354,7 +363,7 @@ def disagreement(view: dict) -> str:
     return "The engine hosts' topology records and what they run disagree: %s." % "; ".join(view["disagreements"])
 
 
-def site_advice(view: dict, inventory_topology: str | None, sources) -> dict:
+def site_advice(view: dict, inventory_topology: str | None, sources, playbook_dir=None) -> dict:
     """What the inventory must say for deploy.yml to agree with what the hosts run (``view``, :func:`compare`'s).
 
     :func:`inventory_advice`'s keys; ``advice`` names what the hosts run, not what a record
@@ -363,23 +372,25 @@ def site_advice(view: dict, inventory_topology: str | None, sources) -> dict:
     """
     running = view.get("running")
     where = inventory_file(sources)
+    deploy = playbook_name("deploy.yml", playbook_dir)
     if running in TOPOLOGIES:
-        result = inventory_advice(running, inventory_topology, sources)
+        result = inventory_advice(running, inventory_topology, sources, playbook_dir)
         line = result["line"]
         if result["agrees"]:
-            result["advice"] = "inventory: the hosts run %s, and `%s` in %s says so: deploy.yml agrees." % (running, line, where)
+            result["advice"] = "inventory: the hosts run %s, and `%s` in %s says so: %s agrees." % (
+                running, line, where, deploy)
         elif inventory_topology:
-            result["advice"] = ("inventory: the hosts run %s: change the line `topology: %s` to `%s` in %s, so that deploy.yml "
+            result["advice"] = ("inventory: the hosts run %s: change the line `topology: %s` to `%s` in %s, so that %s "
                                 "agrees with them (until then it refuses and names this switch)."
-                                % (running, inventory_topology, line, where))
+                                % (running, inventory_topology, line, where, deploy))
         else:
-            result["advice"] = "inventory: the hosts run %s: set `%s` in %s, so that deploy.yml agrees with them." % (
-                running, line, where)
+            result["advice"] = "inventory: the hosts run %s: set `%s` in %s, so that %s agrees with them." % (
+                running, line, where, deploy)
         return result
     words = {NONE: "no engine", "unknown": "something this run could not read", "mixed": "no one topology"}.get(
         running, str(running))
     return {"topology": "", "inventory_topology": inventory_topology or "", "agrees": False, "file": where, "line": "",
-            "advice": "inventory: the hosts run %s (%s), so no `topology:` line in %s agrees with all of them; deploy.yml "
-                      "refuses each host that differs from it (see playbooks/status.yml)."
+            "advice": "inventory: the hosts run %s (%s), so no `topology:` line in %s agrees with all of them; %s "
+                      "refuses each host that differs from it (see %s)."
                       % (words, ", ".join("%s: %s" % (host, h["runs"] or "not read") for host, h in view["hosts"].items()),
-                         where)}
+                         where, deploy, playbook_name("status.yml", playbook_dir))}

@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
+
 CHECKS = ("engine", "deploy", "restart", "switch", "switch_incumbent", "switch_hosts", "image", "image_builds")
 TOPOLOGIES = ("replicas", "split")
 
@@ -54,18 +56,19 @@ VARIABLES = {
                "vllm_api_key", "vllm_api_key_next", "_vllm_units"),
     "deploy": ("topology", "groups", "vllm_engine_group", "vllm_proxy_group"),
     "restart": ("inventory_hostname", "topology", "groups", "vllm_engine_group", "vllm_service_plan",
-                "vllm_restart_force"),
-    "switch": ("switch_to",),
+                "vllm_restart_force", "playbook_dir"),
+    "switch": ("switch_to", "playbook_dir"),
     "switch_incumbent": ("inventory_hostname", "vllm_switch_plan"),
     "switch_hosts": ("vllm_switch_plan", "vllm_engine_group", "vllm_proxy_group"),
     "image": ("inventory_hostname", "vllm_runtime", "vllm_container_engine", "vllm_container_pull",
               "ansible_facts.architecture"),
     "image_builds": ("inventory_hostname", "vllm_runtime", "vllm_image_check", "vllm_image_check_running",
                      "vllm_deploy_image_change", "vllm_container_image", "topology", "_vllm_units",
-                     "ansible_play_hosts"),
+                     "ansible_play_hosts", "playbook_dir"),
 }
 OPTIONAL = frozenset(("topology", "switch_to", "vllm_service_plan", "vllm_restart_force", "vllm_switch_plan",
-                      "vllm_image_check_running", "ansible_facts.architecture", "vllm_image_check"))
+                      "vllm_image_check_running", "ansible_facts.architecture", "vllm_image_check",
+                      "playbook_dir"))
 
 # vLLM's --kv-cache-dtype choices the roles accept.
 KV_CACHE_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla")
@@ -354,10 +357,16 @@ def check_deploy(v, observed):
     return list(errors)
 
 
+def _playbook(v, name):
+    """The playbook ``name`` as the operator runs it, from the running playbook's ``playbook_dir``."""
+    return playbook_name(name, v.get("playbook_dir"))
+
+
 def check_restart(v, observed):
     """The ``restart`` check on each host: ``observed['serving']`` is its engine's one ``vllm_health`` probe (asked
     when its configuration changed), ``vllm_service_plan`` whether it restarts."""
     host = v.get("inventory_hostname")
+    deploy = _playbook(v, "deploy.yml")
     serving = observed.get("serving") or {}
     plan = v.get("vllm_service_plan") or {}
     engines = (v.get("groups") or {}).get(v.get("vllm_engine_group")) or []
@@ -369,8 +378,8 @@ def check_restart(v, observed):
             "would leave clients, the proxy's membership checker and the watchdogs with a key that half the engines "
             "refuse until every one restarted. Nothing was changed. Rotate it in two runs instead (roles/vllm/README.md, "
             '"Rotating the API key"): put the old key back as vllm_api_key and the new one as vllm_api_key_next, run '
-            "deploy.yml (the engines restart one at a time and take both keys), move the clients to the new key; then "
-            "make the new key vllm_api_key, remove vllm_api_key_next and run deploy.yml again." % host,
+            "%s (the engines restart one at a time and take both keys), move the clients to the new key; then "
+            "make the new key vllm_api_key, remove vllm_api_key_next and run %s again." % (host, deploy, deploy),
             [host], ["vllm_api_key", "vllm_api_key_next"])
     if (host in engines and v.get("topology") == "replicas" and len(engines) == 1 and plan.get("restart_pending")
             and serving.get("status") == "serving" and not _bool(v.get("vllm_restart_force", False))):
@@ -378,9 +387,9 @@ def check_restart(v, observed):
             "only_replica",
             "%s is the only replica and its configuration changed (%s). Restarting it while it serves is an outage by "
             "nature: no other replica can take the requests, so the proxy answers 503 with Retry-After for one start-up "
-            "(5 to 13 min on GB10). Nothing was changed. To restart it now anyway: deploy.yml -e "
-            "vllm_restart_force=true. Or add a second machine to group gb10 first: deploy.yml starts it, then restarts "
-            "this one while the new one serves." % (host, _text(plan.get("change"))),
+            "(5 to 13 min on GB10). Nothing was changed. To restart it now anyway: %s -e "
+            "vllm_restart_force=true. Or add a second machine to group gb10 first: %s starts it, then restarts "
+            "this one while the new one serves." % (host, _text(plan.get("change")), deploy, deploy),
             [host], ["vllm_restart_force"])
     return list(errors)
 
@@ -393,8 +402,9 @@ def check_switch(v, observed):
     target = v.get("switch_to", "")
     errors = _Errors()
     if target not in TOPOLOGIES:
-        errors.add("switch_to", "switch_to must be 'replicas' or 'split' (got '%s'); use switch-to-replicas.yml or "
-                                "switch-to-split.yml." % _text(target), [], ["switch_to"])
+        errors.add("switch_to", "switch_to must be 'replicas' or 'split' (got '%s'); use %s or %s."
+                   % (_text(target), _playbook(v, "switch-to-replicas.yml"), _playbook(v, "switch-to-split.yml")),
+                   [], ["switch_to"])
     return list(errors)
 
 
@@ -525,24 +535,27 @@ def check_image_builds(v, observed):
             and running.get("image_id") != image.get("id")):
         # What names the running build: its reference, or its ID when the reference moved on.
         moved = running.get("image") == wanted
+        deploy = _playbook(v, "deploy.yml")
         keep = running.get("image_id") if moved else running.get("image")
         if topology == "replicas":
-            way = ("The gated way: set vllm_container_image back to %s (what runs), then run playbooks/switch-model.yml "
+            way = ("The gated way: set vllm_container_image back to %s (what runs), then run %s "
                    "-e switch_image=%s (one replica at a time, each tool-call gated before it takes traffic, rolled back "
-                   "on failure), then set vllm_container_image: %s." % (keep, wanted, wanted))
+                   "on failure), then set vllm_container_image: %s." % (keep, _playbook(v, "switch-model.yml"), wanted,
+                                                                        wanted))
         else:
-            way = ("The split has no gated image upgrade in place: playbooks/switch-to-replicas.yml starts the replicas "
-                   "on the inventory's image and gates them before they take traffic (then switch-to-split.yml).")
+            way = ("The split has no gated image upgrade in place: %s starts the replicas on the inventory's image and "
+                   "gates them before they take traffic (then %s)." % (_playbook(v, "switch-to-replicas.yml"),
+                                                                       _playbook(v, "switch-to-split.yml")))
         errors.add(
             "image_running",
-            "%s's %s runs the image %s (%s), not the inventory's vllm_container_image %s (%s). deploy.yml does not change "
-            "the image of a serving engine: a new vLLM is a new build, and deploy.yml has no tool-calling gate. Nothing "
+            "%s's %s runs the image %s (%s), not the inventory's vllm_container_image %s (%s). %s does not change "
+            "the image of a serving engine: a new vLLM is a new build, and %s has no tool-calling gate. Nothing "
             "was changed.%s %s To keep what runs, set vllm_container_image: %s in the inventory. To restart on %s now, "
-            "ungated: deploy.yml -e vllm_deploy_image_change=true (%s)."
-            % (host, unit, running.get("image"), running.get("image_id"), wanted, image.get("id"),
+            "ungated: %s -e vllm_deploy_image_change=true (%s)."
+            % (host, unit, running.get("image"), running.get("image_id"), wanted, image.get("id"), deploy, deploy,
                (" The name %s now names another build than the one that runs (pulled, loaded or built again since it "
                 "started); what runs is %s, which vllm_container_image can name by that ID." % (wanted, running.get("image_id")))
-               if moved else "", way, keep, wanted,
+               if moved else "", way, keep, wanted, deploy,
                "replicas one at a time while another serves" if topology == "replicas"
                else "the split as a pair: an outage of one start-up"),
             [host], ["vllm_container_image", "vllm_deploy_image_change"])

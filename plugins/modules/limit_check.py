@@ -107,6 +107,13 @@ options:
     description: The proxy group's name, for messages.
     type: str
     default: proxy
+  playbook_dir:
+    description:
+      - The directory of the playbook being run (the magic variable C(playbook_dir)), to name it in messages the way the
+        operator runs it - C(factory_floor.llm.deploy) from an installed collection (and when empty),
+        C(playbooks/deploy.yml) from a checkout (the P(factory_floor.llm.playbook_name#filter) filter's rule).
+    type: str
+    default: ""
 notes:
   - "A C(--limit) is read as the hosts it lets in (O(hosts)), so every pattern form works (C(spark-a:proxy),
     C(@retry_file), C(~regex)); only the check that V(status) names localhost reads the text of O(limit)."
@@ -219,6 +226,7 @@ def run_module():
             gather_errors=dict(type="dict", default={}),
             engine_group=dict(type="str", default="gb10"),
             proxy_group=dict(type="str", default="proxy"),
+            playbook_dir=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
@@ -229,7 +237,7 @@ def run_module():
         keepalived=params["keepalived"], reader=params["reader"] or None, inventory=params["inventory"],
         limit=params["limit"] or "", addresses=params["addresses"], gathered=params["gathered"],
         gather_errors=dict((str(k), str(v)) for k, v in (params["gather_errors"] or {}).items()),
-        engine_group=params["engine_group"], proxy_group=params["proxy_group"])
+        engine_group=params["engine_group"], proxy_group=params["proxy_group"], playbook_dir=params["playbook_dir"])
     if result["errors"]:
         module.fail_json(msg=format_errors(result["errors"]), changed=False, **result)
     module.exit_json(changed=False, **result)

@@ -133,6 +133,14 @@ options:
         holds it (its fact C(tool_gate_bar)). With 0 and no incumbent score the gate has no bar and the run is refused
         (RV(refusal)). Not given, not checked.
     type: float
+  playbook_dir:
+    description:
+      - (switch, upgrade) The directory of the playbook that runs (the magic variable C(playbook_dir)), to name a playbook
+        in RV(refusal) the way the operator runs it - C(factory_floor.llm.tool_gate_spread) from an installed collection
+        (and when empty), C(playbooks/tool-gate-spread.yml) from a checkout (the P(factory_floor.llm.playbook_name#filter)
+        filter's rule).
+    type: str
+    default: ""
   records:
     description:
       - (switch) Per engine host, the M(factory_floor.llm.topology_record) result there (read with its C(units)), for
@@ -414,6 +422,7 @@ def main():
             notes=dict(type="dict", default={}),
             play_hosts=dict(type="list", elements="str"),
             min_score=dict(type="float"),
+            playbook_dir=dict(type="str", default=""),
             records=dict(type="dict", default={}),
             plan=dict(type="dict", default={}),
             models=dict(type="dict", default={}),
@@ -425,7 +434,8 @@ def main():
     if params["procedure"] == "upgrade":
         module.exit_json(changed=False, **upgrade_plan(params["engines"], params["replicas"], params["target"],
                                                        params["startup"], params["incumbents"], params["notes"],
-                                                       params["model"], params["image"], params["min_score"]))
+                                                       params["model"], params["image"], params["min_score"],
+                                                       params["playbook_dir"]))
     if params["procedure"] == "record":
         plan = params["plan"]
         missing = [key for key in ("topology", "on_target", "rollback") if key not in plan]
@@ -441,7 +451,7 @@ def main():
     try:
         plan = switch_plan(params["topology"], params["engines"], params["head"], params["units"], params["drains"],
                            params["gated"], startup, params["incumbent_score"], params["failed"], params["notes"],
-                           params["play_hosts"], params["min_score"], params["records"])
+                           params["play_hosts"], params["min_score"], params["records"], params["playbook_dir"])
     except (TypeError, ValueError) as exc:
         module.fail_json(msg="notes' events must be epoch seconds: %s" % exc)
     module.exit_json(changed=False, **plan)

@@ -144,6 +144,9 @@ options:
         C(rotation_error) and C(inventory_sources).
       - V(upgrade) reads C(target) (in words), C(todo) (the replicas to upgrade), C(start) (epoch seconds), C(old)
         (C(model), C(image)), C(switch_model) and C(switch_image).
+      - Both read C(playbook_dir) (Ansible's magic variable; absent, an installed collection's) to name a playbook in a
+        message the way the operator runs it - C(factory_floor.llm.status) from an installed collection,
+        C(playbooks/status.yml) from a checkout (the P(factory_floor.llm.playbook_name#filter) filter's rule).
     type: dict
     default: {}
 author:

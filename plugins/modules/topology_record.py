@@ -66,6 +66,14 @@ options:
     type: list
     elements: str
     default: []
+  playbook_dir:
+    description:
+      - The directory of the playbook that runs (the magic variable C(playbook_dir)), a controller path, to name the
+        playbooks in messages the way the operator runs them - C(factory_floor.llm.deploy) from an installed collection
+        (and when empty), C(playbooks/deploy.yml) from a checkout (the P(factory_floor.llm.playbook_name#filter)
+        filter's rule). Nothing is read there.
+    type: str
+    default: ""
   units:
     description:
       - The engine units of the topologies C(replicas) and C(split), in that order (the C(site) role's
@@ -92,6 +100,7 @@ EXAMPLES = r"""
   factory_floor.llm.topology_record:
     topology: "{{ topology }}"
     inventory_sources: "{{ ansible_inventory_sources }}"
+    playbook_dir: "{{ playbook_dir }}"
   register: record
 
 - name: Refuse, before anything changes, to undo a switch
@@ -302,6 +311,7 @@ def main():
             topology=dict(type="str", choices=list(tr.TOPOLOGIES), required=True),
             inventory_topology=dict(type="str"),
             inventory_sources=dict(type="list", elements="str", default=[]),
+            playbook_dir=dict(type="str", default=""),
             units=dict(type="list", elements="str", default=[]),
             model=dict(type="str", default=""),
             hosts=dict(type="dict"),
@@ -309,13 +319,13 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    topology, sources = params["topology"], params["inventory_sources"]
+    topology, sources, playbook_dir = params["topology"], params["inventory_sources"], params["playbook_dir"]
     inventory_topology = params["inventory_topology"] if params["inventory_topology"] is not None else topology
     if params["hosts"] is not None:
         site = tr.compare(list(params["hosts"]), params["hosts"])
         module.exit_json(changed=False, state=tr.AGREES if site["agrees"] else "disagrees", recorded=site["recorded"] or "",
                          record=None, site=site, message=tr.disagreement(site),
-                         inventory=tr.site_advice(site, inventory_topology, sources))
+                         inventory=tr.site_advice(site, inventory_topology, sources, playbook_dir))
     record = tr.read(params["path"])
     running = _runs(module, params["units"])
     now = time.time()
@@ -326,10 +336,10 @@ def main():
         recorded=record["topology"] if record and record.get("topology") else "",
         runs=running,
         record=record,
-        message=tr.refusal(record, topology, sources, now, running or None),
+        message=tr.refusal(record, topology, sources, now, running or None, playbook_dir),
         model_state=tr.model_state(record, topology, params["model"]),
-        model_message=tr.model_refusal(record, topology, params["model"], sources, now),
-        inventory=tr.inventory_advice(topology, inventory_topology, sources),
+        model_message=tr.model_refusal(record, topology, params["model"], sources, now, playbook_dir),
+        inventory=tr.inventory_advice(topology, inventory_topology, sources, playbook_dir),
     )
 
 

@@ -68,13 +68,16 @@ options:
         and the role's engine units."
       - "V(deploy): C(topology), C(groups), C(vllm_engine_group), C(vllm_proxy_group)."
       - "V(restart): C(inventory_hostname), C(topology), C(groups), C(vllm_engine_group), C(vllm_service_plan),
-        C(vllm_restart_force)."
-      - "V(switch): C(switch_to). V(switch_incumbent): C(vllm_switch_plan) (its incumbent's topology).
+        C(vllm_restart_force), C(playbook_dir)."
+      - "V(switch): C(switch_to), C(playbook_dir). V(switch_incumbent): C(vllm_switch_plan) (its incumbent's topology).
         V(switch_hosts): C(vllm_switch_plan) (its lost hosts), C(vllm_engine_group), C(vllm_proxy_group)."
       - "V(image): C(vllm_runtime), C(vllm_container_engine), C(vllm_container_pull), C(ansible_facts.architecture)."
       - "V(image_builds): C(vllm_runtime), C(vllm_image_check), C(vllm_image_check_running), C(vllm_deploy_image_change),
         C(vllm_container_image), C(topology) (default V(replicas)), the role's engine units, C(ansible_play_hosts) and
-        each of those hosts' C(vllm_image_check)."
+        each of those hosts' C(vllm_image_check), C(playbook_dir)."
+      - C(playbook_dir) (Ansible's magic variable) decides how a message names a playbook - C(factory_floor.llm.deploy)
+        when the playbook that runs comes from an installed collection, C(playbooks/deploy.yml) from a checkout (the
+        P(factory_floor.llm.playbook_name#filter) filter's rule).
     type: str
     required: true
     choices: [engine, deploy, restart, switch, switch_incumbent, switch_hosts, image, image_builds]
@@ -112,8 +115,8 @@ options:
 notes:
   - The variables are read where the task runs, so an include's C(vars) (the split's model, an upgrade's candidate image)
     count. An undefined C(topology), C(switch_to), C(vllm_service_plan), C(vllm_restart_force), C(vllm_switch_plan),
-    C(vllm_image_check), C(vllm_image_check_running) or C(ansible_facts.architecture) takes the default the check
-    documents; any other undefined variable fails the task, naming it.
+    C(vllm_image_check), C(vllm_image_check_running), C(ansible_facts.architecture) or C(playbook_dir) takes the default
+    the check documents; any other undefined variable fails the task, naming it.
 seealso:
   - module: factory_floor.llm.layout_check
   - module: factory_floor.llm.container_image_info

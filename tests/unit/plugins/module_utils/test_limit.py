@@ -104,7 +104,7 @@ def test_the_proxy_address_is_refused_when_it_cannot_be_read():
     [error] = result["errors"]
     assert error["check"] == "proxy_address" and error["hosts"] == ["gateway"]
     assert error["message"] == (
-        "deploy.yml with --limit spark-a: the engines' firewall admits the proxy hosts by address (their default IPv4 "
+        "factory_floor.llm.deploy with --limit spark-a: the engines' firewall admits the proxy hosts by address (their default IPv4 "
         "address, from their facts) and a firewall written without one shuts that proxy out of spark-a; the address "
         "of gateway could not be read (gateway: Failed to connect to the host via ssh: Connection refused). Nothing "
         "has changed. Bring gateway back, or, if it is gone, take it out of group proxy.")
@@ -114,22 +114,23 @@ def test_the_proxy_address_is_refused_when_it_cannot_be_read():
 
 @pytest.mark.parametrize("playbook, hosts, kwargs, expected", [
     ("deploy", ["spark-a"], {"topology": "split", "limit": "spark-a"},
-     "deploy.yml with --limit spark-a: the split deploys as a pair - both ranks restart together with one "
+     "factory_floor.llm.deploy with --limit spark-a: the split deploys as a pair - both ranks restart together with one "
      "gpu_memory_utilization (the tighter host's) and rank 1 is given rank 0's address on the link - but spark-b is "
      "left out. Use --limit spark-a,spark-b, or no --limit. Nothing has changed."),
     ("deploy", ["spark-1"], {"site": EXAMPLE, "limit": "spark-1", "addresses": ["spark-1", "spark-2"]},
-     "deploy.yml with --limit spark-1: the proxy hosts share a floating address, and each one's keepalived is written "
-     "with the others as its VRRP peers, planned from the proxy hosts in the run; spark-2 is left out, so spark-1 "
-     "would be written without spark-2 as a peer and both could hold the address. Use --limit spark-1,spark-2, or no "
-     "--limit (deploy.yml restarts changed replicas one at a time by itself, while another serves). Nothing has "
-     "changed."),
-    ("switch", ["spark-a"], {"limit": "spark-a"},
-     "switch-to-replicas.yml / switch-to-split.yml with --limit spark-a: a switch stops, starts, locks and records "
+     "factory_floor.llm.deploy with --limit spark-1: the proxy hosts share a floating address, and each one's "
+     "keepalived is written with the others as its VRRP peers, planned from the proxy hosts in the run; spark-2 is left "
+     "out, so spark-1 would be written without spark-2 as a peer and both could hold the address. Use --limit "
+     "spark-1,spark-2, or no --limit (factory_floor.llm.deploy restarts changed replicas one at a time by itself, while "
+     "another serves). Nothing has changed."),
+    # Run from a checkout (issue 35): the playbooks by their files.
+    ("switch", ["spark-a"], {"limit": "spark-a", "playbook_dir": "/srv/factory-floor/playbooks"},
+     "playbooks/switch-to-replicas.yml / playbooks/switch-to-split.yml with --limit spark-a: a switch stops, starts, locks and records "
      "every engine host at once, puts them in the rotation of every proxy host, and runs its probe client and report "
      "on the first proxy host; a switch of some hosts would leave the others on the other topology, but spark-b, "
      "gateway are left out. Run it without --limit (or --limit 'gb10:proxy'). Nothing has changed."),
     ("metrics", ["spark-a"], {"reader": "gateway", "limit": "spark-a"},
-     "metrics.yml with --limit spark-a: it runs on gateway (metrics_from, default the first proxy host), "
+     "factory_floor.llm.metrics with --limit spark-a: it runs on gateway (metrics_from, default the first proxy host), "
      "which the limit leaves out: it would do nothing and exit 0. Use --limit gateway, -e metrics_from=<a host in "
      "the limit>, or no --limit."),
 ])
@@ -163,8 +164,8 @@ def test_status_suggests_a_limit_with_the_controller():
 def test_several_errors_are_numbered():
     result = run("status", ["spark-a"], limit="spark-a")
     text = format_errors(result["errors"])
-    assert text.startswith("(1) status.yml with --limit spark-a: the view is of the whole site")
-    assert "(2) status.yml with --limit spark-a: the view is put together in a play on localhost" in text
+    assert text.startswith("(1) factory_floor.llm.status with --limit spark-a: the view is of the whole site")
+    assert "(2) factory_floor.llm.status with --limit spark-a: the view is put together in a play on localhost" in text
 
 
 def test_unknown_playbook():

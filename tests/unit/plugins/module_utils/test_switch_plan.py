@@ -479,6 +479,20 @@ def test_upgrade_refuses_a_gate_with_no_bar(row, min_score, incumbents, refused)
     assert "tool_gate_topologies" not in plan["refusal"]
 
 
+@pytest.mark.parametrize("playbook_dir, named", [
+    (None, "factory_floor.llm.tool_gate_spread"),
+    ("/home/op/.ansible/collections/ansible_collections/factory_floor/llm/playbooks", "factory_floor.llm.tool_gate_spread"),
+    ("/srv/factory-floor/playbooks", "playbooks/tool-gate-spread.yml"),
+])
+def test_the_gate_bar_refusal_names_the_spread_playbook_as_the_operator_runs_it(playbook_dir, named):
+    words = "(group_vars/gb10.yml; %s measures a good build's spread to choose it)" % named
+    switch = sp.switch_plan("replicas", ENGINES, HEAD, units(NONE, NONE), [], True, {}, {}, None, None, min_score=0,
+                            playbook_dir=playbook_dir)
+    upgrade = sp.upgrade_plan(ENGINES, {host: replica("/models/Old") for host in ENGINES}, "/models/New", {}, INCUMBENTS,
+                              min_score=0, playbook_dir=playbook_dir)
+    assert words in switch["refusal"] and words in upgrade["refusal"]
+
+
 # --- The dry run (issue 35): switch_dry_run or --check stops after the preflight and prints this plan -----
 
 SCORED = {"build_id": "abcdef0123456789xyz", "score": 71.4}

@@ -316,14 +316,15 @@ ROTATION_ERROR = ("After 30 s the proxy on gateway has no engine in rotation, ex
 ])
 def test_switch_report_engines_not_in_rotation_fail_the_run(on_target, head):
     # An engine that is up but not routed to is not "nothing changed" or "ok": the run fails, and nothing rolls back.
-    plan = dict(SWITCH_PLAN, on_target=on_target, rotation_error=ROTATION_ERROR)
+    # Run from a checkout: its playbooks by their files.
+    plan = dict(SWITCH_PLAN, on_target=on_target, rotation_error=ROTATION_ERROR, playbook_dir="/src/ff/playbooks")
     report = sr.switch_report(series((200, 5)), switch_hosts(), plan, T0 + 100)
     assert (report["outcome"], report["reason"]) == ("not_in_rotation", ROTATION_ERROR)
     assert report["message"] == (
         head + ROTATION_ERROR + "\nNothing is rolled back. See the engines' state (playbooks/status.yml) and the proxy's "
         "membership checker (journalctl -u factory-floor-upstream.service on the proxy host); an engine still loading "
-        "joins by itself once it serves. Then run switch-to-replicas.yml again: on the target, it stops nothing and "
-        "checks the rotation again.")
+        "joins by itself once it serves. Then run playbooks/switch-to-replicas.yml again: on the target, it stops "
+        "nothing and checks the rotation again.")
     assert sr.switch_report(series((200, 5)), switch_hosts(), dict(plan, rotation_error=""), T0 + 100)["message"] == ""
 
 
@@ -357,11 +358,13 @@ LOST_PLAN = dict(SWITCH_PLAN, start=T0, run="20261129T110000Z-3f9a1c", lost_host
                                          "error": "host unreachable (ssh: connect timed out)"}})
 
 
-# Issue 33, item 5: an engine host lost during a gated switch.
+# Issue 33, item 5: an engine host lost during a gated switch. Run from an installed collection (issue 35): its
+# playbooks by their collection names.
 def test_switch_report_lost_host_fails_naming_it_and_its_lock():
     hosts = switch_hosts()
     hosts[1]["gate"] = {}
-    report = sr.switch_report(series((200, 5)), hosts, LOST_PLAN, T0 + 100)
+    plan = dict(LOST_PLAN, playbook_dir="/home/op/.ansible/collections/ansible_collections/factory_floor/llm/playbooks")
+    report = sr.switch_report(series((200, 5)), hosts, plan, T0 + 100)
     assert (report["outcome"], report["lost_hosts"]) == ("host_lost", ["spark-b"])
     assert report["engines"]["spark-b"] == "LOST from the run (unreachable or dropped); last seen serving"
     assert report["message"] == (
@@ -370,9 +373,10 @@ def test_switch_report_lost_host_fails_naming_it_and_its_lock():
         "client without a tool-calling verdict. spark-a passed the gate and serves replicas. spark-b still holds this "
         "run's maintenance lock (/run/factory-floor/maintenance.lock, run 20261129T110000Z-3f9a1c): host unreachable "
         "(ssh: connect timed out); remove it once spark-b answers again (factory_floor.llm.maintenance_lock state absent "
-        "with that run, or rm), or the next switch and deploy.yml refuse until it expires. The ways on: once spark-b "
-        "answers again, check it with playbooks/status.yml, then run switch-to-replicas.yml again: on the target it gates "
-        "each engine this run left drained and puts back those that pass; off it, it switches again.")
+        "with that run, or rm), or the next switch and factory_floor.llm.deploy refuse until it expires. The ways on: "
+        "once spark-b answers again, check it with factory_floor.llm.status, then run factory_floor.llm.switch_to_replicas "
+        "again: on the target it gates each engine this run left drained and puts back those that pass; off it, it "
+        "switches again.")
 
 
 def test_switch_report_lost_host_whose_lock_was_released_and_a_rollback():
@@ -393,9 +397,12 @@ def test_switch_report_says_what_the_hosts_run_and_fails_on_records_that_disagre
     assert report["lines"][-2:] == ["topology records: spark-a records split but runs replicas",
                                     "inventory: the hosts run replicas: change the line"]
     assert report["message"].startswith("The engine hosts' topology records and what they run disagree: spark-a records "
-                                        "split but runs replicas. deploy.yml refuses")
+                                        "split but runs replicas. factory_floor.llm.deploy refuses")
+    assert report["message"].endswith("run factory_floor.llm.switch_to_replicas again once every engine host answers "
+                                      "(it records on each host what it runs), or see factory_floor.llm.status.")
     failed_write = dict(SWITCH_PLAN, site=site, inventory=inventory, record_errors={"spark-a": "No space left on device"})
-    assert ("split but runs replicas. The record could not be written on spark-a: No space left on device. deploy.yml"
+    assert ("split but runs replicas. The record could not be written on spark-a: No space left on device. "
+            "factory_floor.llm.deploy"
             in sr.switch_report(series((200, 5)), switch_hosts(), failed_write, T0 + 100)["message"])
     agreeing = dict(SWITCH_PLAN, site=dict(site, agrees=True, disagreements=[]), inventory=inventory)
     assert sr.switch_report(series((200, 5)), switch_hosts(), agreeing, T0 + 100)["message"] == ""
@@ -403,7 +410,8 @@ def test_switch_report_says_what_the_hosts_run_and_fails_on_records_that_disagre
 
 HEAL_PLAN = dict(SWITCH_PLAN, on_target=True, heal=True, heal_hosts=["spark-a", "spark-b"],
                  heal_holders=["switch-to-replicas"], incumbent={"topology": "", "host": ""},
-                 inventory={"advice": "agrees", "agrees": True}, inventory_sources=["inventory/site"])
+                 inventory={"advice": "agrees", "agrees": True}, inventory_sources=["inventory/site"],
+                 playbook_dir="/src/ff/playbooks")
 
 
 def test_switch_report_healed():
@@ -431,9 +439,9 @@ def test_switch_report_heal_failed(drained_other, error, rotation):
         "Already on replicas, but spark-b could not be put back in the proxy's rotation and stays drained: "
         "spark-b: scored 20. " + rotation + "Nothing was stopped or started. The ways on: go back to split, a switch of "
         "its own with its start-up and its own gate (ansible-playbook -i inventory/site playbooks/switch-to-split.yml); "
-        "or fix the cause and run switch-to-replicas.yml again, which tests them again; or serve this build although it "
-        "failed the gate: run switch-to-replicas.yml again with -e tool_gate_enforce=false (it is measured and stored as "
-        "failed, then put back in rotation).")
+        "or fix the cause and run playbooks/switch-to-replicas.yml again, which tests them again; or serve this build "
+        "although it failed the gate: run playbooks/switch-to-replicas.yml again with -e tool_gate_enforce=false (it is "
+        "measured and stored as failed, then put back in rotation).")
 
 
 def test_truncate_is_jinjas():
@@ -462,8 +470,8 @@ def test_upgrade_report_ok():
     assert report["engines"] == {"spark-a": "upgraded, tool score 80", "spark-b": "upgraded, tool score 77"}
     assert report["lines"][-1] == (
         "Now set vllm_model: /models/New and vllm_container_image: vllm:2 in the inventory (and the tool-call parser and "
-        "chat template if they changed): deploy.yml and the topology switches render what the inventory says (and "
-        "deploy.yml refuses while a replica runs another image).")
+        "chat template if they changed): factory_floor.llm.deploy and the topology switches render what the inventory "
+        "says (and factory_floor.llm.deploy refuses while a replica runs another image).")
 
 
 def test_upgrade_report_ok_with_failures_names_the_first_ones():

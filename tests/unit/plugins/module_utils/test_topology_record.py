@@ -18,6 +18,9 @@ T0 = 1795950000.0   # when the record was written
 NOW = T0 + 1500.0   # "now" in these tests: 25 min later
 RUN = "20261129T110000Z-3f9a1c"
 INVENTORY = ["/srv/ff/inventory/site"]
+# Where the playbook that runs is (playbook_dir): a checkout's playbooks, an installed collection's (issue 35).
+CHECKOUT = "/srv/ff/playbooks"
+INSTALLED = "/home/op/.ansible/collections/ansible_collections/factory_floor/llm/playbooks"
 
 
 def record_text(topology="replicas", playbook="switch-to-replicas.yml", by="ops@ctl", since=T0, run=RUN, note="", model=None):
@@ -143,13 +146,15 @@ def test_inventory_file(sources, expected):
     assert tr.inventory_file(sources) == expected
 
 
-@pytest.mark.parametrize("sources, expected", [
-    (INVENTORY, "ansible-playbook -i /srv/ff/inventory/site playbooks/switch-to-split.yml"),
-    (["a", "b"], "ansible-playbook -i a -i b playbooks/switch-to-split.yml"),
-    ([], "ansible-playbook -i inventory/<site> playbooks/switch-to-split.yml"),
+@pytest.mark.parametrize("sources, playbook_dir, expected", [
+    (INVENTORY, CHECKOUT, "ansible-playbook -i /srv/ff/inventory/site playbooks/switch-to-split.yml"),
+    (["a", "b"], CHECKOUT, "ansible-playbook -i a -i b playbooks/switch-to-split.yml"),
+    ([], CHECKOUT, "ansible-playbook -i inventory/<site> playbooks/switch-to-split.yml"),
+    (INVENTORY, INSTALLED, "ansible-playbook -i /srv/ff/inventory/site factory_floor.llm.switch_to_split"),
+    (INVENTORY, None, "ansible-playbook -i /srv/ff/inventory/site factory_floor.llm.switch_to_split"),
 ])
-def test_switch_command(sources, expected):
-    assert tr.switch_command("split", sources) == expected
+def test_switch_command(sources, playbook_dir, expected):
+    assert tr.switch_command("split", sources, playbook_dir) == expected
 
 
 # --- refusal() ----------------------------------------------------------------------------------
@@ -163,11 +168,12 @@ def test_no_refusal_without_a_record_or_when_it_agrees(found, topology):
 @pytest.mark.parametrize("recorded, deployed", [("replicas", "split"), ("split", "replicas")])
 def test_refusal_names_both_topologies_who_when_the_switch_the_line_and_the_override(recorded, deployed):
     found = record(topology=recorded, playbook="switch-to-%s.yml" % recorded)
-    message = tr.refusal(found, deployed, INVENTORY, NOW)
+    message = tr.refusal(found, deployed, INVENTORY, NOW, playbook_dir=CHECKOUT)
     assert message.startswith("This host is on %s, not %s: switched to %s by ops@ctl with switch-to-%s.yml (run %s) on "
                               "2026-11-29 11:00:00 UTC (25 min ago) (/var/lib/factory-floor/topology.json)."
                               % (recorded, deployed, recorded, recorded, RUN))
-    assert "would stop %s with no drain, no tool-calling gate and no maintenance lock" % recorded in message
+    assert ("playbooks/deploy.yml brings the hosts to the topology it is given (topology: %s) and would stop %s with no "
+            "drain, no tool-calling gate and no maintenance lock" % (deployed, recorded) in message)
     assert "nothing was changed" in message
     assert ("change the inventory line to `topology: %s` in /srv/ff/inventory/site/group_vars/all.yml" % recorded
             in message)
@@ -178,12 +184,15 @@ def test_refusal_names_both_topologies_who_when_the_switch_the_line_and_the_over
 
 def test_refusal_of_an_unreadable_record_names_the_file_and_the_ways_on(path):
     path.write_text("replicas\n")
-    message = tr.refusal(tr.read(str(path)), "split", INVENTORY, NOW)
-    assert message.startswith("%s does not say which topology this host was last brought to (not JSON: 'replicas')."
-                              % path)
-    assert "If this host is on split, the topology this run deploys, remove the file" in message
+    message = tr.refusal(tr.read(str(path)), "split", INVENTORY, NOW, playbook_dir=INSTALLED)
+    assert message.startswith("%s does not say which topology this host was last brought to (not JSON: 'replicas'). "
+                              "factory_floor.llm.deploy and the topology switches write it, so that a routine "
+                              "factory_floor.llm.deploy cannot undo a switch" % path)
+    assert ("If this host is on split, the topology this run deploys, remove the file and run factory_floor.llm.deploy "
+            "again" in message)
     assert "`topology: replicas` in /srv/ff/inventory/site/group_vars/all.yml" in message
-    assert "playbooks/switch-to-split.yml" in message
+    assert "go to split with ansible-playbook -i /srv/ff/inventory/site factory_floor.llm.switch_to_split." in message
+    assert "To change the topology through factory_floor.llm.deploy all the same" in message
     assert message.endswith("-e vllm_deploy_topology_change=true.")
 
 
@@ -193,21 +202,23 @@ def test_refusal_of_an_unreadable_record_names_the_file_and_the_ways_on(path):
 @pytest.mark.parametrize("topology, inventory_topology, agrees, advice", [
     ("replicas", "split", False,
      "inventory: change the line `topology: split` to `topology: replicas` in /srv/ff/inventory/site/group_vars/all.yml, "
-     "so that deploy.yml agrees with the hosts (until then it refuses and names this switch)."),
+     "so that factory_floor.llm.deploy agrees with the hosts (until then it refuses and names this switch)."),
     ("split", "split", True,
      "inventory: `topology: split` in /srv/ff/inventory/site/group_vars/all.yml is what the hosts are on: "
-     "deploy.yml agrees."),
+     "factory_floor.llm.deploy agrees."),
     ("replicas", "", False,
-     "inventory: set `topology: replicas` in /srv/ff/inventory/site/group_vars/all.yml, so that deploy.yml agrees "
-     "with the hosts."),
+     "inventory: set `topology: replicas` in /srv/ff/inventory/site/group_vars/all.yml, so that "
+     "factory_floor.llm.deploy agrees with the hosts."),
     ("split", None, False,
-     "inventory: set `topology: split` in /srv/ff/inventory/site/group_vars/all.yml, so that deploy.yml agrees "
-     "with the hosts."),
+     "inventory: set `topology: split` in /srv/ff/inventory/site/group_vars/all.yml, so that factory_floor.llm.deploy "
+     "agrees with the hosts."),
 ])
 def test_inventory_advice(topology, inventory_topology, agrees, advice):
-    assert tr.inventory_advice(topology, inventory_topology, INVENTORY) == {
+    assert tr.inventory_advice(topology, inventory_topology, INVENTORY, INSTALLED) == {
         "topology": topology, "inventory_topology": inventory_topology or "", "agrees": agrees,
         "file": "/srv/ff/inventory/site/group_vars/all.yml", "line": "topology: " + topology, "advice": advice}
+    checkout = tr.inventory_advice(topology, inventory_topology, INVENTORY, CHECKOUT)["advice"]
+    assert checkout == advice.replace("factory_floor.llm.deploy", "playbooks/deploy.yml")
 
 
 def test_the_override_is_the_vllm_roles_variable():
@@ -256,11 +267,12 @@ def test_state_of_what_runs_first(recorded, running, topology, state):
 
 
 def test_a_host_with_no_record_that_runs_the_other_topology_is_refused():
-    message = tr.refusal(None, "replicas", INVENTORY, NOW, running="split")
+    message = tr.refusal(None, "replicas", INVENTORY, NOW, running="split", playbook_dir=CHECKOUT)
     assert message.startswith("This host runs split (vllm-split.service is active), not replicas; it has no topology "
                               "record (/var/lib/factory-floor/topology.json).")
     assert "would stop split with no drain, no tool-calling gate and no maintenance lock" in message
-    assert "change the inventory line to `topology: split` in /srv/ff/inventory/site/group_vars/all.yml" in message
+    assert ("change the inventory line to `topology: split` in /srv/ff/inventory/site/group_vars/all.yml and run "
+            "playbooks/deploy.yml again (it records split)" in message)
     assert "ansible-playbook -i /srv/ff/inventory/site playbooks/switch-to-replicas.yml" in message
     assert message.endswith("-e vllm_deploy_topology_change=true.")
 
@@ -295,15 +307,19 @@ def test_model_state(fields, topology, model, state):
 
 def test_after_switch_model_deploy_refuses_the_old_model_naming_the_line_and_switch_model():
     found = record(model="/models/New", playbook="switch-model.yml")
-    message = tr.model_refusal(found, "replicas", "/models/Old", INVENTORY, NOW)
+    message = tr.model_refusal(found, "replicas", "/models/Old", INVENTORY, NOW, CHECKOUT)
     assert message.startswith("This host's engine was brought to /models/New (switch-model.yml put it there (run %s) by "
                               "ops@ctl on 2026-11-29 11:00:00 UTC (25 min ago); /var/lib/factory-floor/topology.json), "
                               "not /models/Old." % RUN)
-    assert "would restart it on /models/Old (the inventory's vllm_model) with no tool-calling gate" in message
+    assert ("playbooks/deploy.yml would restart it on /models/Old (the inventory's vllm_model) with no tool-calling gate"
+            in message)
     assert "change the inventory line to `vllm_model: /models/New` in /srv/ff/inventory/site/group_vars/gb10.yml" in message
     assert ("ansible-playbook -i /srv/ff/inventory/site playbooks/switch-model.yml -e switch_model=/models/Old"
             in message)
-    assert message.endswith("-e vllm_deploy_model_change=true.")
+    assert message.endswith("To restart it on /models/Old through playbooks/deploy.yml all the same (no tool-calling "
+                            "gate): -e vllm_deploy_model_change=true.")
+    assert ("ansible-playbook -i /srv/ff/inventory/site factory_floor.llm.switch_model -e switch_model=/models/Old"
+            in tr.model_refusal(found, "replicas", "/models/Old", INVENTORY, NOW, INSTALLED))
     assert tr.model_refusal(found, "replicas", "/models/New", INVENTORY, NOW) == ""
 
 
@@ -365,15 +381,15 @@ def test_disagreement_names_every_one():
     # The issue: the report said "`topology: split` ... is what the hosts are on" while both ran replicas.
     ({"spark-a": seen("split", "replicas"), "spark-b": seen("replicas", "replicas")}, "split", "topology: replicas",
      "inventory: the hosts run replicas: change the line `topology: split` to `topology: replicas` in "
-     "/srv/ff/inventory/site/group_vars/all.yml, so that deploy.yml agrees with them (until then it refuses and names "
-     "this switch)."),
+     "/srv/ff/inventory/site/group_vars/all.yml, so that factory_floor.llm.deploy agrees with them (until then it "
+     "refuses and names this switch)."),
     ({"spark-a": seen("split", "split"), "spark-b": seen("split", "split")}, "split", "topology: split",
      "inventory: the hosts run split, and `topology: split` in /srv/ff/inventory/site/group_vars/all.yml says so: "
-     "deploy.yml agrees."),
+     "factory_floor.llm.deploy agrees."),
     ({"spark-a": seen("replicas", "replicas"), "spark-b": seen("split", "split")}, "split", "",
      "inventory: the hosts run no one topology (spark-a: replicas, spark-b: split), so no `topology:` line in "
-     "/srv/ff/inventory/site/group_vars/all.yml agrees with all of them; deploy.yml refuses each host that differs from "
-     "it (see playbooks/status.yml)."),
+     "/srv/ff/inventory/site/group_vars/all.yml agrees with all of them; factory_floor.llm.deploy refuses each host "
+     "that differs from it (see factory_floor.llm.status)."),
 ])
 def test_site_advice_says_what_the_hosts_run(observed, inventory_topology, line, advice):
     result = tr.site_advice(tr.compare(HOSTS, observed), inventory_topology, INVENTORY)

@@ -160,7 +160,7 @@ REFUSED = [
          "sending while the engines accept both). To put a key on a site that has none, set vllm_api_key and move the "
          "clients to it first (vLLM ignores a key it does not ask for). Nothing was changed."], ["new key", KEY],
         id="api-key-next"),
-    # -- deploy.yml
+    # -- deploy.yml (no playbook_dir: a playbook is named as an installed collection runs it)
     row("deploy", dict(DEPLOY, topology="both"), {}, ["topology"],
         ["Set topology to 'replicas' or 'split' in the inventory (now 'both'), and list at least one machine in group "
          "gb10 (now 2) and one proxy host in group proxy (now 1)."], id="deploy-topology"),
@@ -172,18 +172,27 @@ REFUSED = [
          "step would leave clients, the proxy's membership checker and the watchdogs with a key that half the engines "
          "refuse until every one restarted. Nothing was changed. Rotate it in two runs instead (roles/vllm/README.md, "
          '"Rotating the API key"): put the old key back as vllm_api_key and the new one as vllm_api_key_next, run '
-         "deploy.yml (the engines restart one at a time and take both keys), move the clients to the new key; then "
-         "make the new key vllm_api_key, remove vllm_api_key_next and run deploy.yml again."], id="key-rejected"),
+         "factory_floor.llm.deploy (the engines restart one at a time and take both keys), move the clients to the new "
+         "key; then make the new key vllm_api_key, remove vllm_api_key_next and run factory_floor.llm.deploy again."],
+        id="key-rejected"),
     row("restart", ONE, {"serving": {"reason": "reached", "status": "serving"}}, ["only_replica"],
         ["spark-1 is the only replica and its configuration changed (max_num_seqs 8 -> 12). Restarting it while it "
          "serves is an outage by nature: no other replica can take the requests, so the proxy answers 503 with "
          "Retry-After for one start-up (5 to 13 min on GB10). Nothing was changed. To restart it now anyway: "
-         "deploy.yml -e vllm_restart_force=true. Or add a second machine to group gb10 first: deploy.yml starts it, "
-         "then restarts this one while the new one serves."], id="only-replica"),
+         "factory_floor.llm.deploy -e vllm_restart_force=true. Or add a second machine to group gb10 first: "
+         "factory_floor.llm.deploy starts it, then restarts this one while the new one serves."], id="only-replica"),
+    row("restart", dict(ONE, playbook_dir="/srv/factory-floor/playbooks"), {"serving": {"status": "serving"}},
+        ["only_replica"], ["To restart it now anyway: playbooks/deploy.yml -e vllm_restart_force=true. Or add a second "
+                           "machine to group gb10 first: playbooks/deploy.yml starts it"], id="only-replica-checkout"),
     # -- the switch
     row("switch", {}, {}, ["switch_to"],
-        ["switch_to must be 'replicas' or 'split' (got ''); use switch-to-replicas.yml or switch-to-split.yml."],
-        id="switch-to-unset"),
+        ["switch_to must be 'replicas' or 'split' (got ''); use factory_floor.llm.switch_to_replicas or "
+         "factory_floor.llm.switch_to_split."], id="switch-to-unset"),
+    row("switch", {"playbook_dir": "/home/op/.ansible/collections/ansible_collections/factory_floor/llm/playbooks"}, {},
+        ["switch_to"], ["use factory_floor.llm.switch_to_replicas or factory_floor.llm.switch_to_split."],
+        id="switch-to-installed"),
+    row("switch", {"playbook_dir": "/home/op/factory-floor/playbooks"}, {}, ["switch_to"],
+        ["use playbooks/switch-to-replicas.yml or playbooks/switch-to-split.yml."], id="switch-to-checkout"),
     row("switch", {"switch_to": "Replicas"}, {}, ["switch_to"], ["(got 'Replicas')"], id="switch-to-case"),
     row("switch_incumbent", SWITCH, {"failure": "the gate's endpoint answered 500 " + "x" * 700}, ["incumbent_score"],
         ["Could not score the tool calling of the split serving now on spark-1: the gate's endpoint answered 500... "
@@ -241,21 +250,24 @@ REFUSED = [
          "is meant."], id="one-name-two-builds"),
     row("image_builds", dict(BUILDS, vllm_image_check=fact(running=RUNS_OLD)), {}, ["image_running"],
         ["spark-1's vllm-replica.service runs the image vllm/vllm-openai:v0.31.0 (" + ID_B + "), not the inventory's "
-         "vllm_container_image vllm/vllm-openai:v0.32.0 (" + ID_A + "). deploy.yml does not change the image of a "
-         "serving engine: a new vLLM is a new build, and deploy.yml has no tool-calling gate. Nothing was changed. The "
+         "vllm_container_image vllm/vllm-openai:v0.32.0 (" + ID_A + "). factory_floor.llm.deploy does not change the "
+         "image of a serving engine: a new vLLM is a new build, and factory_floor.llm.deploy has no tool-calling gate. "
+         "Nothing was changed. The "
          "gated way: set vllm_container_image back to vllm/vllm-openai:v0.31.0 (what runs), then run "
-         "playbooks/switch-model.yml -e switch_image=vllm/vllm-openai:v0.32.0 (one replica at a time, each tool-call "
+         "factory_floor.llm.switch_model -e switch_image=vllm/vllm-openai:v0.32.0 (one replica at a time, each "
+         "tool-call "
          "gated before it takes traffic, rolled back on failure), then set vllm_container_image: "
          "vllm/vllm-openai:v0.32.0. To keep what runs, set vllm_container_image: vllm/vllm-openai:v0.31.0 in the "
-         "inventory. To restart on vllm/vllm-openai:v0.32.0 now, ungated: deploy.yml -e vllm_deploy_image_change=true "
-         "(replicas one at a time while another serves)."], id="replica-runs-another-image"),
+         "inventory. To restart on vllm/vllm-openai:v0.32.0 now, ungated: factory_floor.llm.deploy -e "
+         "vllm_deploy_image_change=true (replicas one at a time while another serves)."], id="replica-runs-another-image"),
     row("image_builds", dict(BUILDS, topology="split", vllm_image_check=dict(
         fact(), running={"vllm-replica.service": {}, "vllm-split.service": RUNS_MOVED})), {}, ["image_running"],
         ["spark-1's vllm-split.service runs the image vllm/vllm-openai:v0.32.0 (" + ID_B + "), not the inventory's",
          "Nothing was changed. The name vllm/vllm-openai:v0.32.0 now names another build than the one that runs "
          "(pulled, loaded or built again since it started); what runs is " + ID_B + ", which vllm_container_image can "
-         "name by that ID. The split has no gated image upgrade in place: playbooks/switch-to-replicas.yml starts the "
-         "replicas on the inventory's image and gates them before they take traffic (then switch-to-split.yml). To "
+         "name by that ID. The split has no gated image upgrade in place: factory_floor.llm.switch_to_replicas starts "
+         "the replicas on the inventory's image and gates them before they take traffic (then "
+         "factory_floor.llm.switch_to_split). To "
          "keep what runs, set vllm_container_image: " + ID_B + " in the inventory.",
          "(the split as a pair: an outage of one start-up)."], id="split-runs-a-moved-name"),
 ]
@@ -417,7 +429,7 @@ def test_every_variable_read_is_the_roles():
                         declared.update((spec.get("options") or {}).keys())
                 else:
                     declared.update(document)
-    ansible = {"inventory_hostname", "groups", "ansible_play_hosts", "ansible_facts.architecture"}
+    ansible = {"inventory_hostname", "groups", "ansible_play_hosts", "ansible_facts.architecture", "playbook_dir"}
     # Set by the roles' own tasks (set_fact), documented in the vllm role's argument specs' descriptions.
     facts = {"vllm_service_plan", "vllm_switch_plan", "vllm_image_check"}
     for check, names in vc.VARIABLES.items():

@@ -49,16 +49,24 @@ def test_reads_and_compares_and_changes_nothing(run_module, path, check_mode, re
     assert path.exists() == bool(recorded)
 
 
-def test_the_refusal_names_what_to_do(run_module, path):
+@pytest.mark.parametrize("playbook_dir, deploy, switch", [
+    ("/srv/ff/playbooks", "playbooks/deploy.yml", "playbooks/switch-to-split.yml"),
+    ("/opt/ansible/collections/ansible_collections/factory_floor/llm/playbooks", "factory_floor.llm.deploy",
+     "factory_floor.llm.switch_to_split"),
+])
+def test_the_refusal_names_what_to_do(run_module, path, playbook_dir, deploy, switch):
     write(path, "replicas")
-    code, result = run_module(module, {"path": str(path), "topology": "split", "inventory_sources": INVENTORY})
+    code, result = run_module(module, {"path": str(path), "topology": "split", "inventory_sources": INVENTORY,
+                                       "playbook_dir": playbook_dir})
     assert code == 0
     assert result["message"].startswith("This host is on replicas, not split: switched to replicas by ops@ctl with "
                                         "switch-to-replicas.yml (run 20261129T110000Z-3f9a1c) on 2026-11-29 11:00:00 UTC")
-    for words in ("`topology: replicas` in /srv/ff/inventory/site/group_vars/all.yml",
-                  "ansible-playbook -i /srv/ff/inventory/site playbooks/switch-to-split.yml",
+    for words in ("`topology: replicas` in /srv/ff/inventory/site/group_vars/all.yml and run %s again" % deploy,
+                  "ansible-playbook -i /srv/ff/inventory/site %s" % switch,
+                  "To change the topology through %s all the same" % deploy,
                   "-e vllm_deploy_topology_change=true"):
         assert words in result["message"]
+    assert result["inventory"]["advice"].endswith("is what the hosts are on: %s agrees." % deploy)
 
 
 def test_an_unreadable_record_is_invalid(run_module, path):
@@ -89,7 +97,8 @@ def test_an_unknown_topology_is_refused_by_the_argument_spec(run_module, path):
 
 def test_documentation_is_yaml_and_matches_the_argument_spec():
     doc = yaml.safe_load(module.DOCUMENTATION)
-    assert set(doc["options"]) == {"path", "topology", "inventory_sources", "inventory_topology", "units", "model", "hosts"}
+    assert set(doc["options"]) == {"path", "topology", "inventory_sources", "inventory_topology", "playbook_dir", "units",
+                                   "model", "hosts"}
     assert doc["options"]["path"]["default"] == module.tr.PATH
     returned = yaml.safe_load(module.RETURN)
     assert set(returned) == {"state", "record_state", "recorded", "runs", "record", "message", "model_state", "model_message",

@@ -242,3 +242,38 @@ def test_whole_runs(tmp_path, topology, refused):
     output = " ".join((done.stdout + done.stderr).split())
     assert done.returncode != 0, output
     assert refused in output, output[-3000:]
+
+
+SWITCH_PLAY = """
+- name: The switch's target check
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Refuse a target other than replicas or split
+      factory_floor.llm.vllm_check:
+        check: switch
+      vars:
+        switch_to: sideways
+"""
+
+
+@needs_ansible_playbook
+@pytest.mark.parametrize("where, named", [
+    # A checkout's playbooks directory: the file, as its README runs it.
+    ("playbooks", "use playbooks/switch-to-replicas.yml or playbooks/switch-to-split.yml."),
+    # An installed collection's, and an operator's own playbook: what ansible-playbook runs from anywhere.
+    ("collections/ansible_collections/factory_floor/llm/playbooks",
+     "use factory_floor.llm.switch_to_replicas or factory_floor.llm.switch_to_split."),
+    ("site", "use factory_floor.llm.switch_to_replicas or factory_floor.llm.switch_to_split."),
+])
+def test_a_refusal_names_the_playbook_the_way_it_runs_there(tmp_path, where, named):
+    (tmp_path / where).mkdir(parents=True)
+    (tmp_path / where / "play.yml").write_text(SWITCH_PLAY)
+    done = subprocess.run([ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", str(tmp_path / where / "play.yml")],
+                          cwd=str(tmp_path), capture_output=True, text=True, timeout=300, check=False,
+                          env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build", "collections"),
+                                   ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                                   ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default"))
+    output = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode != 0, output
+    assert "switch_to must be 'replicas' or 'split' (got 'sideways'); " + named in output, output[-3000:]
