@@ -206,5 +206,5 @@ def describe(difference):
         return "%s: another key than the proxy's (neither is shown)" % name
     if difference.get("host"):
         name = "%s's %s" % (difference["host"], name)
-    return "%s: %s on the proxy, %s in the inventory" % (name, _value(difference["applied"]),
-                                                        _value(difference["wanted"]))
+    return "%s: %s on the proxy, %s in the inventory" % (
+        name, _value(difference["applied"]), _value(difference["wanted"]))
