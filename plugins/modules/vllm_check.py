@@ -41,7 +41,13 @@ description:
     incumbent sends no chat completion): always refuses, saying why from O(serving) (the gate's probe) or O(failure),
     and naming every setting the way on takes: C(tool_gate_measure_incumbent), and with C(tool_gate_bar.min_score) at 0
     C(tool_gate_min_score) too, with how to choose it (without the incumbent's score it is the gate's only bar).
-    O(check=switch_hosts) (once): engine hosts the run does not reach (C(vllm_switch_plan.lost_hosts))."
+    O(check=switch_hosts) (once): engine hosts the run does not reach (C(vllm_switch_plan.lost_hosts)).
+    O(check=switch_proxy) (once): a proxy host never set up, or one whose settings differ from the inventory's in
+    what a switch cannot go right with - it starts the new engines with the inventory's settings and leaves the proxy
+    as it is - (the engines' key or served model name, an engine's address or port, an engine the proxy does not
+    know, the port and TLS clients reach it by), from every proxy host's C(nginx_proxy_settings) (the C(nginx_proxy)
+    role's C(settings) entry point, M(factory_floor.llm.proxy_settings_info)); naming every difference, a key never
+    shown, and the command that applies them. Differences it can go on with are named in a warning."
   - "O(check=image) (the role's C(image_check) entry point, C(container) runtime): an image that is not pinned (no tag,
     C(:latest), and no digest), not the build its digest names, of another architecture than the host, or not on the
     host while C(vllm_container_pull) is false - or, with C(vllm_container_pull), while a digest must be checked first
@@ -74,7 +80,9 @@ options:
         C(vllm_restart_force)."
       - "V(switch): C(switch_to). V(switch_incumbent): C(vllm_switch_plan) (its incumbent's topology),
         C(vllm_engine_group), C(tool_gate_bar) (the tool_gate role's note of C(tool_gate_min_score); undefined: 0).
-        V(switch_hosts): C(vllm_switch_plan) (its lost hosts), C(vllm_engine_group), C(vllm_proxy_group)."
+        V(switch_hosts): C(vllm_switch_plan) (its lost hosts), C(vllm_engine_group), C(vllm_proxy_group).
+        V(switch_proxy): C(groups), C(vllm_proxy_group), C(ansible_inventory_sources) (for the command it names), and
+        each proxy host's C(nginx_proxy_settings)."
       - "V(image): C(vllm_runtime), C(vllm_container_engine), C(vllm_container_pull), C(ansible_facts.architecture)."
       - "V(image_builds): C(vllm_runtime), C(vllm_image_check), C(vllm_image_check_running), C(vllm_deploy_image_change),
         C(vllm_container_image), C(topology) (default V(replicas)), the role's engine units, C(ansible_play_hosts) and
@@ -119,8 +127,9 @@ options:
 notes:
   - The variables are read where the task runs, so an include's C(vars) (the split's model, an upgrade's candidate image)
     count. An undefined C(topology), C(switch_to), C(vllm_service_plan), C(vllm_restart_force), C(vllm_switch_plan),
-    C(vllm_image_check), C(vllm_image_check_running), C(tool_gate_bar) or C(ansible_facts.architecture) takes the
-    default the check documents; any other undefined variable fails the task, naming it.
+    C(vllm_image_check), C(vllm_image_check_running), C(tool_gate_bar), C(ansible_inventory_sources) or
+    C(ansible_facts.architecture) takes the default the check documents; any other undefined variable fails the task,
+    naming it.
 seealso:
   - module: factory_floor.llm.layout_check
   - module: factory_floor.llm.container_image_info
@@ -162,8 +171,8 @@ errors:
       description:
         - Which refusal - V(settings), V(model_dir), V(venv), V(tool_call_parser), V(port), V(api_key_next) (check
           V(engine)); V(topology) (V(deploy)); V(api_key_rejected), V(only_replica) (V(restart)); V(switch_to),
-          V(incumbent_score), V(lost_hosts) (the switch's); V(image) (V(image)); V(image_builds), V(image_running)
-          (V(image_builds)).
+          V(incumbent_score), V(lost_hosts), V(proxy_missing), V(proxy_settings) (the switch's); V(image) (V(image));
+          V(image_builds), V(image_running) (V(image_builds)).
       type: str
       sample: port
     hosts:
