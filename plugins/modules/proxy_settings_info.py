@@ -20,9 +20,9 @@ description:
     C(nginx_proxy_api_key); an engine's C(vllm_port); C(nginx_proxy_check_interval); ...) or, for C(nginx.conf),
     the nginx directives of the lines that differ, with the value on the proxy and in the inventory. A key is compared
     on the host and only said to differ - no key, the proxy's or the inventory's, is ever returned.
-  - A topology switch runs it in its preflight and refuses any difference before anything changes
-    (M(factory_floor.llm.vllm_check), check C(switch_proxy)), since the switch starts the new engines with the
-    inventory's settings and leaves the proxy as it is.
+  - A topology switch runs it in its preflight and refuses, before anything changes, the differences it cannot go
+    right with (M(factory_floor.llm.vllm_check), check C(switch_proxy); RV(differences[].blocks)), since the switch
+    starts the new engines with the inventory's settings and leaves the proxy as it is; it names the others.
   - The module only reads. Comparing is done in C(plugins/module_utils/_proxy_settings.py).
 author:
   - Factory Floor maintainers (@factory-floor)
@@ -122,6 +122,13 @@ differences:
         - The setting describes the engines too (their key, served model name, address or port). The engines that serve
           now run what the proxy has, so applying it to the proxy alone would take them out of rotation or refuse their
           clients.
+      type: bool
+      sample: true
+    blocks:
+      description:
+        - A topology switch cannot go right with it - the engines' settings above, the port and TLS clients and the
+          switch's probe client reach the proxy by (C(listen), C(ssl_certificate), C(ssl_certificate_key)), an engine
+          the proxy does not know, the paths the switch's drains and waits use - and refuses it.
       type: bool
       sample: true
     directives:
