@@ -7,8 +7,9 @@
 The task names a check and passes what the roles' tasks read on the host (``stat``, ``ss``,
 ``container_image_info`` results). This plugin reads the variables that check needs itself,
 as the task sees them (``_vllm_check.VARIABLES``: the inventory, the roles' defaults, an
-include's ``vars``), and for ``image_builds`` every play host's ``vllm_image_check`` from
-``hostvars``; the decision is ``plugins/module_utils/_vllm_check.py``'s. Nothing runs on the
+include's ``vars``), and from ``hostvars`` every play host's ``vllm_image_check`` for ``image_builds``
+and every proxy host's ``nginx_proxy_settings`` for ``switch_proxy``; the decision is
+``plugins/module_utils/_vllm_check.py``'s. Nothing runs on the
 host and no value becomes a module argument there: the keys and environment values it reads
 stay in this process, and no message shows one. The module's documentation is
 ``plugins/modules/vllm_check.py``.
@@ -61,13 +62,17 @@ class ActionModule(ActionBase):
 
     def read_images(self, hosts):
         """Each of ``hosts``' ``vllm_image_check`` fact (absent where it has none)."""
-        images = {}
+        return self.read_facts(hosts, "vllm_image_check")
+
+    def read_facts(self, hosts, fact):
+        """Each of ``hosts``' ``fact`` (absent where it has none)."""
+        found = {}
         for host in hosts:
             try:
-                images[host] = self._variable("hostvars[host].vllm_image_check", local_variables={"host": host})
+                found[host] = self._variable("hostvars[host].%s" % fact, local_variables={"host": host})
             except AnsibleUndefinedVariable:
                 continue
-        return images
+        return found
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -78,8 +83,14 @@ class ActionModule(ActionBase):
         observed = {key: value for key, value in args.items() if key != "check" and value is not None}
         if name == "image_builds":
             observed["images"] = self.read_images(variables.get("ansible_play_hosts") or [])
+        if name == "switch_proxy":
+            proxies = (variables.get("groups") or {}).get(variables.get("vllm_proxy_group")) or []
+            observed["proxies"] = self.read_facts(proxies, "nginx_proxy_settings")
         errors = vc.check(name, variables, observed)
         result.update(changed=False, errors=errors)
+        notes = vc.notes(name, variables, observed)
+        if notes:
+            result["warnings"] = list(result.get("warnings") or []) + notes
         if errors:
             result.update(failed=True, msg=vc.format_errors(errors))
         return result

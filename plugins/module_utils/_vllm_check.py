@@ -21,8 +21,9 @@ The checks, where they run, and what they refuse:
   engine or no proxy host;
 * ``restart`` (``deploy.yml``, every engine host): an engine that rejects the new
   ``vllm_api_key``, the only replica restarting while it serves;
-* ``switch``, ``switch_incumbent``, ``switch_hosts`` (a topology switch): another target than
-  ``replicas``/``split``, an incumbent that could not be scored, a run without every engine host;
+* ``switch``, ``switch_incumbent``, ``switch_hosts``, ``switch_proxy`` (a topology switch): another target than
+  ``replicas``/``split``, an incumbent that could not be scored, a run without every engine host, a proxy that does
+  not run the inventory's settings (``_proxy_settings``);
 * ``image`` (the ``image_check`` entry point): an image that is missing, unpinned, another build
   than its digest, or of another architecture;
 * ``image_builds`` (after ``image`` on every host): one image name that is different builds on
@@ -39,9 +40,11 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.factory_floor.llm.plugins.module_utils import _proxy_settings as ps
 from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
 
-CHECKS = ("engine", "deploy", "restart", "switch", "switch_incumbent", "switch_hosts", "image", "image_builds")
+CHECKS = ("engine", "deploy", "restart", "switch", "switch_incumbent", "switch_hosts", "switch_proxy", "image",
+          "image_builds")
 TOPOLOGIES = ("replicas", "split")
 
 # The variables each check reads, as the task sees them (the action plugin reads them; a name
@@ -58,8 +61,10 @@ VARIABLES = {
     "restart": ("inventory_hostname", "topology", "groups", "vllm_engine_group", "vllm_service_plan",
                 "vllm_restart_force", "playbook_dir"),
     "switch": ("switch_to", "playbook_dir"),
-    "switch_incumbent": ("inventory_hostname", "vllm_switch_plan"),
+    "switch_incumbent": ("inventory_hostname", "vllm_switch_plan", "vllm_engine_group", "tool_gate_bar",
+                         "playbook_dir"),
     "switch_hosts": ("vllm_switch_plan", "vllm_engine_group", "vllm_proxy_group"),
+    "switch_proxy": ("groups", "vllm_proxy_group", "ansible_inventory_sources"),
     "image": ("inventory_hostname", "vllm_runtime", "vllm_container_engine", "vllm_container_pull",
               "ansible_facts.architecture"),
     "image_builds": ("inventory_hostname", "vllm_runtime", "vllm_image_check", "vllm_image_check_running",
@@ -67,8 +72,8 @@ VARIABLES = {
                      "ansible_play_hosts", "playbook_dir"),
 }
 OPTIONAL = frozenset(("topology", "switch_to", "vllm_service_plan", "vllm_restart_force", "vllm_switch_plan",
-                      "vllm_image_check_running", "ansible_facts.architecture", "vllm_image_check",
-                      "playbook_dir"))
+                      "vllm_image_check_running", "ansible_facts.architecture", "vllm_image_check", "tool_gate_bar",
+                      "ansible_inventory_sources", "playbook_dir"))
 
 # vLLM's --kv-cache-dtype choices the roles accept.
 KV_CACHE_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla")
@@ -161,6 +166,11 @@ def _lines(result, key="stdout_lines"):
     """A registered command result's lines ([] when the command did not run)."""
     lines = (result or {}).get(key)
     return [str(line) for line in lines] if isinstance(lines, list) else []
+
+
+def _number(value):
+    """A score as the gate's messages show it: 20, not 20.0."""
+    return "%d" % value if value == int(value) else "%s" % value
 
 
 def _names(hosts):
@@ -408,18 +418,49 @@ def check_switch(v, observed):
     return list(errors)
 
 
+def _unscored_why(failure, serving):
+    """Why the incumbent could not be scored: in words naming the setting when the gate's probe (``serving``, the
+    failed ``vllm_health`` result: it has ``status`` and ``reason``) saw why, else the failed task's message."""
+    probe = serving if isinstance(serving, dict) and "status" in serving and "reason" in serving else {}
+    where = "its engine at %s" % (probe.get("url") or "?")
+    if probe.get("reason") == "rejected":
+        return ("%s rejects the key the gate sends (tool_gate_api_key, by default vllm_api_key; HTTP 401 or 403): it was "
+                "started with another key." % where)
+    if probe.get("status") == "wrong_model":
+        return ("%s does not serve the model the gate asks for (tool_gate_model, by default vllm_served_model_name): its "
+                "/v1/models lists %s." % (where, ", ".join(_text(name) for name in probe.get("models") or []) or "none"))
+    if probe and probe.get("status") != "serving":
+        return "%s is %s (%s)." % (where, _text(probe.get("status")),
+                                   truncate(_text(probe.get("error") or probe.get("msg") or "no error given")))
+    return truncate(_text(failure or ""))
+
+
 def check_switch_incumbent(v, observed):
-    """The ``switch_incumbent`` check, in the rescue of scoring the incumbent: always a refusal, with
-    ``observed['failure']`` (the failed task's message) cut to 600 characters."""
+    """The ``switch_incumbent`` check, in the rescue of scoring the incumbent: always a refusal. Why, from
+    ``observed['serving']`` (the gate's probe, when it is what failed) or ``observed['failure']`` (the failed task's
+    message, cut to 600 characters); the way on names every setting it takes - with ``tool_gate_bar.min_score`` at 0
+    (``tool_gate_min_score``'s default; the tool_gate role notes it before it measures), a tool_gate_min_score too,
+    or the gate would have no bar and the switch would refuse again."""
     host = v.get("inventory_hostname")
     incumbent = (v.get("vllm_switch_plan") or {}).get("incumbent") or {}
+    min_score = _float((v.get("tool_gate_bar") or {}).get("min_score", 0))
+    if min_score > 0:
+        way = ("Or switch without the incumbent's score: -e tool_gate_measure_incumbent=false; the new topology must then "
+               "reach tool_gate_min_score (%s) only." % _number(min_score))
+    else:
+        way = ("Or switch without the incumbent's score, which takes two settings: -e tool_gate_measure_incumbent=false "
+               "-e tool_gate_min_score=N. tool_gate_min_score is 0 (its default), and without the incumbent's score it "
+               "is the gate's only bar: at 0 the switch refuses again, since a candidate that passes a single case would "
+               "pass. For N take one case below the lowest score a build you trust reaches with this suite "
+               "(%s runs the suite on an engine that serves it and prints that value), and keep it in the inventory "
+               "(group_vars/%s.yml)." % (_playbook(v, "tool-gate-spread.yml"), _text(v.get("vllm_engine_group") or "gb10")))
     errors = _Errors()
     errors.add("incumbent_score",
-               "Could not score the tool calling of the %s serving now on %s: %s Nothing was changed. Fix it and run "
-               "again, or switch without the incumbent's score: -e tool_gate_measure_incumbent=false (the new topology "
-               "must then reach tool_gate_min_score only)."
-               % (_text(incumbent.get("topology")), host, truncate(_text(observed.get("failure") or ""))),
-               [host], ["tool_gate_measure_incumbent"])
+               "Could not score the tool calling of the %s serving now on %s: %s Nothing was changed. Fix that and run "
+               "again. %s" % (_text(incumbent.get("topology")), host,
+                              _unscored_why(observed.get("failure"), observed.get("serving")), way),
+               [host], ["tool_gate_measure_incumbent", "tool_gate_min_score"] if min_score <= 0
+               else ["tool_gate_measure_incumbent"])
     return list(errors)
 
 
@@ -438,6 +479,83 @@ def check_switch_hosts(v, observed):
             % (engine_group, _names(lost), "is" if len(lost) == 1 else "are", engine_group, proxy_group),
             lost, [])
     return list(errors)
+
+
+def playbook_command(v, playbook, *args):
+    """The command line that runs the collection's ``playbook`` on this run's inventory (``ansible_inventory_sources``)."""
+    sources = [_text(source) for source in v.get("ansible_inventory_sources") or [] if source]
+    return " ".join(["ansible-playbook"] + ["-i %s" % source for source in sources or ["INVENTORY"]]
+                    + [_playbook(v, playbook + ".yml")] + list(args))
+
+
+def _proxy_differences(v, observed):
+    """``(host, differences)`` for each proxy host (``groups[vllm_proxy_group]``) that was read, set up and differs."""
+    proxies = observed.get("proxies") or {}
+    return [(host, proxies[host]["differences"]) for host in (v.get("groups") or {}).get(v.get("vllm_proxy_group")) or []
+            if proxies.get(host) and proxies[host].get("deployed") is not False and proxies[host].get("differences")]
+
+
+def _proxy_words(differing):
+    return " ".join("On %s: %s." % (host, "; ".join(ps.describe(item) for item in items)) for host, items in differing)
+
+
+def check_switch_proxy(v, observed):
+    """The ``switch_proxy`` check (once per run): a proxy host that does not run the inventory's proxy settings.
+    ``observed['proxies']`` is each proxy host's ``nginx_proxy_settings`` (the nginx_proxy role's ``settings`` entry
+    point: ``proxy_settings_info``'s ``deployed`` and ``differences``); a host without one is not judged.
+
+    A switch changes the engines only: it starts the new ones with the inventory's settings and leaves the proxy as it
+    is. Refused: a proxy never set up, and one with a difference the switch cannot go right with (``blocks``: the
+    engines' key, served model name, address or port, the port and TLS clients reach it by, ...), naming every
+    difference. Settings that describe the engines too cannot go to the proxy alone while the engines that serve now
+    run the proxy's: the way on is deploy.yml for both, or the inventory set back; the others, deploy.yml --tags
+    proxy. The rest is named, not refused (:func:`proxy_note`)."""
+    proxies = observed.get("proxies") or {}
+    hosts = [host for host in (v.get("groups") or {}).get(v.get("vllm_proxy_group")) or [] if proxies.get(host)]
+    errors = _Errors()
+    missing = [host for host in hosts if proxies[host].get("deployed") is False]
+    if missing:
+        errors.add(
+            "proxy_missing",
+            "The proxy on %s has no membership checker configuration (/etc/factory-floor/upstream.json): the proxy was "
+            "never set up there. A switch puts the new engines in the proxy's rotation and needs it. Nothing was "
+            "changed. Set it up first (%s --tags proxy), then run the switch again."
+            % (_names(missing), playbook_command(v, "deploy")), missing, [])
+    differing = _proxy_differences(v, observed)
+    if any(item.get("blocks") for _host, items in differing for item in items):
+        engines = []
+        for _host, items in differing:
+            engines += [item["setting"] for item in items if item.get("engines") and item["setting"] not in engines]
+        if engines:
+            way = ("%s describe%s the engines too, and the engines that serve now run what the proxy has: applied to "
+                   "the proxy alone, %s would take those engines out of rotation or refuse their clients. Bring the "
+                   "engines and the proxy to the inventory together first (%s; a new vllm_api_key the way "
+                   "roles/vllm/README.md, \"Rotating the API key\", says), or set the inventory back to what runs and "
+                   "change %s after the switch. Then run the switch again."
+                   % (", ".join(engines), "s" if len(engines) == 1 else "", "it" if len(engines) == 1 else "they",
+                      playbook_command(v, "deploy"), "it" if len(engines) == 1 else "them"))
+        else:
+            way = ("Apply them to the proxy first (%s --tags proxy: nginx reloads, the engines that serve now stay in "
+                   "rotation), then run the switch again." % playbook_command(v, "deploy"))
+        errors.add(
+            "proxy_settings",
+            "The proxy does not run the inventory's settings. %s A switch changes the engines only: it starts the new "
+            "ones with the inventory's settings and leaves the proxy as it is, so the proxy would go on with its own "
+            "next to engines that run the inventory's. Nothing was changed. %s" % (_proxy_words(differing), way),
+            [host for host, _items in differing],
+            [item["setting"] for _host, items in differing for item in items])
+    return list(errors)
+
+
+def proxy_note(v, observed):
+    """What a switch that goes on says of the proxy's settings it leaves as they are (none of them ``blocks``), or
+    "" (none, or the ``switch_proxy`` check refuses)."""
+    differing = _proxy_differences(v, observed)
+    if not differing or any(item.get("blocks") for _host, items in differing for item in items):
+        return ""
+    return ("The proxy runs other settings than the inventory's, which a switch leaves as they are. %s None of them "
+            "keeps the new engines out of rotation; apply them when you choose: %s --tags proxy (nginx reloads, the "
+            "engines that serve stay in rotation)." % (_proxy_words(differing), playbook_command(v, "deploy")))
 
 
 # ------------------------------------------------------------------------------- image
@@ -569,6 +687,7 @@ _CHECK_FUNCTIONS = {
     "switch": check_switch,
     "switch_incumbent": check_switch_incumbent,
     "switch_hosts": check_switch_hosts,
+    "switch_proxy": check_switch_proxy,
     "image": check_image,
     "image_builds": check_image_builds,
 }
@@ -580,6 +699,14 @@ def check(name, variables, observed=None):
     if name not in _CHECK_FUNCTIONS:
         raise ValueError("check must be one of %s, not %r" % (", ".join(CHECKS), name))
     return _CHECK_FUNCTIONS[name](dict(variables), dict(observed or {}))
+
+
+def notes(name, variables, observed=None):
+    """What the check ``name`` says without refusing: a list of sentences (the ``switch_proxy`` check's note)."""
+    if name != "switch_proxy":
+        return []
+    note = proxy_note(dict(variables), dict(observed or {}))
+    return [note] if note else []
 
 
 def format_errors(errors):

@@ -37,8 +37,17 @@ description:
     C(rejected)); the only replica (C(topology) C(replicas), one engine host) restarting while it serves
     (C(vllm_service_plan.restart_pending) and O(serving)), unless C(vllm_restart_force)."
   - "O(check=switch) (a topology switch, once): C(switch_to) other than C(replicas)/C(split).
-    O(check=switch_incumbent) (the switch, where scoring the incumbent failed): always refuses, with O(failure).
-    O(check=switch_hosts) (once): engine hosts the run does not reach (C(vllm_switch_plan.lost_hosts))."
+    O(check=switch_incumbent) (the switch, where scoring the incumbent failed - also in a dry run, whose probe of the
+    incumbent sends no chat completion): always refuses, saying why from O(serving) (the gate's probe) or O(failure),
+    and naming every setting the way on takes: C(tool_gate_measure_incumbent), and with C(tool_gate_bar.min_score) at 0
+    C(tool_gate_min_score) too, with how to choose it (without the incumbent's score it is the gate's only bar).
+    O(check=switch_hosts) (once): engine hosts the run does not reach (C(vllm_switch_plan.lost_hosts)).
+    O(check=switch_proxy) (once): a proxy host never set up, or one whose settings differ from the inventory's in
+    what a switch cannot go right with - it starts the new engines with the inventory's settings and leaves the proxy
+    as it is - (the engines' key or served model name, an engine's address or port, an engine the proxy does not
+    know, the port and TLS clients reach it by), from every proxy host's C(nginx_proxy_settings) (the C(nginx_proxy)
+    role's C(settings) entry point, M(factory_floor.llm.proxy_settings_info)); naming every difference, a key never
+    shown, and the command that applies them. Differences it can go on with are named in a warning."
   - "O(check=image) (the role's C(image_check) entry point, C(container) runtime): an image that is not pinned (no tag,
     C(:latest), and no digest), not the build its digest names, of another architecture than the host, or not on the
     host while C(vllm_container_pull) is false - or, with C(vllm_container_pull), while a digest must be checked first
@@ -69,8 +78,12 @@ options:
       - "V(deploy): C(topology), C(groups), C(vllm_engine_group), C(vllm_proxy_group)."
       - "V(restart): C(inventory_hostname), C(topology), C(groups), C(vllm_engine_group), C(vllm_service_plan),
         C(vllm_restart_force), C(playbook_dir)."
-      - "V(switch): C(switch_to), C(playbook_dir). V(switch_incumbent): C(vllm_switch_plan) (its incumbent's topology).
-        V(switch_hosts): C(vllm_switch_plan) (its lost hosts), C(vllm_engine_group), C(vllm_proxy_group)."
+      - "V(switch): C(switch_to), C(playbook_dir). V(switch_incumbent): C(vllm_switch_plan) (its incumbent's topology),
+        C(vllm_engine_group), C(tool_gate_bar) (the tool_gate role's note of C(tool_gate_min_score); undefined: 0),
+        C(playbook_dir).
+        V(switch_hosts): C(vllm_switch_plan) (its lost hosts), C(vllm_engine_group), C(vllm_proxy_group).
+        V(switch_proxy): C(groups), C(vllm_proxy_group), C(ansible_inventory_sources) (for the command it names), and
+        each proxy host's C(nginx_proxy_settings)."
       - "V(image): C(vllm_runtime), C(vllm_container_engine), C(vllm_container_pull), C(ansible_facts.architecture)."
       - "V(image_builds): C(vllm_runtime), C(vllm_image_check), C(vllm_image_check_running), C(vllm_deploy_image_change),
         C(vllm_container_image), C(topology) (default V(replicas)), the role's engine units, C(ansible_play_hosts) and
@@ -80,7 +93,7 @@ options:
         P(factory_floor.llm.playbook_name#filter) filter's rule).
     type: str
     required: true
-    choices: [engine, deploy, restart, switch, switch_incumbent, switch_hosts, image, image_builds]
+    choices: [engine, deploy, restart, switch, switch_incumbent, switch_hosts, switch_proxy, image, image_builds]
   model_dir:
     description: V(engine) - the M(ansible.builtin.stat) result of C(vllm_model) (read when it is an absolute path).
     type: dict
@@ -105,6 +118,9 @@ options:
     description:
       - V(restart) - this host's M(factory_floor.llm.vllm_health) result (one probe) - RV(factory_floor.llm.vllm_health#module:reason)
         C(rejected) is an engine that refuses the key; C(status) C(serving) one that serves.
+      - V(switch_incumbent) - the failed task's result; when it is the gate's M(factory_floor.llm.vllm_health) probe
+        (it has C(status) and C(reason)), a key the engine rejects, a model it does not list or an engine that does not
+        serve is named with the setting to check; any other result is ignored (O(failure) says why).
     type: dict
   failure:
     description: V(switch_incumbent) - why scoring the incumbent failed (the failed task's C(msg)); cut to 600 characters.
@@ -115,8 +131,9 @@ options:
 notes:
   - The variables are read where the task runs, so an include's C(vars) (the split's model, an upgrade's candidate image)
     count. An undefined C(topology), C(switch_to), C(vllm_service_plan), C(vllm_restart_force), C(vllm_switch_plan),
-    C(vllm_image_check), C(vllm_image_check_running), C(ansible_facts.architecture) or C(playbook_dir) takes the default
-    the check documents; any other undefined variable fails the task, naming it.
+    C(vllm_image_check), C(vllm_image_check_running), C(tool_gate_bar), C(ansible_inventory_sources),
+    C(ansible_facts.architecture) or C(playbook_dir) takes the default the check documents; any other undefined variable
+    fails the task, naming it.
 seealso:
   - module: factory_floor.llm.layout_check
   - module: factory_floor.llm.container_image_info
@@ -158,8 +175,8 @@ errors:
       description:
         - Which refusal - V(settings), V(model_dir), V(venv), V(tool_call_parser), V(port), V(api_key_next) (check
           V(engine)); V(topology) (V(deploy)); V(api_key_rejected), V(only_replica) (V(restart)); V(switch_to),
-          V(incumbent_score), V(lost_hosts) (the switch's); V(image) (V(image)); V(image_builds), V(image_running)
-          (V(image_builds)).
+          V(incumbent_score), V(lost_hosts), V(proxy_missing), V(proxy_settings) (the switch's); V(image) (V(image));
+          V(image_builds), V(image_running) (V(image_builds)).
       type: str
       sample: port
     hosts:

@@ -51,6 +51,18 @@ ONE = {"inventory_hostname": "spark-1", "topology": "replicas", "groups": {"gb10
 PLAN = {"incumbent": {"host": "spark-1", "topology": "split"}, "lost_hosts": []}
 SWITCH = {"inventory_hostname": "spark-1", "vllm_switch_plan": PLAN, "vllm_engine_group": "gb10",
           "vllm_proxy_group": "proxy"}
+PROXIES = {"groups": {"gb10": ["spark-1", "spark-2"], "proxy": ["gw-1", "gw-2"]}, "vllm_proxy_group": "proxy",
+           "ansible_inventory_sources": ["/srv/ff/inventory/site"]}
+MODEL = {"file": "upstream.json", "setting": "nginx_proxy_model", "default_from": "vllm_served_model_name", "host": None,
+         "applied": "old-chat", "wanted": "lab-chat", "secret": False, "engines": True, "blocks": True}
+API_KEY = {"file": "upstream.json", "setting": "nginx_proxy_api_key", "default_from": "vllm_api_key", "host": None,
+           "applied": None, "wanted": None, "secret": True, "engines": True, "blocks": True}
+INTERVAL = {"file": "upstream.json", "setting": "nginx_proxy_check_interval", "default_from": None, "host": None,
+            "applied": 1.0, "wanted": 1.5, "secret": False, "engines": False, "blocks": False}
+NGINX_CONF = {"file": "nginx.conf", "setting": "nginx.conf", "default_from": None, "host": None, "applied": None,
+              "wanted": None, "secret": False, "engines": False, "blocks": True,
+              "directives": ["listen", "proxy_read_timeout"]}
+SAME = {"deployed": True, "differences": []}
 IMAGE = {"inventory_hostname": "spark-1", "vllm_runtime": "container", "vllm_container_engine": "docker",
          "vllm_container_pull": False, "ansible_facts.architecture": "aarch64"}
 
@@ -194,17 +206,82 @@ REFUSED = [
     row("switch", {"playbook_dir": "/home/op/factory-floor/playbooks"}, {}, ["switch_to"],
         ["use playbooks/switch-to-replicas.yml or playbooks/switch-to-split.yml."], id="switch-to-checkout"),
     row("switch", {"switch_to": "Replicas"}, {}, ["switch_to"], ["(got 'Replicas')"], id="switch-to-case"),
+    # Issue 35: the way on names every setting it takes. With tool_gate_min_score at 0 (its default) switching
+    # without the incumbent's score also takes a tool_gate_min_score, or the gate has no bar and the switch
+    # refuses a second time: both, with how to choose the value, in one refusal.
     row("switch_incumbent", SWITCH, {"failure": "the gate's endpoint answered 500 " + "x" * 700}, ["incumbent_score"],
         ["Could not score the tool calling of the split serving now on spark-1: the gate's endpoint answered 500... "
-         "Nothing was changed. Fix it and run again, or switch without the incumbent's score: "
-         "-e tool_gate_measure_incumbent=false (the new topology must then reach tool_gate_min_score only)."],
-        id="incumbent-not-scored"),
+         "Nothing was changed. Fix that and run again. Or switch without the incumbent's score, which takes two "
+         "settings: -e tool_gate_measure_incumbent=false -e tool_gate_min_score=N. tool_gate_min_score is 0 (its "
+         "default), and without the incumbent's score it is the gate's only bar: at 0 the switch refuses again, since "
+         "a candidate that passes a single case would pass. For N take one case below the lowest score a build you "
+         "trust reaches with this suite (playbooks/tool-gate-spread.yml runs the suite on an engine that serves it "
+         "and prints that value), and keep it in the inventory (group_vars/gb10.yml)."],
+        id="incumbent-not-scored-no-bar"),
+    row("switch_incumbent", dict(SWITCH, tool_gate_bar={"min_score": "20.0", "tolerance": "5.0"}),
+        {"failure": "Tool-calling test against http://127.0.0.1:8000 stopped: timed out"}, ["incumbent_score"],
+        ["Could not score the tool calling of the split serving now on spark-1: Tool-calling test against "
+         "http://127.0.0.1:8000 stopped: timed out Nothing was changed. Fix that and run again. Or switch without the "
+         "incumbent's score: -e tool_gate_measure_incumbent=false; the new topology must then reach "
+         "tool_gate_min_score (20) only."], ["tool_gate_min_score=N"], id="incumbent-not-scored-min-score-set"),
+    # What the gate's probe (vllm_health, /v1/models with the gate's key and model; no chat completion) saw,
+    # in words that name the setting: the same refusal in a dry run, which sends no load.
+    row("switch_incumbent", SWITCH, {"failure": "vLLM at http://127.0.0.1:8000 rejected the api_key (HTTP 401)",
+                                     "serving": {"status": "dead", "reason": "rejected", "url": "http://127.0.0.1:8000",
+                                                 "error": "HTTP 401", "models": [], "failed": True}},
+        ["incumbent_score"],
+        ["Could not score the tool calling of the split serving now on spark-1: its engine at http://127.0.0.1:8000 "
+         "rejects the key the gate sends (tool_gate_api_key, by default vllm_api_key; HTTP 401 or 403): it was "
+         "started with another key. Nothing was changed. Fix that and run again. Or switch without the incumbent's "
+         "score, which takes two settings: -e tool_gate_measure_incumbent=false -e tool_gate_min_score=N."],
+        id="incumbent-rejects-the-key"),
+    row("switch_incumbent", SWITCH, {"serving": {"status": "wrong_model", "reason": "probed", "url": "http://127.0.0.1:8000",
+                                                 "error": "lab-chat is not served", "models": ["old-chat"]}},
+        ["incumbent_score"],
+        ["on spark-1: its engine at http://127.0.0.1:8000 does not serve the model the gate asks for "
+         "(tool_gate_model, by default vllm_served_model_name): its /v1/models lists old-chat. Nothing was changed."],
+        id="incumbent-serves-another-name"),
+    row("switch_incumbent", SWITCH, {"serving": {"status": "unreachable", "reason": "probed", "url": "http://127.0.0.1:8000",
+                                                 "error": "GET http://127.0.0.1:8000/health: connection refused"}},
+        ["incumbent_score"],
+        ["on spark-1: its engine at http://127.0.0.1:8000 is unreachable (GET http://127.0.0.1:8000/health: "
+         "connection refused). Nothing was changed."], id="incumbent-unreachable"),
     row("switch_hosts", dict(SWITCH, vllm_switch_plan=dict(PLAN, lost_hosts=["spark-2"])), {}, ["lost_hosts"],
         ["This run does not reach every engine host of group gb10: spark-2 is not in it (--limit, or not answering). "
          "A topology switch stops and starts every engine host together. Nothing was changed. Run it without --limit "
          "(or with a --limit that includes every host of gb10 and proxy)."], id="one-host-left-out"),
     row("switch_hosts", dict(SWITCH, vllm_switch_plan=dict(PLAN, lost_hosts=["spark-1", "spark-2"])), {},
         ["lost_hosts"], ["gb10: spark-1, spark-2 are not in it"], id="two-hosts-left-out"),
+    # -- the proxy's settings (issue 35): a switch leaves the proxy as it is, so it must run the inventory's
+    row("switch_proxy", PROXIES, {"proxies": {"gw-1": {"deployed": True, "differences": [MODEL, API_KEY]}, "gw-2": SAME}},
+        ["proxy_settings"],
+        ["The proxy does not run the inventory's settings. On gw-1: nginx_proxy_model (by default "
+         "vllm_served_model_name): old-chat on the proxy, lab-chat in the inventory; nginx_proxy_api_key (by default "
+         "vllm_api_key): another key than the proxy's (neither is shown). A switch changes the engines only: it "
+         "starts the new ones with the inventory's settings and leaves the proxy as it is, so the proxy would go on "
+         "with its own next to engines that run the inventory's. Nothing was changed. nginx_proxy_model, "
+         "nginx_proxy_api_key describe the engines too, and the engines that serve now run what the proxy has: "
+         "applied to the proxy alone, they would take those engines out of rotation or refuse their clients. Bring "
+         "the engines and the proxy "
+         "to the inventory together first (ansible-playbook -i /srv/ff/inventory/site factory_floor.llm.deploy; a new "
+         'vllm_api_key the way roles/vllm/README.md, "Rotating the API key", says), or set the inventory back to what '
+         "runs and change them after the switch. Then run the switch again."], [KEY], id="proxy-key-and-model"),
+    row("switch_proxy", dict(PROXIES, ansible_inventory_sources=[]),
+        {"proxies": {"gw-1": {"deployed": True, "differences": [INTERVAL, NGINX_CONF]},
+                     "gw-2": {"deployed": True, "differences": [INTERVAL]}}},
+        ["proxy_settings"],
+        ["The proxy does not run the inventory's settings. On gw-1: nginx_proxy_check_interval: 1.0 on the proxy, 1.5 "
+         "in the inventory; nginx.conf, its listen, proxy_read_timeout lines (nginx_proxy_* settings). On gw-2: "
+         "nginx_proxy_check_interval: 1.0 on the proxy, 1.5 in the inventory. A switch changes the engines only",
+         "Nothing was changed. Apply them to the proxy first (ansible-playbook -i INVENTORY factory_floor.llm.deploy "
+         "--tags proxy: nginx reloads, the engines that serve now stay in rotation), then run the switch again."],
+        ["describe the engines"], id="proxy-only-settings"),
+    row("switch_proxy", PROXIES, {"proxies": {"gw-1": SAME, "gw-2": {"deployed": False, "differences": []}}},
+        ["proxy_missing"],
+        ["The proxy on gw-2 has no membership checker configuration (/etc/factory-floor/upstream.json): the proxy "
+         "was never set up there. A switch puts the new engines in the proxy's rotation and needs it. Nothing was "
+         "changed. Set it up first (ansible-playbook -i /srv/ff/inventory/site factory_floor.llm.deploy --tags "
+         "proxy), then run the switch again."], id="proxy-not-set-up"),
     # -- the image
     row("image", IMAGE, info(tag="latest", pinned=False), ["image"],
         ["spark-1: vllm_container_image vllm/vllm-openai:v0.32.0 is not pinned: :latest names whatever was pulled or "
@@ -304,6 +381,11 @@ PASSES = [
                  id="proxy-host"),
     pytest.param("switch", {"switch_to": "split"}, {}, id="switch-to-split"),
     pytest.param("switch_hosts", SWITCH, {}, id="every-host-in-the-run"),
+    pytest.param("switch_proxy", PROXIES, {"proxies": {"gw-1": SAME, "gw-2": SAME}}, id="proxies-as-the-inventory"),
+    pytest.param("switch_proxy", PROXIES, {"proxies": {"gw-1": SAME}}, id="a-proxy-not-read-is-not-judged"),
+    # Settings a switch can go on with (check timings, timeouts): named in a note, not refused.
+    pytest.param("switch_proxy", PROXIES, {"proxies": {"gw-1": {"deployed": True, "differences": [INTERVAL]},
+                                                       "gw-2": SAME}}, id="proxy-settings-that-do-not-block"),
     pytest.param("image", IMAGE, info(), id="image"),
     pytest.param("image", dict(IMAGE, vllm_container_pull="yes"), info(present=False, id="", architecture_matches=None),
                  id="image-pulled-at-start"),
@@ -377,6 +459,23 @@ def test_no_row_produces_a_message_the_tasks_did_not_have():
         assert any(pattern.match(_one_line(message)) for pattern in patterns), message
 
 
+@pytest.mark.parametrize("differences, note", [
+    ([INTERVAL, dict(NGINX_CONF, blocks=False, directives=["proxy_read_timeout"])],
+     "The proxy runs other settings than the inventory's, which a switch leaves as they are. On gw-1: "
+     "nginx_proxy_check_interval: 1.0 on the proxy, 1.5 in the inventory; nginx.conf, its proxy_read_timeout lines "
+     "(nginx_proxy_* settings). None of them keeps the new engines out of rotation; apply them when you choose: "
+     "ansible-playbook -i /srv/ff/inventory/site factory_floor.llm.deploy --tags proxy (nginx reloads, the engines "
+     "that serve stay in rotation)."),
+    ([], None),
+    # A refusal says it all: no note beside it.
+    ([INTERVAL, MODEL], None),
+], ids=["named", "nothing-differs", "refused"])
+def test_the_proxy_settings_a_switch_goes_on_with_are_named(differences, note):
+    observed = {"proxies": {"gw-1": {"deployed": True, "differences": differences}, "gw-2": SAME}}
+    assert vc.notes("switch_proxy", PROXIES, observed) == ([note] if note else [])
+    assert vc.notes("switch_hosts", PROXIES, observed) == []
+
+
 def test_every_problem_is_reported_at_once_numbered():
     variables = dict(ENGINE, vllm_port=0, vllm_max_num_seqs=0, vllm_api_key_next="bad key")
     errors = vc.check("engine", variables, dict(SEEN, model_dir={"stat": {"exists": False}}))
@@ -429,9 +528,12 @@ def test_every_variable_read_is_the_roles():
                         declared.update((spec.get("options") or {}).keys())
                 else:
                     declared.update(document)
-    ansible = {"inventory_hostname", "groups", "ansible_play_hosts", "ansible_facts.architecture", "playbook_dir"}
+    ansible = {"inventory_hostname", "groups", "ansible_play_hosts", "ansible_facts.architecture", "playbook_dir",
+               "ansible_inventory_sources"}
     # Set by the roles' own tasks (set_fact), documented in the vllm role's argument specs' descriptions.
-    facts = {"vllm_service_plan", "vllm_switch_plan", "vllm_image_check"}
+    facts = {"vllm_service_plan", "vllm_switch_plan", "vllm_image_check",
+             # The tool_gate role's gated and incumbent entry points (the gate's bar; roles/tool_gate/README.md).
+             "tool_gate_bar"}
     for check, names in vc.VARIABLES.items():
         for name in names:
             assert name in declared | ansible | facts, (check, name)

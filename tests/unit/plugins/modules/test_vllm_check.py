@@ -168,12 +168,13 @@ def test_the_role_runs_every_check_where_it_refused_before():
     assert where == {("preflight.yml", "engine"), ("deploy_preflight.yml", "deploy"),
                      ("deploy_preflight.yml", "restart"), ("switch_preflight.yml", "switch"),
                      ("switch_preflight.yml", "switch_incumbent"), ("switch_preflight.yml", "switch_hosts"),
+                     ("switch_preflight.yml", "switch_proxy"),
                      ("image_check.yml", "image"), ("image_check.yml", "image_builds")}
     for name, task in _role_calls():
         assert set(task["factory_floor.llm.vllm_check"]) <= set(ARGUMENT_SPEC), name
         # Once per run where the Jinja ran once: the checks over the whole inventory.
         assert bool(task.get("run_once")) is (task["factory_floor.llm.vllm_check"]["check"]
-                                              in ("deploy", "switch", "switch_hosts")), name
+                                              in ("deploy", "switch", "switch_hosts", "switch_proxy")), name
 
 
 def test_the_tasks_keep_no_refusal_of_their_own():
