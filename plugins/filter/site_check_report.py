@@ -56,6 +56,13 @@ options:
     type: list
     elements: str
     default: []
+  playbook_dir:
+    description:
+      - The running playbook's directory (Ansible's magic variable C(playbook_dir)), to name the playbooks a fix runs as
+        the operator runs them - C(factory_floor.llm.deploy) from an installed collection, C(playbooks/deploy.yml) from a
+        checkout (the P(factory_floor.llm.playbook_name#filter) filter's rule).
+      - Null names them as the installed collection's.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -83,7 +90,8 @@ from ansible_collections.factory_floor.llm.plugins.module_utils import _link_che
 from ansible_collections.factory_floor.llm.plugins.module_utils import _site_check as sc
 
 
-def site_check_report(records, manifests=None, link=None, mtu=None, runtime="container", inventory=None, sources=None):
+def site_check_report(records, manifests=None, link=None, mtu=None, runtime="container", inventory=None, sources=None,
+                      playbook_dir=None):
     """Filter entry point."""
     if not isinstance(records, Mapping):
         raise AnsibleFilterError("site_check_report expects a dict of each host's site_check record, got %s"
@@ -107,8 +115,9 @@ def site_check_report(records, manifests=None, link=None, mtu=None, runtime="con
         raise AnsibleFilterError("site_check_report: inventory must be the inventory check's findings (a dict), got %s"
                                  % type(inventory).__name__)
     sources = [str(source) for source in sources or []]
-    shared += sc.topology_conflicts({h: r for h, r in records.items() if h in reachable}, sources)
-    return sc.report(records, shared, inventory=dict(inventory) if inventory is not None else None, sources=sources)
+    shared += sc.topology_conflicts({h: r for h, r in records.items() if h in reachable}, sources, playbook_dir)
+    return sc.report(records, shared, inventory=dict(inventory) if inventory is not None else None, sources=sources,
+                     playbook_dir=playbook_dir)
 
 
 class FilterModule:

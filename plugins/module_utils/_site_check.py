@@ -35,6 +35,7 @@ from __future__ import annotations
 import time
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_record as tr
+from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
 
 #: What a GB10 host runs: NVIDIA DGX OS, Ubuntu 24.04 on aarch64.
 GB10_OS = ("Ubuntu", "24.04", "aarch64")
@@ -247,7 +248,7 @@ def _unit_words(topology):
     return "%s is active" % tr.UNITS.get(topology, topology)
 
 
-def topology_verdict(topology, sources=(), now=None):
+def topology_verdict(topology, sources=(), now=None, playbook_dir=None):
     """``(problems, notes)`` of what an engine host is on, next to the topology (and model) the inventory asks for.
 
     ``topology``: ``{seen, topology, model}`` - ``seen`` the ``topology_record`` module's result on the host
@@ -255,8 +256,9 @@ def topology_verdict(topology, sources=(), now=None):
     The judgement is deploy.yml's (``_topology_record.state_of``, ``model_state``): the host is on the
     topology whose engine unit runs, else the one its record names; nothing deployed yet (no record,
     nothing runs) is a first deploy, not a problem. Each problem names the switch playbook or the
-    inventory line that ends it.
+    inventory line that ends it; ``playbook_dir`` (the run's) names playbooks as the operator runs them.
     """
+    deploy = playbook_name("deploy.yml", playbook_dir)
     topology = topology or {}
     seen = topology.get("seen") or {}
     wanted = topology.get("topology")
@@ -273,7 +275,7 @@ def topology_verdict(topology, sources=(), now=None):
     state = tr.state_of(record, wanted, running)
     problems, notes = [], []
     if state == tr.ABSENT:
-        notes.append("topology: nothing deployed yet (no record, no engine runs): deploy.yml brings it to %s" % wanted)
+        notes.append("topology: nothing deployed yet (no record, no engine runs): %s brings it to %s" % (deploy, wanted))
     elif state == tr.AGREES:
         notes.append("topology %s as the inventory says (%s)" % (
             wanted, "%s, recorded %s" % (_unit_words(running), (record or {}).get("topology") or "nowhere")
@@ -287,35 +289,35 @@ def topology_verdict(topology, sources=(), now=None):
                 said = "; its record says %s" % (record.get("topology") or "nothing readable")
             else:
                 said = ""
-            what = "runs %s (%s%s), but %s: deploy.yml would refuse it" % (on, _unit_words(on), said, asks)
+            what = "runs %s (%s%s), but %s: %s would refuse it" % (on, _unit_words(on), said, asks, deploy)
         else:
-            what = "is on %s by its record (%s; no engine runs now), but %s: deploy.yml would refuse it" % (
-                on, tr.describe(record, now), asks)
+            what = "is on %s by its record (%s; no engine runs now), but %s: %s would refuse it" % (
+                on, tr.describe(record, now), asks, deploy)
         problems.append(_problem(what, "to keep %s, change the line to `topology: %s` in %s; to go to %s, run %s "
                                        "(drained, gated, rolled back on failure)"
-                                 % (on, on, where, wanted, tr.switch_command(wanted, sources))))
+                                 % (on, on, where, wanted, tr.switch_command(wanted, sources, playbook_dir))))
     else:
         path = (record or {}).get("path") or tr.PATH
         problems.append(_problem(
-            "its topology record %s cannot be read (%s) and no engine runs: deploy.yml cannot tell which topology it "
-            "is on and would refuse it" % (path, (record or {}).get("error") or "?"),
+            "its topology record %s cannot be read (%s) and no engine runs: %s cannot tell which topology it "
+            "is on and would refuse it" % (path, (record or {}).get("error") or "?", deploy),
             "if it is on %s, remove %s; if it is on %s, change the line to `topology: %s` in %s"
             % (wanted, path, tr.other(wanted), tr.other(wanted), where)))
     model = topology.get("model")
     if tr.model_state(record, wanted, model) == tr.DIFFERS:
         recorded, variable = record["model"], tr.MODEL_VARIABLES.get(wanted, "vllm_model")
         args = " ".join("-i " + source for source in [s for s in sources or [] if s] or ["inventory/<site>"])
-        way = ("run ansible-playbook %s playbooks/switch-model.yml -e switch_model=%s (one replica at a time, gated)"
-               % (args, model) if wanted == "replicas" else
-               "run deploy.yml with -e %s=true (the split stops to change its model whichever way)" % tr.MODEL_OVERRIDE)
+        way = ("run ansible-playbook %s %s -e switch_model=%s (one replica at a time, gated)"
+               % (args, playbook_name("switch-model.yml", playbook_dir), model) if wanted == "replicas" else
+               "run %s with -e %s=true (the split stops to change its model whichever way)" % (deploy, tr.MODEL_OVERRIDE))
         problems.append(_problem(
-            "its engine was brought to %s (by %s), but the inventory's %s is %s: deploy.yml would refuse it"
-            % (recorded, record.get("playbook") or "a playbook", variable, model),
+            "its engine was brought to %s (by %s), but the inventory's %s is %s: %s would refuse it"
+            % (recorded, record.get("playbook") or "a playbook", variable, model, deploy),
             "to keep it, set `%s: %s` in %s; to go to %s, %s" % (variable, recorded, tr.model_file(sources), model, way)))
     return problems, notes
 
 
-def topology_conflicts(records, sources=()):
+def topology_conflicts(records, sources=(), playbook_dir=None):
     """``{host, what, fix}`` for engine hosts whose records and engine units disagree, with each other or with
     themselves (``_topology_record.compare``'s words), among the hosts whose topology was read."""
     seen, wanted = {}, None
@@ -332,12 +334,12 @@ def topology_conflicts(records, sources=()):
         return []
     running = view.get("running")
     if running in tr.TOPOLOGIES and running == wanted:
-        fix = ("the hosts run %s, as the inventory says: deploy.yml writes that record again on every engine host"
-               % running)
+        fix = ("the hosts run %s, as the inventory says: %s writes that record again on every engine host"
+               % (running, playbook_name("deploy.yml", playbook_dir)))
     else:
         fix = ("bring every engine host to one topology (a host on another one than the inventory's is named with its "
-               "own fix); deploy.yml then records it on every engine host (playbooks/status.yml shows each host's "
-               "record and units)")
+               "own fix); %s then records it on every engine host (%s shows each host's "
+               "record and units)" % (playbook_name("deploy.yml", playbook_dir), playbook_name("status.yml", playbook_dir)))
     problems = []
     for sentence in view["disagreements"]:
         words = set(sentence.replace(",", " ").replace("'s ", " ").replace(":", " ").split())
@@ -346,15 +348,17 @@ def topology_conflicts(records, sources=()):
     return problems
 
 
-def report(records, shared_problems=(), engine_group="engine", inventory=None, sources=(), now=None):
+def report(records, shared_problems=(), engine_group="engine", inventory=None, sources=(), now=None, playbook_dir=None):
     """``{ok, inventory: {ok, problems}, hosts: {host: {ok, problems, notes, reasons}}, message, paste}``.
 
     ``records``: every host's record. ``shared_problems``: ``{host, what, fix}`` judged across hosts (the
     model copies, the link, an image name of several builds, the hosts' topologies); each is filed under
     every host it names. ``inventory``: deploy.yml's inventory checks' findings (:func:`inventory_verdict`),
     None when they did not run. ``sources``: the run's inventory sources, to name the file and the
-    commands in a fix; ``now``: epoch seconds, for the age of a record.
+    commands in a fix; ``now``: epoch seconds, for the age of a record; ``playbook_dir``: the run's, to name
+    the playbooks as the operator runs them (``_playbook_name``).
     """
+    deploy = playbook_name("deploy.yml", playbook_dir)
     hosts = {}
     for host in sorted(records):
         record = records[host] or {}
@@ -388,7 +392,7 @@ def report(records, shared_problems=(), engine_group="engine", inventory=None, s
             found, more, reasons = memory_verdict(record.get("memory"))
             problems += found
             notes += more
-            found, more = topology_verdict(record.get("topology"), sources, now)
+            found, more = topology_verdict(record.get("topology"), sources, now, playbook_dir)
             problems += found
             notes += more
         hosts[host] = {"ok": not problems, "problems": problems, "notes": notes, "reasons": reasons}
@@ -404,12 +408,12 @@ def report(records, shared_problems=(), engine_group="engine", inventory=None, s
     if found:
         # A deploy refuses these before it contacts a host: first, and the check is not passed.
         hosts_said = "every host is ready otherwise" if not unready else said
-        lines = ["Site check: the inventory has %d problem%s (deploy.yml refuses it); %s"
-                 % (len(found), "" if len(found) == 1 else "s", hosts_said), "inventory: problem"]
+        lines = ["Site check: the inventory has %d problem%s (%s refuses it); %s"
+                 % (len(found), "" if len(found) == 1 else "s", deploy, hosts_said), "inventory: problem"]
         lines += ["  - %s.%s" % (problem["what"], " Fix: %s." % problem["fix"] if problem["fix"] else "")
                   for problem in found]
     elif inventory is not None:
-        lines.append("inventory: ok (deploy.yml's layout and inventory variable checks pass)")
+        lines.append("inventory: ok (%s's layout and inventory variable checks pass)" % deploy)
     for host, verdict in hosts.items():
         if verdict["ok"]:
             lines.append("%s: ok (%s)" % (host, "; ".join(verdict["notes"])))

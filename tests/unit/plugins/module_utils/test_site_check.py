@@ -165,6 +165,7 @@ def test_filter_judges_the_link_with_the_link_checks_own_rules():
 # each engine host - its record and which engine unit runs - against the inventory's topology and model.
 
 SOURCES = ["/srv/ff/inventory/site"]
+CHECKOUT = "/srv/ff/playbooks"  # run from a checkout: the fixes name playbooks/<file>.yml
 T0 = 1795950000.0
 
 
@@ -184,7 +185,7 @@ def on(result, topology="replicas", model="/models/M"):
 
 
 def judged(records, **kwargs):
-    return site_check_report(records, sources=SOURCES, **kwargs)
+    return site_check_report(records, sources=SOURCES, playbook_dir=CHECKOUT, **kwargs)
 
 
 @pytest.mark.parametrize("runs, asks, what, fix", [
@@ -288,7 +289,8 @@ def test_a_typod_variable_is_listed_first_with_the_closest_name_and_the_hosts_ar
     out = judged({"spark-a": engine(), "spark-b": engine()}, inventory={"ok": False, "errors": errors})
     assert not out["ok"] and not out["inventory"]["ok"]
     lines = out["message"].splitlines()
-    assert lines[0] == "Site check: the inventory has 1 problem (deploy.yml refuses it); every host is ready otherwise"
+    assert lines[0] == ("Site check: the inventory has 1 problem (playbooks/deploy.yml refuses it); every host is "
+                        "ready otherwise")
     assert lines[1] == "inventory: problem"
     assert lines[2].startswith("  - vllm_max_num_seq (set for spark-a, spark-b) is not a variable of factory_floor.llm: "
                                "did you mean vllm_max_num_seqs?")
@@ -323,7 +325,7 @@ def test_the_inventorys_problems_come_with_the_hosts_own():
     errors = inventory_errors({"spark-a": {"vllm_max_num_seq": 16}}, ["spark-a"], load_specs())
     out = judged({"spark-a": engine(reach={"ok": False, "msg": "Connection refused"})},
                  inventory={"ok": False, "errors": errors})
-    assert out["message"].splitlines()[0] == ("Site check: the inventory has 1 problem (deploy.yml refuses it); "
+    assert out["message"].splitlines()[0] == ("Site check: the inventory has 1 problem (playbooks/deploy.yml refuses it); "
                                               "1 of 1 hosts have problems")
     assert "not reachable with sudo: Connection refused" in out["message"]
 
@@ -332,4 +334,15 @@ def test_a_site_that_runs_another_topology_is_not_ready():
     # The trial (issue 35): every check passed and "every host is ready", then deploy.yml refused.
     out = site_check_report({"spark-a": on(seen("split", "split"), "replicas")})
     assert not out["ok"] and "Site check: every host is ready" not in out["message"]
-    assert "playbooks/switch-to-replicas.yml" in out["message"]
+    # Without playbook_dir (a playbook of the operator's own) the playbooks are named as the installed collection's.
+    assert "ansible-playbook -i inventory/<site> factory_floor.llm.switch_to_replicas" in out["message"]
+
+
+def test_from_an_installed_collection_the_fixes_name_its_playbooks():
+    installed = "/home/op/.ansible/collections/ansible_collections/factory_floor/llm/playbooks"
+    out = site_check_report({"spark-a": on(seen("split", "split"), "replicas")}, sources=SOURCES,
+                            playbook_dir=installed)
+    problem = out["hosts"]["spark-a"]["problems"][0]
+    assert "factory_floor.llm.deploy would refuse it" in problem["what"]
+    assert "ansible-playbook -i /srv/ff/inventory/site factory_floor.llm.switch_to_replicas" in problem["fix"]
+    assert "playbooks/" not in out["message"]

@@ -215,7 +215,7 @@ REFUSED = [
          "settings: -e tool_gate_measure_incumbent=false -e tool_gate_min_score=N. tool_gate_min_score is 0 (its "
          "default), and without the incumbent's score it is the gate's only bar: at 0 the switch refuses again, since "
          "a candidate that passes a single case would pass. For N take one case below the lowest score a build you "
-         "trust reaches with this suite (playbooks/tool-gate-spread.yml runs the suite on an engine that serves it "
+         "trust reaches with this suite (factory_floor.llm.tool_gate_spread runs the suite on an engine that serves it "
          "and prints that value), and keep it in the inventory (group_vars/gb10.yml)."],
         id="incumbent-not-scored-no-bar"),
     row("switch_incumbent", dict(SWITCH, tool_gate_bar={"min_score": "20.0", "tolerance": "5.0"}),
