@@ -75,7 +75,7 @@ def test_a_misspelled_variable_is_listed_with_the_closest_name_and_every_host_is
     rc, output = _site_check(tmp_path, TYPO, *args)
     assert rc != 0, output
     lines = _summary(output)
-    assert lines[0] == "Site check: the inventory has 1 problem (deploy.yml refuses it); 3 of 3 hosts have problems"
+    assert lines[0] == "Site check: the inventory has 1 problem (playbooks/deploy.yml refuses it); 3 of 3 hosts have problems"
     assert lines[1] == "inventory: problem"
     assert lines[2].startswith("  - vllm_max_num_seq (set for spark-1, spark-2) is not a variable of factory_floor.llm: "
                                "did you mean vllm_max_num_seqs?"), lines
@@ -99,4 +99,4 @@ def test_an_inventory_without_a_problem_says_so(tmp_path):
     rc, output = _site_check(tmp_path, GOOD)
     lines = _summary(output)
     assert rc != 0 and lines[0] == "Site check: 3 of 3 hosts have problems", output
-    assert lines[1] == "inventory: ok (deploy.yml's layout and inventory variable checks pass)"
+    assert lines[1] == "inventory: ok (playbooks/deploy.yml's layout and inventory variable checks pass)"
