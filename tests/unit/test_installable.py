@@ -5,9 +5,10 @@
 """The built collection installs, and every playbook runs from it by its collection name.
 
 ``ansible-playbook factory_floor.llm.NAME`` finds ``playbooks/NAME.yml`` of the installed
-collection, and NAME must be an identifier (ansible-core's AnsibleCollectionRef: no hyphens),
-while the checkout's commands (README, Makefile, docs, the lab scenarios) name the hyphenated
-files. So each ``playbooks/a-b.yml`` has a twin ``playbooks/a_b.yml`` that imports it.
+collection, and NAME must be an identifier (ansible-core's AnsibleCollectionRef: no hyphens).
+So the playbook is ``playbooks/a_b.yml``; the hyphenated ``playbooks/a-b.yml``, the name the
+checkout's commands use (README, Makefile, docs, the lab scenarios), is one import of it -
+one file per playbook, never a second chain.
 
 The collection is built with ``ansible-galaxy collection build`` as ``make build`` does,
 installed into a temporary directory, and every playbook is checked by its collection name
@@ -33,7 +34,7 @@ from packaging.version import Version
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOKS = sorted(os.path.basename(path)[:-len(".yml")] for path in glob.glob(os.path.join(ROOT, "playbooks", "*.yml")))
-# The collection name of each playbook file: the hyphenated ones are run by their twin's name.
+# The collection name of each playbook file: the hyphenated ones import the underscore file of that name.
 FQCNS = sorted({"factory_floor.llm." + name.replace("-", "_") for name in PLAYBOOKS})
 # Where the checkout's commands name playbook files.
 REFERENCES = ["README.md", "Makefile", "docs", "roles", "extensions", "benchmarks", "plugins"]
@@ -75,15 +76,34 @@ def installed(tmp_path_factory):
     return tarballs[0], collections, work
 
 
-def test_each_hyphenated_playbook_has_an_importing_twin():
+def _plays(name):
+    with open(os.path.join(ROOT, "playbooks", name + ".yml"), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def test_each_hyphenated_playbook_is_one_import_of_its_underscore_file():
     for name in PLAYBOOKS:
         if "-" not in name:
             continue
         twin = name.replace("-", "_")
         assert twin in PLAYBOOKS, "playbooks/{0}.yml has no playbooks/{1}.yml: factory_floor.llm.{1} cannot run it".format(name, twin)
-        with open(os.path.join(ROOT, "playbooks", twin + ".yml"), encoding="utf-8") as handle:
-            plays = yaml.safe_load(handle)
-        assert [play.get("ansible.builtin.import_playbook") for play in plays] == [name + ".yml"], twin
+        # One play, an import with nothing else (no vars, no when, no tags): the two names run the same plays.
+        plays = _plays(name)
+        assert len(plays) == 1 and set(plays[0]) == {"name", "ansible.builtin.import_playbook"}, name
+        assert plays[0]["ansible.builtin.import_playbook"] == twin + ".yml", name
+
+
+def test_no_underscore_playbook_imports_a_hyphenated_one():
+    # The underscore files are the playbooks: none goes back through a checkout's name (no second chain).
+    found = {}
+    for name in PLAYBOOKS:
+        if "-" in name:
+            continue
+        hyphenated = [play["ansible.builtin.import_playbook"] for play in _plays(name)
+                      if "-" in play.get("ansible.builtin.import_playbook", "")]
+        if hyphenated:
+            found[name] = hyphenated
+    assert found == {}
 
 
 def test_playbooks_the_checkout_names_exist():

@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""The structure of playbooks/model-sync.yml and the vllm role's model_sync entry point: every refusal comes
+"""The structure of playbooks/model_sync.yml and the vllm role's model_sync entry point: every refusal comes
 before anything is copied or created on a target, rsync runs with the plan's argv on the source, and the copies
 are compared with the source's afterwards. (The decisions themselves: tests/unit/plugins/module_utils/test_model_sync.py;
 the real copy: extensions/molecule/model_sync.)"""
@@ -33,14 +33,14 @@ def _module(task):
     return next(key for key in task if key.startswith(("ansible.builtin.", "factory_floor.llm.")))
 
 
-def test_the_playbook_and_its_installed_name_run_the_entry_point():
-    (inventory, play) = _load("playbooks", "model-sync.yml")
+def test_the_playbook_and_its_checkout_name_run_the_entry_point():
+    (inventory, play) = _load("playbooks", "model_sync.yml")
     assert inventory["tasks"][0]["ansible.builtin.include_role"]["tasks_from"] == "inventory"
     assert play["hosts"] == "gb10" and play["any_errors_fatal"] is True
     (task,) = play["tasks"]
     assert task["ansible.builtin.include_role"] == {"name": "factory_floor.llm.vllm", "tasks_from": "model_sync"}
-    (alias,) = _load("playbooks", "model_sync.yml")
-    assert alias["ansible.builtin.import_playbook"] == "model-sync.yml"
+    (alias,) = _load("playbooks", "model-sync.yml")
+    assert alias["ansible.builtin.import_playbook"] == "model_sync.yml"
     assert "model_sync" in _load("roles", "vllm", "meta", "argument_specs.yml")["argument_specs"]
 
 

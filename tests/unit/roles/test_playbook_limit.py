@@ -24,13 +24,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 WIRED = {
     "deploy.yml": ("deploy", 1),
     "switch.yml": ("switch", 1),
-    "switch-model.yml": ("switch_model", 1),
+    "switch_model.yml": ("switch_model", 1),
     "status.yml": ("status", 1),
     "peers.yml": ("peers", 2),          # the engines' play, before it lists the peers
     "metrics.yml": ("metrics", 1),
-    "prometheus-config.yml": ("prometheus_config", 1),
+    "prometheus_config.yml": ("prometheus_config", 1),
     "chat.yml": ("chat", 1),
-    "tune-concurrency.yml": ("tune", 1),
+    "tune_concurrency.yml": ("tune", 1),
 }
 # Each host alone: nothing to check.
 ALONE = {"memory_guard", "tool_gate_spread"}

@@ -112,14 +112,14 @@ def test_deploy_imports_the_roles_whose_tags_reach():
     assert {"factory_floor.llm.memory_guard", "factory_floor.llm.vllm_watchdog"} <= engines
 
 
-@pytest.mark.parametrize("name", ["switch.yml", "switch-model.yml"])
+@pytest.mark.parametrize("name", ["switch.yml", "switch_model.yml"])
 def test_a_switch_refuses_tags_as_its_first_step(name):
     # After the inventory's check, play 0 (test_playbook_inventory.py), which runs whatever --tags says.
     first = _load("playbooks", name)[1]["tasks"][0]
     assert first["tags"] == ["always"] and "ansible.builtin.assert" in first
 
 
-@pytest.mark.parametrize("name", ["switch.yml", "switch-model.yml"])
+@pytest.mark.parametrize("name", ["switch.yml", "switch_model.yml"])
 @pytest.mark.parametrize("args, refused", [([], False), (["--tags", "vllm"], True), (["--skip-tags", "gate"], True),
                                            (["--tags", "all"], False)])
 def test_a_switch_refuses_tags_and_runs_without_them(tmp_path, name, args, refused):

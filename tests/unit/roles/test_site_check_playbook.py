@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""playbooks/site-check.yml changes nothing on any host (issue 35), read without Ansible.
+"""playbooks/site_check.yml (site-check.yml imports it) changes nothing on any host (issue 35), read without Ansible.
 
 Every task it runs - its own and, through every include_role / include_tasks / import_tasks,
 the roles' entry points it reuses - is a read: one of Ansible's modules that only read or note
@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-PLAYBOOK = os.path.join(ROOT, "playbooks", "site-check.yml")
+PLAYBOOK = os.path.join(ROOT, "playbooks", "site_check.yml")
 READS = {"ansible.builtin.ping", "ansible.builtin.setup", "ansible.builtin.set_fact", "ansible.builtin.debug",
          "ansible.builtin.assert", "ansible.builtin.fail", "ansible.builtin.meta", "ansible.builtin.slurp"}
 INCLUDES = {"ansible.builtin.include_role", "ansible.builtin.import_role", "ansible.builtin.include_tasks",
@@ -80,7 +80,7 @@ def walk(tasks, role, where, seen):
 
 
 def every_task():
-    return list(walk(_load(PLAYBOOK), None, "playbooks/site-check.yml", set()))
+    return list(walk(_load(PLAYBOOK), None, "playbooks/site_check.yml", set()))
 
 
 def test_it_reuses_the_roles_checks():
@@ -116,14 +116,14 @@ def test_it_reads_what_the_hosts_run_as_deploy_does():
     [theirs] = [task["factory_floor.llm.topology_record"] for task in deploy
                 if "factory_floor.llm.topology_record" in task and "units" in task["factory_floor.llm.topology_record"]]
     ours = [task for where, task, action in every_task()
-            if where == "playbooks/site-check.yml" and action == "factory_floor.llm.topology_record"]
+            if where == "playbooks/site_check.yml" and action == "factory_floor.llm.topology_record"]
     assert len(ours) == 1 and ours[0]["factory_floor.llm.topology_record"] == theirs
     assert ours[0]["failed_when"] is False
 
 
-def test_the_underscore_name_imports_it():
-    plays = _load(os.path.join(ROOT, "playbooks", "site_check.yml"))
-    assert plays == [{"name": "Site check", "ansible.builtin.import_playbook": "site-check.yml"}]
+def test_the_checkouts_name_imports_it():
+    plays = _load(os.path.join(ROOT, "playbooks", "site-check.yml"))
+    assert plays == [{"name": "Site check", "ansible.builtin.import_playbook": "site_check.yml"}]
 
 
 def test_it_ends_by_failing_when_a_host_has_a_problem():

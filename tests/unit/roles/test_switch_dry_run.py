@@ -23,7 +23,7 @@ DRY = "switch_dry_run | default(false) | bool or ansible_check_mode"
 # playbook -> the preflight plays (by name), which run in check mode on a dry run
 PREFLIGHTS = {
     "switch.yml": ["Switch preflight (nothing stops unless every check passes)"],
-    "switch-model.yml": ["Model upgrade preflight (nothing changes unless every check passes)",
+    "switch_model.yml": ["Model upgrade preflight (nothing changes unless every check passes)",
                          "Score the build each replica serves, and announce the plan"],
 }
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
@@ -69,8 +69,8 @@ def test_the_switch_prints_the_plan_and_takes_no_lock_on_a_dry_run():
 
 
 def test_the_upgrade_prints_the_plan_on_a_dry_run():
-    plays = _load("playbooks", "switch-model.yml")
-    play = next(p for p in plays if p["name"] == PREFLIGHTS["switch-model.yml"][-1])
+    plays = _load("playbooks", "switch_model.yml")
+    play = next(p for p in plays if p["name"] == PREFLIGHTS["switch_model.yml"][-1])
     [printed] = _tasks_named(play["tasks"], "Print the dry run's plan")
     assert printed["ansible.builtin.debug"]["msg"] == "{{ switch_model_plan.dry_run }}" and printed["when"] == DRY
     assert play["tasks"][-1] is printed

@@ -49,7 +49,8 @@ def test_the_form_follows_where_the_running_playbook_is(playbook_dir, expected):
 
 def test_every_name_runs_both_ways():
     files = {os.path.basename(path) for path in glob.glob(os.path.join(ROOT, "playbooks", "*.yml"))}
-    # Every playbook a message may name, and no other: the files without an underscore (those are the twins).
+    # Every playbook a message may name, and no other: the files without an underscore (a hyphenated one imports
+    # its underscore file, the playbook that factory_floor.llm.NAME runs).
     assert set(PLAYBOOKS) == {name for name in files if "_" not in name}
     for name in PLAYBOOKS:
         assert playbook_name(name, "/srv/ff/playbooks") == "playbooks/" + name

@@ -349,7 +349,7 @@ def test_a_good_key_passes_and_is_never_shown(tmp_path):
 # closest declared name; a declared one whose value its option refuses says, in one line, what it
 # must be. Before any host is touched (this play contacts none), with no argument-spec dump.
 
-PLAYBOOKS_WITH_LAYOUT = ("deploy.yml", "switch.yml", "switch-model.yml", "memory-guard.yml")
+PLAYBOOKS_WITH_LAYOUT = ("deploy.yml", "switch.yml", "switch_model.yml", "memory_guard.yml")
 
 
 def _problem_lines(output):
