@@ -751,7 +751,7 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._engine_log import compare, parse_engine_log
-from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.memory import (
     MemoryPlanError,
     to_gib,
     unit_memory,
@@ -762,7 +762,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._memory_plan imp
     running_share_of,
 )
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory_report import reasoning_lines, summary
-from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import UnitStateError, show_properties
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.systemd import UnitStateError, show_properties
 
 MEMINFO_PATH = "/proc/meminfo"
 CGROUP_ROOT = "/sys/fs/cgroup"

@@ -123,7 +123,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd as systemd
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import systemd
 
 
 def _mtime(path):

@@ -15,7 +15,7 @@ import subprocess
 
 import yaml
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _textfile as textfile
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import textfile
 from ansible_collections.factory_floor.llm.tests.unit.extras.test_prometheus_alerts import ROOT, promtool
 
 DASHBOARD = os.path.join(ROOT, "extras", "grafana", "factory-floor-vllm.json")

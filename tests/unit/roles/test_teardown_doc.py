@@ -17,7 +17,7 @@ import re
 
 import yaml
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._textfile import watchdog_name
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.textfile import watchdog_name
 from ansible_collections.factory_floor.llm.tests.unit.roles.test_check_mode import walk
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
