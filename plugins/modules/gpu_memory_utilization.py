@@ -19,7 +19,7 @@ description:
     use when that is higher) - while keeping O(headroom_gib), and that also fits the host as it is now
     (C(MemAvailable), plus what the engines running there now give back when they stop), and checks that the model's weights,
     activations, CUDA graphs, non-torch memory and minimum KV cache fit in what it grants. The same
-    computation (C(plugins/module_utils/_memory.py)) is the memory guard's start check on the host, so a
+    computation (C(plugins/module_utils/_host/memory.py)) is the memory guard's start check on the host, so a
     share this module recommends is one that check lets start.
   - "The rules follow vLLM 0.32: vLLM asks for ceil(device total x RV(gpu_memory_utilization)) (C(request_memory))
     and, on unified memory, compares it with C(MemAvailable) taken after its own processes and CUDA context

@@ -57,7 +57,7 @@ EXAMPLES = r"""
     files:
       - /etc/systemd/system/vllm-watchdog-replica.service
       - /etc/factory-floor/vllm-watchdog-replica.json
-      - /usr/local/lib/factory-floor/_watchdog.py
+      - /usr/local/lib/factory-floor/_host/watchdog.py
   register: watchdog_unit
 
 - name: Start it, reloading systemd first when it has not loaded the unit on disk

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The shell the collection's daemons share (watchdog, memory guard, membership checker).
 
-Standard library only, installed next to each daemon on its host. What every daemon
+Standard library only, installed with each daemon on its host (the host programs' package). What every daemon
 needs the same way: writing its status files atomically, one journal line format
 (``<priority>`` then the message, which journald turns into the line's priority with
 ``SyslogLevelPrefix=yes``), telling systemd it is ready and still ticking

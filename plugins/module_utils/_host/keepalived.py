@@ -13,7 +13,7 @@
 * ``summarize``: which host holds the address, from every host's status;
 * ``engines_verdict``: keepalived's engines check on a proxy host - whether the proxy has
   an engine in rotation, from its membership checker's state file. ``main`` runs it there
-  (``python3 _keepalived.py --state-file FILE --stale-after SECONDS``; exit 0 yes, 1 no),
+  (``python3 -m _host.keepalived --state-file FILE --stale-after SECONDS``; exit 0 yes, 1 no),
   installed by the ``keepalived`` role as keepalived's ``vrrp_script``.
 
 Pure: data in, data out (``main`` reads one file). Stdlib only; no Ansible imports.

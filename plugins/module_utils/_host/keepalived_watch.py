@@ -14,9 +14,9 @@ Why a daemon of its own, not keepalived's notify script: the script runs on tran
 and a keepalived killed (SIGKILL, OOM) leaves the address on the interface with no transition
 written; what the interface holds is read here every look. It never acts on keepalived.
 
-``python3 _keepalived_watch.py --config FILE [--check-config | --once]``; the ``keepalived``
-role installs it with ``_keepalived.py``, ``_daemon.py``, ``_textfile.py``, ``_systemd.py`` and
-``_proc.py``, and sets ``FACTORY_FLOOR_TEXTFILE_DIR`` and ``FACTORY_FLOOR_HOST`` in its unit.
+``python3 -m _host.keepalived_watch --config FILE [--check-config | --once]``; the ``keepalived``
+role installs it with ``_host/keepalived.py``, ``_host/daemon.py``, ``_host/textfile.py``, ``_host/systemd.py`` and
+``_host/proc.py``, and sets ``FACTORY_FLOOR_TEXTFILE_DIR`` and ``FACTORY_FLOOR_HOST`` in its unit.
 Standard library only.
 """
 
@@ -105,7 +105,7 @@ def main(argv=None):
     args, config = daemon.configure(
         argv, "The floating address as metrics: whether this proxy host holds it, keepalived's state.", load_config,
         lambda path, c: "%s: ok (%s, a look every %gs)" % (path, c["virtual_ipaddress"], float(c["interval"])),
-        prefix="keepalived watch: ", prog="_keepalived_watch.py")
+        prefix="keepalived watch: ", prog="python3 -m _host.keepalived_watch")
     if args is None:
         return config
     watch = Watch(config)

@@ -6,8 +6,8 @@
 
 Pure logic, standard library and ``requests`` (through ``_vllm_client``) only, never
 ``ansible``: used by the ``factory_floor.llm.concurrency_sweep`` module on the replica host
-and copied as it is, with ``_vllm_client.py``, next to ``benchmarks/balance.py`` on the
-proxy host (imported there as plain ``_load``).
+and copied, in the host programs' package (``_host/``), next to ``benchmarks/balance.py``
+on the proxy host (imported there as ``_host.load``).
 
 What is measured, per request (one streamed ``POST /v1/chat/completions`` with
 ``stream_options: {include_usage: true}``):

@@ -6,9 +6,9 @@
 
 Run by systemd before the engine (``ExecStartPre=`` in a drop-in the
 ``memory_guard`` role installs on ``vllm-replica.service`` and
-``vllm-split.service``), as a plain file next to a copy of ``_memory.py``::
+``vllm-split.service``), from the host programs' package (``PYTHONPATH=/usr/local/lib/factory-floor``)::
 
-    python3 _memory_guard.py start-check --unit vllm-replica.service \\
+    python3 -m _host.memory_guard start-check --unit vllm-replica.service \\
         --need-gib 90.06 --floor-gib 2 --require-free --wait 120
 
 ``need`` is what the engine takes at start (GiB): on GB10, what vLLM asks for
@@ -134,7 +134,7 @@ def _read(path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="_memory_guard.py",
+        prog="python3 -m _host.memory_guard",
         description="Factory Floor memory guard: may a vLLM engine start on this host now?")
     commands = parser.add_subparsers(dest="command", required=True)
     check = commands.add_parser(

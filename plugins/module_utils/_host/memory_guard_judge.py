@@ -5,7 +5,7 @@
 MemAvailable to what to stop, pause or resume. Pure logic, no I/O.
 
 Private to the collection; the ``memory_guard`` role installs it next to
-``_memory_guard_watch.py``, the daemon that measures and acts (see its docstring).
+``_host/memory_guard_watch.py``, the daemon that measures and acts (see its docstring).
 """
 
 from __future__ import annotations

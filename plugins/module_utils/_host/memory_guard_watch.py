@@ -5,9 +5,9 @@
 """The memory guard's watch: while vLLM runs, hold the co-resident workloads to their peaks.
 
 Run by systemd (``factory-floor-memory-guard.service``, installed by the
-``memory_guard`` role next to ``_memory.py``)::
+``memory_guard`` role next to ``_host/memory.py``)::
 
-    python3 _memory_guard_watch.py --config /etc/factory-floor/memory-guard.json
+    python3 -m _host.memory_guard_watch --config /etc/factory-floor/memory-guard.json
 
 The share vLLM gets (``gpu_memory_utilization``) was computed to leave each
 declared workload its peak. On a cgroup v2 host (GB10) the kernel holds each
@@ -483,7 +483,7 @@ def main(argv=None):
         "MemAvailable, never acting on the vLLM engines.", load_config,
         lambda path, c: "%s: %d workloads, floor %s GiB, every %.0f s" % (path, len(c["workloads"]), _gib(c["floor"]),
                                                                           c["interval"]),
-        prefix="memory guard: ", dry_run=True, prog="_memory_guard_watch.py")
+        prefix="memory guard: ", dry_run=True, prog="python3 -m _host.memory_guard_watch")
     if args is None:
         return config
     host = Host(systemctl=config["systemctl"], proc_root=config["proc_root"], cgroup_root=config["cgroup_root"],

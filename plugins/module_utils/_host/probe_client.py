@@ -11,8 +11,8 @@ model was away, and every 502/503 with its time. One JSON line per request:
 host that answered, from nginx's ``X-Factory-Floor-Proxy``: with a floating address in front
 of several proxies it says which one held the address).
 
-Stdlib + requests (through ``_vllm_client``); no Ansible imports: installed on hosts as
-a plain file, with ``_vllm_client.py`` next to it.
+Stdlib + requests (through ``vllm_client``); no Ansible imports: installed on hosts in the
+host programs' package and run as ``python3 -m _host.probe_client``.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What ``/proc`` says of a process tree: CPU seconds and stopped processes. Standard library only.
 
-Private to the collection; the daemons' roles install it next to ``_watchdog.py`` (which
-counts an engine's CPU as work done, ``cpu_progress``) and next to ``_systemd.py`` (a unit's
+Private to the collection; the daemons' roles install it next to ``_host/watchdog.py`` (which
+counts an engine's CPU as work done, ``cpu_progress``) and next to ``_host/systemd.py`` (a unit's
 processes, :func:`stat_table` the one reader of ``/proc/PID/stat``).
 """
 

@@ -5,7 +5,7 @@
 and what a unit that does not start shows of itself (its processes in ``/proc``, its journal).
 
 Standard library only, so the daemons (watchdog, memory guard, membership checker) load
-it from next to themselves on a host. ``run(argv)`` returns ``(rc, stdout, stderr)`` like
+it from their package on a host. ``run(argv)`` returns ``(rc, stdout, stderr)`` like
 ``AnsibleModule.run_command``; :func:`run` is the same for a daemon. Callers read
 properties through :func:`show_properties` (a dict) or :func:`show` (a :class:`UnitState`),
 never by building their own ``systemctl show`` command.

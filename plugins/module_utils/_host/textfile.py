@@ -4,9 +4,9 @@
 
 """The daemons' verdicts as metrics: files for node_exporter's textfile collector.
 
-Private to the collection. The watchdog (``_watchdog.py``), the memory guard's watch
-(``_memory_guard_watch.py``), the proxy's membership checker (``_upstream.py``) and the
-floating address's watch (``_keepalived_watch.py``) call
+Private to the collection. The watchdog (``_host/watchdog.py``), the memory guard's watch
+(``_host/memory_guard_watch.py``), the proxy's membership checker (``_host/upstream.py``) and the
+floating address's watch (``_host/keepalived_watch.py``) call
 :func:`write_textfile` once per look, at the point they have their verdict, with the
 families one of the converters below builds from what they already publish (their
 status file's fields). The roles install this file next to each daemon and set, in the

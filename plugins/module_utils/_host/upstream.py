@@ -4,7 +4,7 @@
 """Proxy membership: which vLLM engines are in nginx's upstream right now.
 
 One place decides it. A small daemon on each proxy host (installed by the
-nginx_proxy role next to a copy of _vllm_health.py) probes every candidate
+nginx_proxy role next to a copy of _host/vllm_health.py) probes every candidate
 engine directly, writes nginx's ``server`` lines from what it sees, validates
 with ``nginx -t`` and reloads only on change. A reload starts new workers with
 fresh failure accounting and lets the old ones finish their streams.
@@ -54,7 +54,7 @@ Rules (an engine that serves must be in rotation at once: nginx's own passive ch
   is 1 until a pass writes everything again.
 
 Stdlib only (plus requests through _vllm_health), no Ansible imports. The daemon's
-shell (command line, journal lines, atomic writes, sd_notify) is ``_daemon.py``'s;
+shell (command line, journal lines, atomic writes, sd_notify) is ``_host/daemon.py``'s;
 ``--check-config`` validates the configuration before the role installs it.
 """
 

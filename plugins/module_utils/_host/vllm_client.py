@@ -6,7 +6,7 @@ server's base URL, no environment proxies, the API key header, one JSON GET and 
 events of a streamed answer.
 
 Standard library and ``requests`` only; the daemons and the standalone clients (the
-probe client, the benchmarks' load generator) load it from next to themselves.
+probe client, the benchmarks' load generator) load it from their package (``_host``).
 It owns its import guard, so nothing here imports back from a caller.
 """
 

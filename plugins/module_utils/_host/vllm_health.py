@@ -5,9 +5,9 @@
 """Is a vLLM OpenAI-compatible server serving? Probe it once (``_vllm_wait`` waits until it is).
 
 Private to the collection. It imports only the standard library and ``requests``
-(no Ansible), because besides ``factory_floor.llm.vllm_health`` it is installed next
-to small daemons on the hosts (the proxy membership checker, the watchdog) and
-imported there as the plain module ``_vllm_health``.
+(no Ansible), because besides ``factory_floor.llm.vllm_health`` it is installed with
+small daemons on the hosts (the proxy membership checker, the watchdog), in the host
+programs' package, and imported there as ``_host.vllm_health``.
 
 Statuses, decided from what the endpoint does (this is the contract the daemons
 and the module share):

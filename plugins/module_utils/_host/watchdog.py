@@ -4,11 +4,11 @@
 """The vLLM watchdog: find a hung or dead engine fast, restart it safely, never fight a switch.
 
 Private to the collection. Installed by the ``vllm_watchdog`` role next to
-``_watchdog_judge.py`` (the verdicts: what each one means and the detection bound),
-``_watchdog_config.py`` (the configuration and the restart budget), ``_daemon.py``,
-``_systemd.py``, ``_proc.py``, ``_maintenance_lock.py``, ``_vllm_health.py`` and
-``_vllm_metrics.py`` in ``/usr/local/lib/factory-floor`` and run as
-``python3 _watchdog.py --config /etc/factory-floor/<unit>.json`` by one systemd unit
+``_host/watchdog_judge.py`` (the verdicts: what each one means and the detection bound),
+``_host/watchdog_config.py`` (the configuration and the restart budget), ``_host/daemon.py``,
+``_host/systemd.py``, ``_host/proc.py``, ``_host/maintenance_lock.py``, ``_host/vllm_health.py`` and
+``_host/vllm_metrics.py`` (the host programs' package, ``/usr/local/lib/factory-floor/_host``)
+and run as ``python3 -m _host.watchdog --config /etc/factory-floor/<unit>.json`` by one systemd unit
 per topology (``vllm-replica-watchdog.service``, ``vllm-split-watchdog.service``).
 Standard library, ``requests`` and ``prometheus_client`` only (through the modules
 above); no Ansible.

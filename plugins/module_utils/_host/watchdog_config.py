@@ -4,8 +4,8 @@
 """The watchdog's configuration, its restart budget and the split pair's follow rule.
 
 Private to the collection; pure logic (no I/O), standard library only. The
-``vllm_watchdog`` role installs it next to ``_watchdog.py`` (the daemon, which also
-describes the verdicts) and ``_watchdog_judge.py`` (the judgement).
+``vllm_watchdog`` role installs it next to ``_host/watchdog.py`` (the daemon, which also
+describes the verdicts) and ``_host/watchdog_judge.py`` (the judgement).
 
 Budget. At most ``max_restarts`` restarts by the watchdog within ``restart_window``
 seconds, the first at once, each next one at least ``backoff`` x 2^(n-1) seconds (at

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The watchdog's judgement: from one look at the engine to a verdict. Pure logic, no I/O.
 
-Private to the collection; the ``vllm_watchdog`` role installs it next to ``_watchdog.py``
+Private to the collection; the ``vllm_watchdog`` role installs it next to ``_host/watchdog.py``
 (the daemon that takes the looks and acts on the verdicts).
 
 Every ``interval`` seconds it takes one look (a :class:`Sample`) at the engine it

@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Unit tests for plugins/module_utils/_daemon.py, the shell the collection's daemons share."""
+"""Unit tests for plugins/module_utils/_host/daemon.py, the shell the collection's daemons share."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Unit tests for plugins/module_utils/_maintenance_lock.py (lock files in a tmp dir, time passed in)."""
+"""Unit tests for plugins/module_utils/_host/maintenance_lock.py (lock files in a tmp dir, time passed in)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Unit tests for plugins/module_utils/_probe_client.py against a loopback fake proxy.
+"""Unit tests for plugins/module_utils/_host/probe_client.py against a loopback fake proxy.
 
 The fake answers ``POST /v1/chat/completions`` like nginx in front of vLLM (200
 with ``X-Factory-Floor-Upstream``, or 502/503); nothing in requests is mocked.

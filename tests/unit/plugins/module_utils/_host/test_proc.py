@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Unit tests for plugins/module_utils/_proc.py on a fake ``/proc`` (the watchdog's ``cpu_progress``)."""
+"""Unit tests for plugins/module_utils/_host/proc.py on a fake ``/proc`` (the watchdog's ``cpu_progress``)."""
 
 from __future__ import annotations
 

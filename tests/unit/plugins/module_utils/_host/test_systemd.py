@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Unit tests for plugins/module_utils/_systemd.py, the one reader of ``systemctl show``."""
+"""Unit tests for plugins/module_utils/_host/systemd.py, the one reader of ``systemctl show``."""
 
 from __future__ import annotations
 
@@ -223,7 +223,7 @@ def test_started_wallclock_places_the_monotonic_start_on_the_clock_of_now():
 def test_an_interrupted_run_leaves_a_daemon_that_the_next_run_restarts():
     # The run before wrote the configuration 60 s ago and was interrupted; the watchdog has run
     # for a day on the old one. This run writes nothing (the file is as it wants it).
-    mtimes = {"/etc/factory-floor/w.json": NOW_WALL - 60, "/usr/local/lib/factory-floor/_watchdog.py": NOW_WALL - 90_000,
+    mtimes = {"/etc/factory-floor/w.json": NOW_WALL - 60, "/usr/local/lib/factory-floor/_host/watchdog.py": NOW_WALL - 90_000,
               "/etc/systemd/system/w.service": None}
     state = _running(started_s_ago=86_400)
     assert sd.files_changed_since_start(state, mtimes, NOW_WALL, NOW_MONO) == ["/etc/factory-floor/w.json"]

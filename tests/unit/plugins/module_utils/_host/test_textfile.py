@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""plugins/module_utils/_textfile.py: the daemons' verdicts as node_exporter textfiles.
+"""plugins/module_utils/_host/textfile.py: the daemons' verdicts as node_exporter textfiles.
 
 The ``*_textfile`` functions drive each daemon through its own unit-test world (a hung
 engine the watchdog gives up on, MemAvailable under the guard's floor with nothing left

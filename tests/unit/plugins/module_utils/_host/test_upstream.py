@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Unit tests for plugins/module_utils/_upstream.py, the proxy membership checker.
+"""Unit tests for plugins/module_utils/_host/upstream.py, the proxy membership checker.
 
 Syncer.once() runs with injected ``probe`` and ``run`` callables and a tmp dir for
 the servers file, state file and drain dir; main() runs once against loopback

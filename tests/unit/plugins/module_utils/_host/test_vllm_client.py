@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Unit tests for plugins/module_utils/_vllm_client.py, the HTTP basics of every reader of vLLM."""
+"""Unit tests for plugins/module_utils/_host/vllm_client.py, the HTTP basics of every reader of vLLM."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Unit tests for plugins/module_utils/_vllm_health.py (one probe, every status).
+"""Unit tests for plugins/module_utils/_host/vllm_health.py (one probe, every status).
 
 Every probe goes to a real HTTP server (http.server in a thread on 127.0.0.1, an
 ephemeral port) that answers like vLLM's OpenAI-compatible server; nothing in

@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Unit tests for module_utils/_vllm_metrics.py.
+"""Unit tests for module_utils/_host/vllm_metrics.py.
 
 Most tests feed pairs of exposition texts (tests/unit/fixtures/metrics) through an
 injected ``fetch``/``sleep``/``clock``; the last group serves the same texts from a real

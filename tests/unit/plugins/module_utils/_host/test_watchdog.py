@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Unit tests for plugins/module_utils/_watchdog.py, the vLLM watchdog's daemon.
+"""Unit tests for plugins/module_utils/_host/watchdog.py, the vLLM watchdog's daemon.
 
 The Watchdog runs against a ``World`` (the engine host as the watchdog sees it: a
 systemd unit answered by a fake ``systemctl show``, health, counters, probe, and a log

@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Unit tests for the watchdog's judgement (plugins/module_utils/_watchdog_judge.py and _watchdog_config.py).
+"""Unit tests for the watchdog's judgement (plugins/module_utils/_host/watchdog_judge.py and _host/watchdog_config.py).
 
 The Judge gets hand-made samples on a fake clock; the budget and the configuration are
 checked on their own. No I/O: the daemon's cases (a fake host, the replays of published
