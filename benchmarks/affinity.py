@@ -38,7 +38,7 @@ arm's prompts in vLLM's prefix cache, while the requests' shape, sizes and order
 the same.
 
 Per arm: TTFT p50/p95 (the agent: of follow-up turns, and of first turns apart),
-completion tokens/s and requests/min as the clients saw them (plugins/module_utils/_load.py),
+completion tokens/s and requests/min as the clients saw them (plugins/module_utils/_host/load.py),
 each engine's prefix cache hit rate over the arm (the increase of vllm:prefix_cache_hits
 over that of vllm:prefix_cache_queries, read from each engine's own /metrics), and the
 in-flight balance: requests per engine, the mean and peak of each engine's
@@ -70,10 +70,11 @@ import time
 from urllib.parse import urlsplit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# Installed next to this script by affinity.yml; in the repository: here and plugins/module_utils.
+# balance.py and the collection's host package (_host): installed next to this script by affinity.yml;
+# in the repository: here and plugins/module_utils/_host.
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "plugins", "module_utils")]
 
-import _load  # noqa: E402  pylint: disable=wrong-import-position
+from _host import load as _load  # noqa: E402  pylint: disable=wrong-import-position
 import balance  # noqa: E402  pylint: disable=wrong-import-position
 
 ARMS = ("least_conn", "affinity", "affinity", "least_conn")

@@ -6,7 +6,7 @@ the engines' own ports. Every arm sends the same mixed workload - short question
 and long e-mail-agent prompts (``--long-share`` of the requests), the same requests
 in the same order (seeded) - in a closed loop, and measures what the clients see:
 completion tokens/s from each answer's ``usage``, requests/min, TTFT and end-to-end
-p95 (plugins/module_utils/_load.py, the code the concurrency sweep uses).
+p95 (plugins/module_utils/_host/load.py, the code the concurrency sweep uses).
 
 1. Capacity, at the tuned cap (``--cap``, clients per engine):
    each engine alone (cap clients, straight to it), then both through the deployed
@@ -39,10 +39,11 @@ import time
 from urllib.parse import urlsplit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# Installed next to this script by balance.yml; in the repository it is under plugins/module_utils.
+# The collection's host package (_host): installed next to this script by balance.yml; in the
+# repository it is plugins/module_utils/_host.
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "plugins", "module_utils")]
 
-import _load  # noqa: E402  pylint: disable=wrong-import-position
+from _host import load as _load  # noqa: E402  pylint: disable=wrong-import-position
 
 NGINX_CONF = """\
 # Temporary: benchmarks/balance.py, least_conn vs round-robin. Removed when it ends.

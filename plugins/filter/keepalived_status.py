@@ -63,7 +63,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._keepalived import summarize
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.keepalived import summarize
 
 
 # What the summary keeps of each host's keepalived_info (not Ansible's bookkeeping).

@@ -16,7 +16,7 @@ Public API::
 
 from __future__ import annotations
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._load import LoadError
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.load import LoadError
 
 DEFAULT_TOLERANCE = 0.03
 # The p95 a latency target applies to: end-to-end, time to first token, or time per output

@@ -41,7 +41,7 @@ import difflib
 import math
 import re
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_client import api_key_problem
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.vllm_client import api_key_problem
 
 # The variables that hold an API key (each role's own, and the metrics playbook's).
 KEY_VARS = ("vllm_api_key", "tool_gate_api_key", "nginx_proxy_api_key", "metrics_api_key")

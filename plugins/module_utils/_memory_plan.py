@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.memory import (
     DEFAULT_ACTIVATION_GIB,
     DEFAULT_CUDA_CONTEXT_GIB,
     DEFAULT_CUDA_GRAPH_GIB,

@@ -7,7 +7,7 @@ text lines and a summary dict. Pure logic, used by the gpu_memory_utilization mo
 
 from __future__ import annotations
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.memory import (
     DROP_CACHES,
     GIB,
     START,

@@ -20,11 +20,7 @@ import datetime
 import json
 import os
 
-try:  # installed next to a daemon on a host (not today; kept as the other module_utils do)
-    import _systemd as systemd  # type: ignore[no-redef]
-except ImportError:  # inside the collection
-    from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd as systemd
-
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import systemd
 from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_record as tr
 
 UNITS = {"replicas": "vllm-replica.service", "split": "vllm-split.service"}

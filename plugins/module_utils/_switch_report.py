@@ -4,7 +4,7 @@
 """What a topology switch looked like from a client's side.
 
 Input: the probe client's records (one per request through the proxy, see
-_probe_client.py) and the switch's timeline (epoch seconds of named events).
+_host/probe_client.py) and the switch's timeline (epoch seconds of named events).
 Output: machine-readable numbers plus a table for people. Pure logic.
 
 Definitions (all times epoch seconds, durations seconds):

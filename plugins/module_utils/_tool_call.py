@@ -17,7 +17,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_client as client
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import vllm_client as client
 from ansible_collections.factory_floor.llm.plugins.module_utils._tool_check import (
     Reply,
     parse_completion,
@@ -27,7 +27,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._tool_check impo
 )
 from ansible_collections.factory_floor.llm.plugins.module_utils._tool_suite import build_request, case_tools
 # requests is optional: the module reports it missing with missing_required_lib().
-from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_client import (
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.vllm_client import (
     HAS_REQUESTS,
     REQUESTS_IMPORT_ERROR,
     requests,

@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import posixpath
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._maintenance_lock import json_number, json_text, read_record, when
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.maintenance_lock import json_number, json_text, read_record, when
 from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
 
 PATH = "/var/lib/factory-floor/topology.json"

@@ -15,9 +15,9 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd as systemd
-from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_client as client
-from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_health import (
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import systemd
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import vllm_client as client
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.vllm_health import (
     CONFIG_ERROR,
     GENERATE_TIMEOUT,
     PROBE_KINDS,

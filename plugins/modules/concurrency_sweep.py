@@ -442,7 +442,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._concurrency_pla
     format_table,
     recommend,
 )
-from ansible_collections.factory_floor.llm.plugins.module_utils._load import (
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.load import (
     DEFAULT_CONCURRENCY,
     DEFAULT_LONG_MAX_TOKENS,
     DEFAULT_LONG_PROMPT_TOKENS,
@@ -454,7 +454,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._load import (
     preflight,
     sweep,
 )
-from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_client import REQUESTS_IMPORT_ERROR
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.vllm_client import REQUESTS_IMPORT_ERROR
 
 
 def check_params(params):

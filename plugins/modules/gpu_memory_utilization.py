@@ -19,7 +19,7 @@ description:
     use when that is higher) - while keeping O(headroom_gib), and that also fits the host as it is now
     (C(MemAvailable), plus what the engines running there now give back when they stop), and checks that the model's weights,
     activations, CUDA graphs, non-torch memory and minimum KV cache fit in what it grants. The same
-    computation (C(plugins/module_utils/_memory.py)) is the memory guard's start check on the host, so a
+    computation (C(plugins/module_utils/_host/memory.py)) is the memory guard's start check on the host, so a
     share this module recommends is one that check lets start.
   - "The rules follow vLLM 0.32: vLLM asks for ceil(device total x RV(gpu_memory_utilization)) (C(request_memory))
     and, on unified memory, compares it with C(MemAvailable) taken after its own processes and CUDA context
@@ -751,7 +751,7 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._engine_log import compare, parse_engine_log
-from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.memory import (
     MemoryPlanError,
     to_gib,
     unit_memory,
@@ -762,7 +762,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._memory_plan imp
     running_share_of,
 )
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory_report import reasoning_lines, summary
-from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import UnitStateError, show_properties
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.systemd import UnitStateError, show_properties
 
 MEMINFO_PATH = "/proc/meminfo"
 CGROUP_ROOT = "/sys/fs/cgroup"

@@ -161,7 +161,7 @@ virtual_router_id:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._keepalived import (
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.keepalived import (
     check,
     format_errors,
 )

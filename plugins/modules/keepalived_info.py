@@ -153,13 +153,13 @@ configured_addresses:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._keepalived import (
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.keepalived import (
     configured_addresses,
     host_status,
     parse_ip_addr,
     parse_state,
 )
-from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import UnitStateError, show_properties
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.systemd import UnitStateError, show_properties
 
 
 def run_module():

@@ -200,7 +200,7 @@ import platform
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _link_check as lc
-from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import invocation_journal, show_properties
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.systemd import invocation_journal, show_properties
 
 SYSFS_INFINIBAND = "/sys/class/infiniband"
 

@@ -198,7 +198,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _maintenance_lock as ml
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import maintenance_lock as ml
 
 
 def _diff_text(lock):

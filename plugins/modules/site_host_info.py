@@ -73,7 +73,7 @@ ports:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _link_check as lc
-from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import parse_properties
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.systemd import parse_properties
 
 TIME_UNITS = ("systemd-timesyncd.service", "chrony.service", "chronyd.service")
 

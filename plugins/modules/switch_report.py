@@ -11,7 +11,7 @@ short_description: What a topology switch or a model upgrade looked like from a 
 version_added: 0.1.0
 description:
   - Reads the log of the probe client that asked the model through the proxy during a switch (one JSON
-    line per request, written by the collection's C(_probe_client.py)) and the switch's timeline, and
+    line per request, written by the collection's C(_host/probe_client.py)) and the switch's timeline, and
     returns the seconds without a model, every 502/503, failures after the first new engine served, and
     a table for people.
   - The longest gap is measured from the end of the last answered request (HTTP 200) before it to the end

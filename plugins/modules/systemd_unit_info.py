@@ -57,7 +57,7 @@ EXAMPLES = r"""
     files:
       - /etc/systemd/system/vllm-watchdog-replica.service
       - /etc/factory-floor/vllm-watchdog-replica.json
-      - /usr/local/lib/factory-floor/_watchdog.py
+      - /usr/local/lib/factory-floor/_host/watchdog.py
   register: watchdog_unit
 
 - name: Start it, reloading systemd first when it has not loaded the unit on disk
@@ -123,7 +123,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd as systemd
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import systemd
 
 
 def _mtime(path):

@@ -478,7 +478,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._tool_suite impo
     select_cases,
     suite_digest,
 )
-from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_client import base_url
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.vllm_client import base_url
 
 
 def _suites(value) -> list:

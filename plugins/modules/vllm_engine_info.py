@@ -119,7 +119,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._engine_info import (
     compare, not_rendered_message, runs_rendered, split_nul)
-from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import UnitStateError, show
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.systemd import UnitStateError, show
 
 
 def _read_nul(path):

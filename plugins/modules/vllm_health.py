@@ -410,15 +410,15 @@ import time
 from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_phase as engine_phase
-from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import (
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.systemd import (
     UnitStateError,
     invocation_journal,
     unit_log,
     unit_process_lines,
 )
-from ansible_collections.factory_floor.llm.plugins.module_utils._systemd import journal as systemd_journal
-from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_client import base_url
-from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_health import (
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.systemd import journal as systemd_journal
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.vllm_client import base_url
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.vllm_health import (
     HAS_REQUESTS,
     REQUESTS_IMPORT_ERROR,
 )

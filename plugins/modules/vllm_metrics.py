@@ -349,7 +349,7 @@ total:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_metrics import (
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.vllm_metrics import (
     DEFAULT_TIMEOUT,
     PROMETHEUS_CLIENT_IMPORT_ERROR,
     REQUESTS_IMPORT_ERROR,

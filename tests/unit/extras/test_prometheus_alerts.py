@@ -33,7 +33,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils import test_textfile as tt
+from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils._host import test_textfile as tt
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 RULES = os.path.join(ROOT, "extras", "prometheus", "factory-floor-alerts.yml")

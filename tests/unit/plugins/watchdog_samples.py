@@ -7,7 +7,8 @@ gets them (test_watchdog_judge.py hands them to the Judge, test_watchdog.py to t
 
 from __future__ import annotations
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _watchdog_config, _watchdog_judge
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import watchdog_config as _watchdog_config
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import watchdog_judge as _watchdog_judge
 
 # The judgement's names (the daemon, _watchdog, has the same objects).
 Counters, Probe, Sample = _watchdog_judge.Counters, _watchdog_judge.Probe, _watchdog_judge.Sample

@@ -28,9 +28,10 @@ def _trusted(value):
 
 
 def role_variables(role):
-    """The site role's defaults, then ``role``'s defaults and vars (later ones win), as templates."""
+    """The site role's defaults and vars (a dependency's, which its dependents see), then ``role``'s defaults
+    and vars (later ones win), as templates."""
     variables = {}
-    for parts in (("site", "defaults"), (role, "defaults"), (role, "vars")):
+    for parts in (("site", "defaults"), ("site", "vars"), (role, "defaults"), (role, "vars")):
         path = os.path.join(ROOT, "roles", parts[0], parts[1], "main.yml")
         if os.path.exists(path):
             with open(path, encoding="utf-8") as handle:

@@ -23,7 +23,7 @@ import jinja2
 import pytest
 import yaml
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as health
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import vllm_health as health
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_wait
 from ansible_collections.factory_floor.llm.plugins.modules import vllm_health as module
 

@@ -63,8 +63,8 @@ def test_the_address_follows_nginx_and_the_engines_by_default():
     healthz = block(text, "vrrp_script proxy_healthz")
     assert not any(line.startswith("weight") for line in healthz)      # weight 0: a failure is FAULT
     engines = block(text, "vrrp_script proxy_engines")
-    assert engines[1] == ('script "/usr/bin/python3 /usr/local/lib/factory-floor/_keepalived.py --state-file '
-                          '/run/factory-floor/upstream.json --stale-after 30"')
+    assert engines[1] == ('script "/usr/bin/env PYTHONPATH=/usr/local/lib/factory-floor /usr/bin/python3 -m _host.keepalived '
+                          '--state-file /run/factory-floor/upstream.json --stale-after 30"')
     assert {"weight -50", "fall 3", "rise 2", "init_fail", "interval 1"} <= set(engines)
     instance = block(text, "vrrp_instance factory_floor")
     assert "priority 250" in instance and "preempt_delay 5" in instance and "nopreempt" not in instance
@@ -99,8 +99,8 @@ def test_the_engines_check_reads_the_file_the_membership_checker_writes():
     ours = yaml.safe_load(open(os.path.join(ROOT, "roles", "keepalived", "vars", "main.yml"), encoding="utf-8"))
     nginx = yaml.safe_load(open(os.path.join(ROOT, "roles", "nginx_proxy", "vars", "main.yml"), encoding="utf-8"))
     assert ours["_keepalived_checker_state_file"] == nginx["_nginx_proxy_state_file"]
-    assert os.path.dirname(ours["_keepalived_engines_check"]) == nginx["_nginx_proxy_lib_dir"]
-    assert os.path.exists(os.path.join(ROOT, "plugins", "module_utils", os.path.basename(ours["_keepalived_engines_check"])))
+    assert ours["_keepalived_engines_check"] == "{{ _site_host_python }} _host.keepalived"
+    assert os.path.exists(os.path.join(ROOT, "plugins", "module_utils", "_host", "keepalived.py"))
 
 
 def test_the_watch_writes_where_every_daemon_writes_and_systemd_accepts_its_unit(tmp_path):
@@ -109,7 +109,7 @@ def test_the_watch_writes_where_every_daemon_writes_and_systemd_accepts_its_unit
     text = render("keepalived", "keepalived-watch.service.j2", **inventory())
     assert 'Environment="FACTORY_FLOOR_TEXTFILE_DIR=/var/lib/node_exporter"' in text
     assert 'Environment="FACTORY_FLOOR_HOST=spark-a"' in text
-    assert ("ExecStart=/usr/bin/python3 /usr/local/lib/factory-floor/_keepalived_watch.py "
+    assert ("Environment=PYTHONPATH=/usr/local/lib/factory-floor\nExecStart=/usr/bin/python3 -m _host.keepalived_watch "
             "--config /etc/factory-floor/keepalived-watch.json") in text
     assert "WatchdogSec=30" in text
     moved = render("keepalived", "keepalived-watch.service.j2",

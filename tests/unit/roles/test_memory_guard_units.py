@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """The memory guard's start check as systemd runs it: the words its ``ExecStartPre=`` passes to
-``_memory_guard.py start-check`` are the ones the role meant, whatever the inventory's slice name holds.
+``_host/memory_guard.py start-check`` are the ones the role meant, whatever the inventory's slice name holds.
 
 The drop-in is rendered the way its template task does (the role's defaults and vars, Ansible's own
 templating, the collection's ``systemd_exec`` filter), then read by systemd itself (``systemd --test``,
@@ -49,7 +49,8 @@ def test_the_start_check_gets_exactly_the_roles_arguments(slice_name):
     (line,) = re.findall(r"^ExecStartPre=(.*)$", text, re.M)
     # The drop-in's line as the engine unit's own command: systemd unquotes, unescapes and expands it the same way.
     words = systemd_dump.exec_start("[Unit]\n[Service]\nExecStart=%s\n" % line, name="vllm-replica.service")
-    assert words == ["/usr/bin/python3", "/usr/local/lib/factory-floor/_memory_guard.py", "start-check",
+    assert words == ["/usr/bin/env", "PYTHONPATH=/usr/local/lib/factory-floor", "/usr/bin/python3", "-m", "_host.memory_guard",
+                     "start-check",
                      "--unit", "vllm-replica.service", "--need-gib", "80.50", "--floor-gib", "2.00", "--wait", "120",
                      "--slice", slice_name, "--require-free"]
 

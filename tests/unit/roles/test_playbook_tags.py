@@ -165,7 +165,8 @@ STEPS = [
     "factory_floor.llm.vllm_watchdog : Disable --now the watchdog of topology {{ vllm_watchdog_topology }}"
     "\tTAGS: [service, vllm, watchdog]",
     "Run the wanted topology\tTAGS: [firewall, health, preflight, service, vllm]",
-    "factory_floor.llm.vllm_watchdog : Install the watchdog\tTAGS: [install, watchdog]",
+    # An include_role (the site role's host_programs) is listed without its role's name.
+    "Install the watchdog\tTAGS: [install, watchdog]",
 ]
 
 

@@ -24,7 +24,7 @@ import yaml
 from ansible_collections.factory_floor.llm.plugins.module_utils import _layout
 from ansible_collections.factory_floor.llm.plugins.module_utils import _site_status
 from ansible_collections.factory_floor.llm.plugins.module_utils import _switch_plan
-from ansible_collections.factory_floor.llm.plugins.module_utils._watchdog_config import Config
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.watchdog_config import Config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SITE = yaml.safe_load(open(os.path.join(ROOT, "roles", "site", "defaults", "main.yml"), encoding="utf-8"))

@@ -19,7 +19,7 @@ import sys
 
 import yaml
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _keepalived as ka
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import keepalived as ka
 from ansible_collections.factory_floor.llm.plugins.module_utils import _site_status as site
 from ansible_collections.factory_floor.llm.tests.unit.roles.test_unit_freshness import ROOT, evaluate, tasks
 

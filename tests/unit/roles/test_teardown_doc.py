@@ -17,7 +17,7 @@ import re
 
 import yaml
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._textfile import watchdog_name
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.textfile import watchdog_name
 from ansible_collections.factory_floor.llm.tests.unit.roles.test_check_mode import walk
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -74,7 +74,7 @@ def named_by_the_roles():
         with open(path, encoding="utf-8") as handle:
             for table in re.findall(r"^table inet (\w+)", handle.read(), re.MULTILINE):
                 found["inet " + table] = os.path.relpath(path, ROOT)
-    for path in sorted(glob.glob(os.path.join(ROOT, "plugins", "module_utils", "_*.py"))):
+    for path in sorted(glob.glob(os.path.join(ROOT, "plugins", "module_utils", "_host", "*.py"))):
         with open(path, encoding="utf-8") as handle:
             for name in re.findall(r'write_textfile\("(\w+)"', handle.read()):
                 found[name + ".prom"] = os.path.relpath(path, ROOT)

@@ -140,14 +140,14 @@ def test_a_restarted_engine_is_checked_against_the_rendered_configuration():
 
 DAEMONS = [
     ("roles/vllm_watchdog/tasks/run.yml", "{{ _vllm_watchdog_unit }}", "__vllm_watchdog_unit_info",
-     common(_vllm_watchdog_unit="vllm-watchdog-replica.service", __vllm_watchdog_code=UNCHANGED,
+     common(_vllm_watchdog_unit="vllm-watchdog-replica.service", __site_host_programs=UNCHANGED,
             __vllm_watchdog_config=UNCHANGED, __vllm_watchdog_unit_file=UNCHANGED)),
     ("roles/nginx_proxy/tasks/run.yml", "{{ _nginx_proxy_checker_unit }}", "__nginx_proxy_checker_unit_info",
-     common(_nginx_proxy_checker_unit="factory-floor-upstream.service", __nginx_proxy_checker_code=UNCHANGED,
+     common(_nginx_proxy_checker_unit="factory-floor-upstream.service", __site_host_programs=UNCHANGED,
             __nginx_proxy_checker_config=UNCHANGED, __nginx_proxy_checker_unit_file=UNCHANGED)),
     ("roles/memory_guard/tasks/watch.yml", "{{ _memory_guard_watch_unit }}", "__memory_guard_watch_unit_info",
      common(_memory_guard_watch_unit="factory-floor-memory-guard.service", _memory_guard_watch_on=True,
-            __memory_guard_lib=UNCHANGED, __memory_guard_watch_config=UNCHANGED, __memory_guard_watch_unit_file=UNCHANGED)),
+            __site_host_programs=UNCHANGED, __memory_guard_watch_config=UNCHANGED, __memory_guard_watch_unit_file=UNCHANGED)),
 ]
 
 
@@ -170,7 +170,7 @@ def test_the_daemons_files_are_the_ones_it_runs(path, unit, info, values):
     assert len(reads) == 1
     assert reads[0]["factory_floor.llm.systemd_unit_info"]["units"] == [unit]
     files = reads[0]["factory_floor.llm.systemd_unit_info"]["files"]
-    for part in ("_unit", "config", "_files", "_lib_dir"):
+    for part in ("_unit", "config", "_site_host_files"):
         assert part in files, (path, part)
 
 
@@ -247,34 +247,31 @@ def asked(task, variables):
              for key, value in task[INFO].items()})
 
 
-LIB = "/usr/local/lib/factory-floor"
+# The host programs' package as the site role names its files (roles/site/vars/main.yml, _site_host_files).
+PACKAGE = ["/usr/local/lib/factory-floor/_host/__init__.py", "/usr/local/lib/factory-floor/_host/watchdog.py"]
 
 
 @pytest.mark.parametrize("path, values, unit, own_files", [
     ("roles/vllm_watchdog/tasks/run.yml",
      dict(_vllm_watchdog_unit="vllm-watchdog-replica.service", _vllm_watchdog_unit_dir="/etc/systemd/system",
-          _vllm_watchdog_config_file="/etc/factory-floor/vllm-watchdog-replica.json", _vllm_watchdog_lib_dir=LIB,
-          _vllm_watchdog_files=["_watchdog.py", "_systemd.py"]),
-     "vllm-watchdog-replica.service", ["/etc/factory-floor/vllm-watchdog-replica.json", LIB + "/_watchdog.py", LIB + "/_systemd.py"]),
+          _vllm_watchdog_config_file="/etc/factory-floor/vllm-watchdog-replica.json"),
+     "vllm-watchdog-replica.service", ["/etc/factory-floor/vllm-watchdog-replica.json"]),
     ("roles/nginx_proxy/tasks/run.yml",
-     dict(_nginx_proxy_checker_unit="factory-floor-upstream.service", _nginx_proxy_config_dir="/etc/factory-floor",
-          _nginx_proxy_lib_dir=LIB, _nginx_proxy_checker_files=["_upstream.py"]),
-     "factory-floor-upstream.service", ["/etc/factory-floor/upstream.json", LIB + "/_upstream.py"]),
+     dict(_nginx_proxy_checker_unit="factory-floor-upstream.service", _nginx_proxy_config_dir="/etc/factory-floor"),
+     "factory-floor-upstream.service", ["/etc/factory-floor/upstream.json"]),
     ("roles/memory_guard/tasks/watch.yml",
      dict(_memory_guard_watch_unit="factory-floor-memory-guard.service", _memory_guard_unit_dir="/etc/systemd/system",
-          _memory_guard_watch_config="/etc/factory-floor/memory-guard.json", _memory_guard_lib_dir=LIB,
-          _memory_guard_lib_files=["_memory_guard_watch.py"]),
-     "factory-floor-memory-guard.service", ["/etc/factory-floor/memory-guard.json", LIB + "/_memory_guard_watch.py"]),
+          _memory_guard_watch_config="/etc/factory-floor/memory-guard.json"),
+     "factory-floor-memory-guard.service", ["/etc/factory-floor/memory-guard.json"]),
     ("roles/keepalived/tasks/watch.yml",
      dict(_keepalived_watch_unit="factory-floor-keepalived-watch.service",
-          _keepalived_watch_config="/etc/factory-floor/keepalived-watch.json", _keepalived_lib_dir=LIB,
-          _keepalived_watch_files=["_keepalived_watch.py", "_keepalived.py"]),
-     "factory-floor-keepalived-watch.service",
-     ["/etc/factory-floor/keepalived-watch.json", LIB + "/_keepalived_watch.py", LIB + "/_keepalived.py"]),
+          _keepalived_watch_config="/etc/factory-floor/keepalived-watch.json"),
+     "factory-floor-keepalived-watch.service", ["/etc/factory-floor/keepalived-watch.json"]),
 ], ids=["watchdog", "checker", "memory-watch", "keepalived-watch"])
 def test_a_daemon_is_asked_about_every_file_it_was_started_from(path, values, unit, own_files):
     (task,) = [task for task in info_tasks(path) if task[INFO]["units"] != ["nginx.service"]]
-    assert asked(task, common(**values)) == {"units": [unit], "files": ["/etc/systemd/system/" + unit] + own_files}
+    asked_for = asked(task, common(_site_host_files=PACKAGE, **values))
+    assert asked_for == {"units": [unit], "files": ["/etc/systemd/system/" + unit] + own_files + PACKAGE}
 
 
 def test_the_memory_guard_asks_about_the_slice_every_workload_and_the_engines():

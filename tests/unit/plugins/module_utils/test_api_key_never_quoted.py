@@ -19,10 +19,10 @@ import json
 import pytest
 import requests
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _load as load
-from ansible_collections.factory_floor.llm.plugins.module_utils import _probe_client as probe_client
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import load
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import probe_client
 from ansible_collections.factory_floor.llm.plugins.module_utils import _tool_call as tool_call
-from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_metrics as metrics
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import vllm_metrics as metrics
 
 SECRET = "sk-7f3e9a2c41d86b05"
 BAD = SECRET + "\n"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._concurrency_plan import format_table, recommend
-from ansible_collections.factory_floor.llm.plugins.module_utils._load import LoadError
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.load import LoadError
 
 # ----------------------------------------------------------- recommendation
 

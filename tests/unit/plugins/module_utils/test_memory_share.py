@@ -28,8 +28,8 @@ import pytest
 
 import itertools
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _memory_guard as guard
-from ansible_collections.factory_floor.llm.plugins.module_utils._memory import (
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import memory_guard as guard
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.memory import (
     GIB,
     MemoryPlanError,
     memory_facts,

@@ -19,7 +19,7 @@ import itertools
 
 import pytest
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._memory import GIB, MemoryPlanError, requested_bytes
+from ansible_collections.factory_floor.llm.plugins.module_utils._host.memory import GIB, MemoryPlanError, requested_bytes
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory_plan import (
     COMPUTED,
     KEPT,

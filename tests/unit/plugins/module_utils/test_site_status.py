@@ -18,7 +18,7 @@ import re
 import pytest
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _site_status as site
-from ansible_collections.factory_floor.llm.plugins.module_utils import _keepalived as ka
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import keepalived as ka
 
 NOW = 1796158800.0  # 2026-12-01 21:00:00 UTC
 IMAGE = "sha256:" + "ab12cd34ef56" + "0" * 52

@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd as sd
-from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_health as vh
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import systemd as sd
+from ansible_collections.factory_floor.llm.plugins.module_utils._host import vllm_health as vh
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_wait as vw
 from ansible_collections.factory_floor.llm.tests.unit.plugins.fake_vllm import FakeTime, FakeVLLM, free_port
 

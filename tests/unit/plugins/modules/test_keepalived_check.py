@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from ansible_collections.factory_floor.llm.plugins.modules import keepalived_check
-from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_keepalived import pair
+from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils._host.test_keepalived import pair
 
 
 def test_a_good_pair(run_module):

@@ -13,7 +13,7 @@ import pytest
 from ansible.module_utils import basic
 
 from ansible_collections.factory_floor.llm.plugins.modules import keepalived_info
-from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils.test_keepalived import IP_ADDR_HOLDER
+from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils._host.test_keepalived import IP_ADDR_HOLDER
 
 CONF = """vrrp_instance factory_floor {
     virtual_ipaddress {

@@ -39,7 +39,7 @@ def write(path, seconds_ago):
 
 def test_the_daemon_an_interrupted_run_left_is_named_for_a_restart(run_module, tmp_path):
     config = write(tmp_path / "watchdog.json", seconds_ago=60)
-    code_file = write(tmp_path / "_watchdog.py", seconds_ago=90_000)
+    code_file = write(tmp_path / "watchdog.py", seconds_ago=90_000)
     systemctl = fake_systemctl(tmp_path, {
         "w.service": {"LoadState": "loaded", "ActiveState": "active", "SubState": "running", "MainPID": "42",
                       "NeedDaemonReload": "no", "ExecMainStartTimestampMonotonic": started(3_600)},
