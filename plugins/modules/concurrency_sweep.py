@@ -43,6 +43,7 @@ requirements:
 extends_documentation_fragment:
   - factory_floor.llm.attributes
   - factory_floor.llm.attributes.READ_ONLY
+  - factory_floor.llm.vllm_endpoint
 attributes:
   check_mode:
     support: full
@@ -54,18 +55,16 @@ options:
     description:
       - Base URL of the engine's OpenAI-compatible server, on its own address, for example V(http://127.0.0.1:8000)
         when the module runs on the replica's host. The engines' API port accepts only loopback, the proxy hosts and
-        C(vllm_allowed_clients).
+        C(vllm_allowed_clients). An OpenAI client base URL ending in C(/v1) is accepted too.
+      - Part of the action group C(factory_floor.llm.vllm), with a default of its own.
     type: str
     default: http://127.0.0.1:8000
   model:
     description:
       - The served model name to ask for (vLLM's C(--served-model-name)). The engine must list it in C(/v1/models).
+      - Part of the action group C(factory_floor.llm.vllm), required here.
     type: str
     required: true
-  api_key:
-    description:
-      - Sent as a bearer token when the engine was started with C(--api-key).
-    type: str
   concurrency:
     description:
       - Numbers of concurrent requests to measure, each an integer >= 1.
@@ -454,6 +453,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._host.load impor
     preflight,
     sweep,
 )
+from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_endpoint import endpoint_spec
 from ansible_collections.factory_floor.llm.plugins.module_utils._host.vllm_client import REQUESTS_IMPORT_ERROR
 
 
@@ -487,9 +487,7 @@ def check_params(params):
 def main():
     module = AnsibleModule(
         argument_spec={
-            "url": {"type": "str", "default": "http://127.0.0.1:8000"},
-            "model": {"type": "str", "required": True},
-            "api_key": {"type": "str", "no_log": True},
+            **endpoint_spec(url={"required": False, "default": "http://127.0.0.1:8000"}, model={"required": True}),
             "concurrency": {"type": "list", "elements": "int", "default": list(DEFAULT_CONCURRENCY)},
             "profiles": {"type": "list", "elements": "str", "choices": list(PROFILES), "default": list(PROFILES)},
             "duration": {"type": "float", "default": 60.0},

@@ -41,6 +41,9 @@ description:
   - The score is the percentage of selected cases that passed, with one decimal.
   - Optionally adds cases from the Berkeley Function Calling Leaderboard data (O(bfcl_path)), scored by the same
     rules.
+  - "Every request asks for O(model), else the first model C(GET /v1/models) lists. To gate a candidate before it
+    takes traffic, point O(url) at the replica itself, never at the proxy. An answer of 401 or 403 (O(api_key)
+    rejected) or 404 (model not served, or wrong URL) stops the run at once."
   - "While it runs, one line per case at the default verbosity (C(case 3 of 18: single_weather (single) passed in 4.1 s),
     or the case's first reason when it failed): the module's action plugin runs it in parts of at least
     O(progress_interval) seconds, each going on with the same run (O(resume)), and prints each part's lines as it ends."
@@ -57,6 +60,7 @@ requirements:
   - PyYAML (Python library, on the host the module runs on), only for a O(suite) given as a path to a YAML file
 extends_documentation_fragment:
   - factory_floor.llm.attributes
+  - factory_floor.llm.vllm_endpoint
 attributes:
   check_mode:
     support: full
@@ -67,26 +71,6 @@ attributes:
   idempotent:
     support: full
 options:
-  url:
-    description:
-      - Base URL of the server, for example V(http://127.0.0.1:8000) for a replica tested on its own host.
-        An OpenAI client base URL ending in C(/v1) is accepted too.
-      - To gate a candidate before it takes traffic, point this at the replica itself, never at the proxy.
-      - Environment proxy variables (C(HTTP_PROXY) and friends) are not used.
-    type: str
-    required: true
-  api_key:
-    description:
-      - "The key vLLM was started with (C(--api-key) or E(VLLM_API_KEY)), sent as C(Authorization: Bearer KEY)."
-      - Defaults to the environment variable E(VLLM_API_KEY) on the host the module runs on, if set.
-      - An answer of 401 or 403 stops the run at once.
-    type: str
-  model:
-    description:
-      - The served model name sent in every request (vLLM's C(--served-model-name)).
-      - When unset, the first model C(GET /v1/models) lists.
-      - An answer of 404 (model not served, or wrong URL) stops the run at once.
-    type: str
   suite:
     description:
       - The cases to run. A suite as data (a mapping with C(tools) and C(cases)), a path on the host the module runs
@@ -454,7 +438,7 @@ suite_digest:
 
 import time
 
-from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._tool_call import (
     HAS_REQUESTS,
@@ -479,6 +463,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._tool_suite impo
     suite_digest,
 )
 from ansible_collections.factory_floor.llm.plugins.module_utils._host.vllm_client import base_url
+from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_endpoint import ENDPOINT_SPEC
 
 
 def _suites(value) -> list:
@@ -514,9 +499,7 @@ def _resumed(resume, cases, repeat):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            url=dict(type="str", required=True),
-            api_key=dict(type="str", no_log=True, fallback=(env_fallback, ["VLLM_API_KEY"])),
-            model=dict(type="str"),
+            ENDPOINT_SPEC,
             suite=dict(type="raw"),
             cases=dict(type="list", elements="str", default=[]),
             categories=dict(type="list", elements="str", default=[]),

@@ -37,6 +37,10 @@ description:
     exception of a run that is failing."
   - On a failure with O(unit), the message also names the phase vLLM had reached and the root cause it logged (its first
     exception line), before the journal tail.
+  - "Where it probes: C(/health), C(/version), C(/v1/models) and C(/v1/completions) under the server's root (O(url)
+    without a trailing C(/v1)). With O(model) set, every O(probe) also reads C(/v1/models): a server that does not
+    list it is V(wrong_model). With O(probe=generate), the 1-token generation uses O(model), else the first model
+    C(/v1/models) lists. A 401 or 403 answer (O(api_key) rejected) fails at once."
   - Only reads. It never changes anything, so it always reports RV(ignore:changed=false) and runs in full in check mode.
 author:
   - Factory Floor maintainers (@factory-floor)
@@ -45,29 +49,8 @@ requirements:
 extends_documentation_fragment:
   - factory_floor.llm.attributes
   - factory_floor.llm.attributes.READ_ONLY
+  - factory_floor.llm.vllm_endpoint
 options:
-  url:
-    description:
-      - Base URL of the vLLM server, for example V(http://127.0.0.1:8000), the address vLLM's C(--host) and C(--port) bind.
-      - An OpenAI client base URL ending in C(/v1) is accepted too; the module probes C(/health), C(/version),
-        C(/v1/models) and C(/v1/completions) under the server's root.
-      - Environment proxy variables (C(HTTP_PROXY) and friends) are not used; the module talks to this address itself.
-    type: str
-    required: true
-  api_key:
-    description:
-      - "The key vLLM was started with (C(--api-key) or E(VLLM_API_KEY)), sent as C(Authorization: Bearer KEY)."
-      - vLLM only checks it on C(/v1/...) paths. If the server answers 401 or 403, the module fails at once.
-      - Defaults to the environment variable E(VLLM_API_KEY) on the host the module runs on, if set
-        (for example through the task's C(environment)).
-    type: str
-  model:
-    description:
-      - The served model name expected, as vLLM's C(--served-model-name) sets it and C(GET /v1/models) lists it (the C(id) field).
-      - When set, every O(probe) also reads C(/v1/models); a server that does not list it is V(wrong_model).
-      - With O(probe=generate), the 1-token generation uses this model; when unset, it uses the first model
-        C(/v1/models) lists.
-    type: str
   timeout:
     description:
       - How long to wait, in seconds, for the status O(wait_for) before failing.
@@ -407,7 +390,7 @@ processes:
 import functools
 import time
 
-from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_phase as engine_phase
 from ansible_collections.factory_floor.llm.plugins.module_utils._host.systemd import (
@@ -422,6 +405,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._host.vllm_healt
     HAS_REQUESTS,
     REQUESTS_IMPORT_ERROR,
 )
+from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_endpoint import ENDPOINT_SPEC
 from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_wait import WAIT_FIELDS, systemd_unit_state, wait
 
 
@@ -472,9 +456,7 @@ def _with_phase(message, parsed):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            url=dict(type="str", required=True),
-            api_key=dict(type="str", no_log=True, fallback=(env_fallback, ["VLLM_API_KEY"])),
-            model=dict(type="str"),
+            ENDPOINT_SPEC,
             timeout=dict(type="float", default=1800),
             interval=dict(type="float", default=2),
             probe=dict(type="str", default="health", choices=["health", "models", "generate"]),
