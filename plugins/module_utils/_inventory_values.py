@@ -43,8 +43,9 @@ import re
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._host.vllm_client import api_key_problem
 
-# The variables that hold an API key (each role's own, and the metrics playbook's).
-KEY_VARS = ("vllm_api_key", "tool_gate_api_key", "nginx_proxy_api_key", "metrics_api_key")
+# The variables that hold an API key (the engines', the site's, each role's own, and the metrics playbook's).
+KEY_VARS = ("vllm_api_key", "site_api_key", "site_api_key_next", "tool_gate_api_key", "nginx_proxy_api_key",
+            "metrics_api_key")
 # What Jinja's type_debug names a value of each kind.
 CONTAINER_TYPES = ("list", "dict")
 _EXAMPLES = {
