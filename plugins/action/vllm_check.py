@@ -84,7 +84,7 @@ class ActionModule(ActionBase):
         if name == "image_builds":
             observed["images"] = self.read_images(variables.get("ansible_play_hosts") or [])
         if name == "switch_proxy":
-            proxies = (variables.get("groups") or {}).get(variables.get("vllm_proxy_group")) or []
+            proxies = (variables.get("groups") or {}).get(variables.get("site_proxy_group")) or []
             observed["proxies"] = self.read_facts(proxies, "nginx_proxy_settings")
         errors = vc.check(name, variables, observed)
         result.update(changed=False, errors=errors)

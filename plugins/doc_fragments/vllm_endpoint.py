@@ -18,14 +18,14 @@ options:
       - The roles give one engine's own address, never the proxy's (its host's C(vllm_listen_host) and C(vllm_port),
         as the filter P(factory_floor.llm.vllm_probe_url#filter) composes them).
       - Environment proxy variables (C(HTTP_PROXY) and friends) are not used; the module talks to this address itself.
-      - Part of the action group C(factory_floor.llm.vllm); set it once with
-        C(module_defaults: {group/factory_floor.llm.vllm: {url: ...}}).
+      - "Part of the action group C(factory_floor.llm.vllm); set it once with
+        C(module_defaults: {group/factory_floor.llm.vllm: {url: ...}})."
     type: str
     required: true
   api_key:
     description:
-      - The key vLLM was started with (C(--api-key) or E(VLLM_API_KEY)), sent as C(Authorization: Bearer KEY). vLLM
-        only checks it on C(/v1/...) paths.
+      - "The key vLLM was started with (C(--api-key) or E(VLLM_API_KEY)), sent as C(Authorization: Bearer KEY). vLLM
+        only checks it on C(/v1/...) paths."
       - Defaults to the environment variable E(VLLM_API_KEY) on the host the module runs on, if set (for example
         through the task's C(environment)).
       - The roles give the site's key, C(site_api_key) (the engine hosts' C(vllm_api_key), which they must agree on).

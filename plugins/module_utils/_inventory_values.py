@@ -25,7 +25,9 @@ never quoted: a dict may hold ``vllm_env``'s ``HF_TOKEN``, a key is a key.
   prefixes (:func:`prefixes`: each role's name, and the first word of the options no
   role's name prefixes, such as ``switch_`` and ``tune_``) that no role's
   ``argument_specs`` declares is a typo or a leftover - no role reads it, so it would
-  change nothing. The message names the closest declared name (``difflib``).
+  change nothing. The message names the closest declared name (``difflib``). A name
+  the collection had and gave up for one shared name (:data:`RENAMED`) is refused
+  whatever its prefix, naming the one to set instead.
 * **Values** (:func:`check_values`): a declared variable whose value Ansible's argument
   check would refuse, or would take for the check only (a string for a list), each named
   in one line that says what the value must be: its type (``int`` as a whole number,
@@ -46,6 +48,15 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._host.vllm_clien
 # The variables that hold an API key (the engines', the site's, each role's own, and the metrics playbook's).
 KEY_VARS = ("vllm_api_key", "site_api_key", "site_api_key_next", "tool_gate_api_key", "nginx_proxy_api_key",
             "metrics_api_key")
+# Names the collection had for one concept, each refused with the one name it has now (one name per
+# concept: the site role's, which every role reads).
+RENAMED = {
+    "vllm_engine_group": "site_engine_group",
+    "nginx_proxy_backend_group": "site_engine_group",
+    "maintenance_window_engine_group": "site_engine_group",
+    "vllm_proxy_group": "site_proxy_group",
+    "maintenance_window_proxy_group": "site_proxy_group",
+}
 # What Jinja's type_debug names a value of each kind.
 CONTAINER_TYPES = ("list", "dict")
 _EXAMPLES = {
@@ -289,11 +300,17 @@ def check_names(known, our_prefixes, names: dict, foreign=()) -> list:
     for host in sorted(names or {}):
         for name in names[host] or ():
             name = str(name)
-            if is_ours(name, our_prefixes) and name not in known and name not in set(foreign or ()):
+            if name in RENAMED or (is_ours(name, our_prefixes) and name not in known and name not in set(foreign or ())):
                 unknown.setdefault(name, []).append(host)
     errors = []
     for name, hosts in sorted(unknown.items()):
         guess = closest(name, known)
+        if name in RENAMED:
+            text = ("%s (set for %s) is no longer a variable of factory_floor.llm: set %s instead, which every role "
+                    "reads (one name for it). No role reads %s, so as written it would change nothing. Rename it where "
+                    "it is set (group_vars, host_vars or -e)." % (name, _names(hosts), RENAMED[name], name))
+            errors.append(_error("variable_renamed", text, hosts, [name]))
+            continue
         if guess:
             text = ("%s (set for %s) is not a variable of factory_floor.llm: did you mean %s? No role reads %s, so as "
                     "written it would change nothing. Rename it where it is set (group_vars, host_vars or -e)."

@@ -55,8 +55,8 @@ SSH_PORT = 22
 
 # Group names and defaults as the roles and playbooks have them (a unit test
 # compares them with roles/*/defaults/main.yml).
-ENGINE_GROUP = "gb10"   # the playbooks' engine hosts; nginx_proxy_backend_group
-PROXY_GROUP = "proxy"   # the playbooks' proxy hosts; vllm_proxy_group
+ENGINE_GROUP = "gb10"   # the playbooks' engine hosts; site_engine_group
+PROXY_GROUP = "proxy"   # the playbooks' proxy hosts; site_proxy_group
 SPLIT_GROUP = "gb10"    # vllm_split_group
 DEFAULTS = {
     "vllm_port": 8000,                        # roles/vllm

@@ -79,10 +79,10 @@ def checker_differences(applied, wanted):
     for name in theirs:
         if name not in mine:
             # The switch would start an engine there and wait for it in a rotation the proxy never gives it.
-            out.append(_difference(CHECKER_FILE, "nginx_proxy_backend_group", None, name, host=name, blocks=True))
+            out.append(_difference(CHECKER_FILE, "site_engine_group", None, name, host=name, blocks=True))
     for name in mine:
         if name not in theirs:
-            out.append(_difference(CHECKER_FILE, "nginx_proxy_backend_group", name, None, host=name))
+            out.append(_difference(CHECKER_FILE, "site_engine_group", name, None, host=name))
     for name in theirs:
         for key, (variable, engines) in CANDIDATE.items():
             if name in mine and mine[name].get(key) != theirs[name].get(key):
@@ -196,7 +196,7 @@ def describe(difference):
     if difference["file"] == NGINX_FILE:
         return "nginx.conf, its %s lines (nginx_proxy_* settings)" % (_value(difference.get("directives"))
                                                                       or "closing")
-    if setting == "nginx_proxy_backend_group":
+    if setting == "site_engine_group":
         if difference["applied"] is None:
             return "the engine %s: in the inventory's engine group (%s), not among the proxy's engines" % (
                 difference["host"], setting)

@@ -57,14 +57,14 @@ VARIABLES = {
                "vllm_container_image_digest", "vllm_container_shm_size", "vllm_container_ipc",
                "vllm_container_cache_dir", "vllm_container_cache_path", "vllm_container_run_args", "vllm_venv",
                "vllm_api_key", "vllm_api_key_next", "_vllm_units"),
-    "deploy": ("topology", "groups", "vllm_engine_group", "vllm_proxy_group"),
-    "restart": ("inventory_hostname", "topology", "groups", "vllm_engine_group", "vllm_service_plan",
+    "deploy": ("topology", "groups", "site_engine_group", "site_proxy_group"),
+    "restart": ("inventory_hostname", "topology", "groups", "site_engine_group", "vllm_service_plan",
                 "vllm_restart_force", "playbook_dir"),
     "switch": ("switch_to", "playbook_dir"),
-    "switch_incumbent": ("inventory_hostname", "vllm_switch_plan", "vllm_engine_group", "tool_gate_bar",
+    "switch_incumbent": ("inventory_hostname", "vllm_switch_plan", "site_engine_group", "tool_gate_bar",
                          "playbook_dir"),
-    "switch_hosts": ("vllm_switch_plan", "vllm_engine_group", "vllm_proxy_group"),
-    "switch_proxy": ("groups", "vllm_proxy_group", "ansible_inventory_sources"),
+    "switch_hosts": ("vllm_switch_plan", "site_engine_group", "site_proxy_group"),
+    "switch_proxy": ("groups", "site_proxy_group", "ansible_inventory_sources"),
     "image": ("inventory_hostname", "vllm_runtime", "vllm_container_engine", "vllm_container_pull",
               "ansible_facts.architecture"),
     "image_builds": ("inventory_hostname", "vllm_runtime", "vllm_image_check", "vllm_image_check_running",
@@ -356,14 +356,14 @@ def check_deploy(v, observed):
     del observed
     topology = v.get("topology", "")
     groups = v.get("groups") or {}
-    engines = groups.get(v.get("vllm_engine_group")) or []
-    proxies = groups.get(v.get("vllm_proxy_group")) or []
+    engines = groups.get(v.get("site_engine_group")) or []
+    proxies = groups.get(v.get("site_proxy_group")) or []
     errors = _Errors()
     if topology not in TOPOLOGIES or not engines or not proxies:
         errors.add("topology", "Set topology to 'replicas' or 'split' in the inventory (now '%s'), and list at least one "
                                "machine in group gb10 (now %d) and one proxy host in group proxy (now %d)."
                    % (_text(topology), len(engines), len(proxies)), [],
-                   ["topology", "vllm_engine_group", "vllm_proxy_group"])
+                   ["topology", "site_engine_group", "site_proxy_group"])
     return list(errors)
 
 
@@ -379,7 +379,7 @@ def check_restart(v, observed):
     deploy = _playbook(v, "deploy.yml")
     serving = observed.get("serving") or {}
     plan = v.get("vllm_service_plan") or {}
-    engines = (v.get("groups") or {}).get(v.get("vllm_engine_group")) or []
+    engines = (v.get("groups") or {}).get(v.get("site_engine_group")) or []
     errors = _Errors()
     if serving.get("reason") == "rejected":
         errors.add(
@@ -453,7 +453,7 @@ def check_switch_incumbent(v, observed):
                "is the gate's only bar: at 0 the switch refuses again, since a candidate that passes a single case would "
                "pass. For N take one case below the lowest score a build you trust reaches with this suite "
                "(%s runs the suite on an engine that serves it and prints that value), and keep it in the inventory "
-               "(group_vars/%s.yml)." % (_playbook(v, "tool-gate-spread.yml"), _text(v.get("vllm_engine_group") or "gb10")))
+               "(group_vars/%s.yml)." % (_playbook(v, "tool-gate-spread.yml"), _text(v.get("site_engine_group") or "gb10")))
     errors = _Errors()
     errors.add("incumbent_score",
                "Could not score the tool calling of the %s serving now on %s: %s Nothing was changed. Fix that and run "
@@ -468,7 +468,7 @@ def check_switch_hosts(v, observed):
     """The ``switch_hosts`` check (once per run): engine hosts the run does not reach (``vllm_switch_plan``)."""
     del observed
     lost = list((v.get("vllm_switch_plan") or {}).get("lost_hosts") or [])
-    engine_group, proxy_group = v.get("vllm_engine_group"), v.get("vllm_proxy_group")
+    engine_group, proxy_group = v.get("site_engine_group"), v.get("site_proxy_group")
     errors = _Errors()
     if lost:
         errors.add(
@@ -489,9 +489,9 @@ def playbook_command(v, playbook, *args):
 
 
 def _proxy_differences(v, observed):
-    """``(host, differences)`` for each proxy host (``groups[vllm_proxy_group]``) that was read, set up and differs."""
+    """``(host, differences)`` for each proxy host (``groups[site_proxy_group]``) that was read, set up and differs."""
     proxies = observed.get("proxies") or {}
-    return [(host, proxies[host]["differences"]) for host in (v.get("groups") or {}).get(v.get("vllm_proxy_group")) or []
+    return [(host, proxies[host]["differences"]) for host in (v.get("groups") or {}).get(v.get("site_proxy_group")) or []
             if proxies.get(host) and proxies[host].get("deployed") is not False and proxies[host].get("differences")]
 
 
@@ -511,7 +511,7 @@ def check_switch_proxy(v, observed):
     run the proxy's: the way on is deploy.yml for both, or the inventory set back; the others, deploy.yml --tags
     proxy. The rest is named, not refused (:func:`proxy_note`)."""
     proxies = observed.get("proxies") or {}
-    hosts = [host for host in (v.get("groups") or {}).get(v.get("vllm_proxy_group")) or [] if proxies.get(host)]
+    hosts = [host for host in (v.get("groups") or {}).get(v.get("site_proxy_group")) or [] if proxies.get(host)]
     errors = _Errors()
     missing = [host for host in hosts if proxies[host].get("deployed") is False]
     if missing:

@@ -111,12 +111,12 @@ options:
     default: {}
   engine_group:
     description:
-      - Group of the machines that run vLLM (the playbooks' C(gb10); the proxy's C(nginx_proxy_backend_group)).
+      - Group of the machines that run vLLM (the playbooks' C(gb10); the proxy's C(site_engine_group)).
     type: str
     default: gb10
   proxy_group:
     description:
-      - Group of the hosts that run the proxy (the playbooks' C(proxy); C(vllm_proxy_group)).
+      - Group of the hosts that run the proxy (the playbooks' C(proxy); C(site_proxy_group)).
     type: str
     default: proxy
   split_group:
@@ -180,7 +180,9 @@ errors:
           V(port_value), V(port_shared), V(upstream_shared), V(proxy_port_shared), V(loopback_backend),
           V(loopback_listen), V(split_group), V(split_hosts), V(split_settings_differ), V(split_head), V(split_parallel),
           V(split_machines), V(value_type), V(api_key), V(served_model_name_differs), V(api_key_differs),
-          V(variable_name) (with O(inventory_variables), a name no role declares).
+          V(variable_name) (with O(inventory_variables), a name no role declares), V(variable_renamed) (with
+          O(inventory_variables), a name the collection gave up for one shared name, such as C(vllm_engine_group) for
+          C(site_engine_group)).
       type: str
       sample: split_hosts
     hosts:

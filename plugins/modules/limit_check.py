@@ -52,12 +52,12 @@ options:
     type: str
     default: ""
   engines:
-    description: The engine group's hosts (C(groups[vllm_engine_group])), in inventory order.
+    description: The engine group's hosts (C(groups[site_engine_group])), in inventory order.
     type: list
     elements: str
     default: []
   proxies:
-    description: The proxy group's hosts (C(groups[vllm_proxy_group])), in inventory order.
+    description: The proxy group's hosts (C(groups[site_proxy_group])), in inventory order.
     type: list
     elements: str
     default: []

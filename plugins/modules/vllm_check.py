@@ -32,7 +32,7 @@ description:
     (O(port_listeners), O(port_units), unless one of the engine units is active - O(units_active)), and a
     C(vllm_api_key_next) that is not a bearer token, equals C(vllm_api_key) or comes without it."
   - "O(check=deploy) (C(deploy.yml), once): C(topology) other than C(replicas)/C(split), or no host in the engine group
-    (C(vllm_engine_group)) or the proxy group (C(vllm_proxy_group))."
+    (C(site_engine_group)) or the proxy group (C(site_proxy_group))."
   - "O(check=restart) (C(deploy.yml), each host): an engine that rejects C(vllm_api_key) (O(serving) says
     C(rejected)); the only replica (C(topology) C(replicas), one engine host) restarting while it serves
     (C(vllm_service_plan.restart_pending) and O(serving)), unless C(vllm_restart_force)."
@@ -75,14 +75,14 @@ options:
         C(vllm_container_image_digest), C(vllm_container_shm_size), C(vllm_container_ipc), C(vllm_container_cache_dir),
         C(vllm_container_cache_path), C(vllm_container_run_args), C(vllm_venv), C(vllm_api_key), C(vllm_api_key_next),
         and the role's engine units."
-      - "V(deploy): C(topology), C(groups), C(vllm_engine_group), C(vllm_proxy_group)."
-      - "V(restart): C(inventory_hostname), C(topology), C(groups), C(vllm_engine_group), C(vllm_service_plan),
+      - "V(deploy): C(topology), C(groups), C(site_engine_group), C(site_proxy_group)."
+      - "V(restart): C(inventory_hostname), C(topology), C(groups), C(site_engine_group), C(vllm_service_plan),
         C(vllm_restart_force), C(playbook_dir)."
       - "V(switch): C(switch_to), C(playbook_dir). V(switch_incumbent): C(vllm_switch_plan) (its incumbent's topology),
-        C(vllm_engine_group), C(tool_gate_bar) (the tool_gate role's note of C(tool_gate_min_score); undefined: 0),
+        C(site_engine_group), C(tool_gate_bar) (the tool_gate role's note of C(tool_gate_min_score); undefined: 0),
         C(playbook_dir).
-        V(switch_hosts): C(vllm_switch_plan) (its lost hosts), C(vllm_engine_group), C(vllm_proxy_group).
-        V(switch_proxy): C(groups), C(vllm_proxy_group), C(ansible_inventory_sources) (for the command it names), and
+        V(switch_hosts): C(vllm_switch_plan) (its lost hosts), C(site_engine_group), C(site_proxy_group).
+        V(switch_proxy): C(groups), C(site_proxy_group), C(ansible_inventory_sources) (for the command it names), and
         each proxy host's C(nginx_proxy_settings)."
       - "V(image): C(vllm_runtime), C(vllm_container_engine), C(vllm_container_pull), C(ansible_facts.architecture)."
       - "V(image_builds): C(vllm_runtime), C(vllm_image_check), C(vllm_image_check_running), C(vllm_deploy_image_change),

@@ -128,7 +128,7 @@ def test_the_refused_restart_says_what_a_real_run_leaves(tmp_path, check, says):
     assert ("in place" in message) is not check
 
 
-ABORT = dict(maintenance_window_abort_note="", maintenance_window_engine_group="gb10",
+ABORT = dict(maintenance_window_abort_note="", site_engine_group="gb10",
              maintenance_window_unlocked={"spark-a": {"released": True}, "spark-b": {"released": True}},
              ansible_failed_result={"msg": "Not restarting spark-a for its new configuration."})
 

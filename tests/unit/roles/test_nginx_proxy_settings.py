@@ -52,7 +52,7 @@ def test_the_switch_compares_before_it_decides_or_scores_anything():
     assert refused < names.index("Make sure the incumbent build has a tool-calling score to compare with")
     compare, refuse = _switch_tasks()
     assert compare["ansible.builtin.include_role"] == {"name": "factory_floor.llm.nginx_proxy", "tasks_from": "settings"}
-    assert compare["when"] == "inventory_hostname in groups[vllm_proxy_group]"
+    assert compare["when"] == "inventory_hostname in groups[site_proxy_group]"
     assert refuse["factory_floor.llm.vllm_check"] == {"check": "switch_proxy"} and refuse["run_once"] is True
 
 

@@ -38,8 +38,8 @@ def _status():
 
 def _site_status_arguments(hostvars):
     (task,) = [t for t in tasks("roles/vllm/tasks/site_status.yml") if "factory_floor.llm.site_status" in t]
-    variables = {"hostvars": hostvars, "groups": {"gb10": ENGINES, "proxy": PROXIES}, "vllm_engine_group": "gb10",
-                 "vllm_proxy_group": "proxy", "tool_gate_scores_dir": "", "omit": OMIT}
+    variables = {"hostvars": hostvars, "groups": {"gb10": ENGINES, "proxy": PROXIES}, "site_engine_group": "gb10",
+                 "site_proxy_group": "proxy", "tool_gate_scores_dir": "", "omit": OMIT}
     variables.update({name: evaluate(value, variables) for name, value in task.get("vars", {}).items()})
     return {name: evaluate(value, variables) if isinstance(value, str) else value
             for name, value in task["factory_floor.llm.site_status"].items()}

@@ -91,7 +91,7 @@ def _run(tmp_path, fake_url, extra, check):
     [rescue] = _incumbent_block()["rescue"]
     variables = {"tool_gate_url": fake_url, "tool_gate_api_key": KEY, "tool_gate_model": "lab-chat",
                  "vllm_switch_plan": {"incumbent": {"host": "spark-t", "topology": "split"}},
-                 "vllm_engine_group": "gb10"}
+                 "site_engine_group": "gb10"}
     variables.update(extra)
     play = [{"name": "The incumbent's probe and the switch's refusal", "hosts": "spark-t", "gather_facts": False,
              "vars": variables, "tasks": [

@@ -292,3 +292,44 @@ def test_the_affinity_header_of_before_is_refused_naming_the_list():
     errors = values({"gw": {"nginx_proxy_affinity_headers": "x-session-id"}})
     assert [(e["check"], e["variables"]) for e in errors] == [("value_type", ["nginx_proxy_affinity_headers"])]
     assert values({"gw": {"nginx_proxy_affinity_headers": ["x-session-id", "thread-id"]}}) == []
+
+
+# ----------------------------------------------------------------------------- one name per concept
+
+@pytest.mark.parametrize("old, new", sorted(iv.RENAMED.items()))
+def test_an_old_name_is_refused_with_the_one_name_it_has_now(old, new):
+    [error] = names({"spark-1": [old, "vllm_port"], "gateway": [old]})
+    assert error["check"] == "variable_renamed" and error["variables"] == [old]
+    assert error["hosts"] == ["gateway", "spark-1"]
+    assert error["message"] == (
+        "%s (set for gateway, spark-1) is no longer a variable of factory_floor.llm: set %s instead, which every role "
+        "reads (one name for it). No role reads %s, so as written it would change nothing. Rename it where it is set "
+        "(group_vars, host_vars or -e)." % (old, new, old))
+
+
+def test_an_old_name_is_refused_whatever_the_prefixes():
+    [error] = iv.check_names(TABLE, (), {"gateway": ["vllm_proxy_group"]})
+    assert error["check"] == "variable_renamed"
+
+
+@pytest.mark.parametrize("old, new", sorted(iv.RENAMED.items()))
+def test_the_new_name_is_declared_and_the_old_one_is_not(old, new):
+    assert new in TABLE and old not in TABLE
+
+
+def test_one_name_per_concept_in_the_roles():
+    """No role file, playbook or plugin names a renamed variable, but where the refusal is documented (the changelog
+    keeps the history)."""
+    documented = ("_inventory_values.py", os.path.join("roles", "site", "meta", "argument_specs.yml"),
+                  os.path.join("plugins", "modules", "layout_check.py"))
+    pattern = re.compile(r"\b(%s)\b" % "|".join(sorted(iv.RENAMED)))
+    found = []
+    for top in ("roles", "playbooks", "plugins", "inventory"):
+        for path in glob.glob(os.path.join(ROOT, top, "**", "*"), recursive=True):
+            if os.path.isfile(path) and path.endswith((".yml", ".yaml", ".py", ".j2", ".md")):
+                with open(path, encoding="utf-8") as handle:
+                    text = handle.read()
+                if path.endswith(documented):
+                    continue
+                found += ["%s: %s" % (os.path.relpath(path, ROOT), m.group(0)) for m in pattern.finditer(text)]
+    assert found == []

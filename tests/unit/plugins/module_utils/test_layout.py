@@ -356,11 +356,12 @@ def test_defaults_are_the_roles_defaults():
     assert vllm["vllm_port"] == "{{ site_engine_port }}"
     assert DEFAULTS["vllm_listen_host"] == vllm["vllm_listen_host"]
     assert PROXY_GROUP == site["site_proxy_group"]
-    assert vllm["vllm_proxy_group"] == "{{ site_proxy_group }}"
+    # One name per group: the roles read the site role's, and have none of their own.
+    assert "site_proxy_group" not in vllm and "site_engine_group" not in vllm and "site_engine_group" not in proxy
     assert DEFAULTS["vllm_split_tensor_parallel_size"] == split["vllm_split_tensor_parallel_size"]
     assert DEFAULTS["vllm_split_pipeline_parallel_size"] == split["vllm_split_pipeline_parallel_size"]
     assert ENGINE_GROUP == SPLIT_GROUP == site["site_engine_group"]
-    assert split["vllm_split_group"] == vllm["vllm_engine_group"] == proxy["nginx_proxy_backend_group"] == "{{ site_engine_group }}"
+    assert split["vllm_split_group"] == "{{ site_engine_group }}"
     assert site["site_proxy_port"].replace(" ", "") == "{{ff_proxy_port|default(%d)}}" % DEFAULTS["ff_proxy_port"]
     assert proxy["nginx_proxy_port"] == "{{ site_proxy_port }}"
 

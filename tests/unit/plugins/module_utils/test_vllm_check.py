@@ -44,14 +44,14 @@ VENV_SEEN = dict(SEEN, venv_vllm={"stat": {"exists": True}},
                  tool_parsers={"rc": 0, "stdout_lines": ["hermes", "llama3_json", "qwen3_coder"]})
 LISTENER = 'LISTEN 0 128 *:8000 *:* users:(("python3",pid=4120,fd=3))\n'
 DEPLOY = {"topology": "replicas", "groups": {"gb10": ["spark-1", "spark-2"], "proxy": ["gw"]},
-          "vllm_engine_group": "gb10", "vllm_proxy_group": "proxy"}
+          "site_engine_group": "gb10", "site_proxy_group": "proxy"}
 ONE = {"inventory_hostname": "spark-1", "topology": "replicas", "groups": {"gb10": ["spark-1"], "proxy": ["gw"]},
-       "vllm_engine_group": "gb10", "vllm_service_plan": {"restart_pending": True, "change": "max_num_seqs 8 -> 12"},
+       "site_engine_group": "gb10", "vllm_service_plan": {"restart_pending": True, "change": "max_num_seqs 8 -> 12"},
        "vllm_restart_force": False}
 PLAN = {"incumbent": {"host": "spark-1", "topology": "split"}, "lost_hosts": []}
-SWITCH = {"inventory_hostname": "spark-1", "vllm_switch_plan": PLAN, "vllm_engine_group": "gb10",
-          "vllm_proxy_group": "proxy"}
-PROXIES = {"groups": {"gb10": ["spark-1", "spark-2"], "proxy": ["gw-1", "gw-2"]}, "vllm_proxy_group": "proxy",
+SWITCH = {"inventory_hostname": "spark-1", "vllm_switch_plan": PLAN, "site_engine_group": "gb10",
+          "site_proxy_group": "proxy"}
+PROXIES = {"groups": {"gb10": ["spark-1", "spark-2"], "proxy": ["gw-1", "gw-2"]}, "site_proxy_group": "proxy",
            "ansible_inventory_sources": ["/srv/ff/inventory/site"]}
 MODEL = {"file": "upstream.json", "setting": "nginx_proxy_model", "default_from": "vllm_served_model_name", "host": None,
          "applied": "old-chat", "wanted": "lab-chat", "secret": False, "engines": True, "blocks": True}
@@ -176,7 +176,7 @@ REFUSED = [
     row("deploy", dict(DEPLOY, topology="both"), {}, ["topology"],
         ["Set topology to 'replicas' or 'split' in the inventory (now 'both'), and list at least one machine in group "
          "gb10 (now 2) and one proxy host in group proxy (now 1)."], id="deploy-topology"),
-    row("deploy", {"groups": {"gb10": ["a"]}, "vllm_engine_group": "gb10", "vllm_proxy_group": "proxy"}, {},
+    row("deploy", {"groups": {"gb10": ["a"]}, "site_engine_group": "gb10", "site_proxy_group": "proxy"}, {},
         ["topology"], ["(now ''), and list at least one machine in group gb10 (now 1) and one proxy host in group proxy "
                        "(now 0)."], id="deploy-no-proxy-no-topology"),
     row("restart", ONE, {"serving": {"reason": "rejected", "status": "dead"}}, ["api_key_rejected"],
