@@ -58,6 +58,7 @@ options:
         C(vllm_allowed_clients). An OpenAI client base URL ending in C(/v1) is accepted too.
       - Part of the action group C(factory_floor.llm.vllm), with a default of its own.
     type: str
+    required: false
     default: http://127.0.0.1:8000
   model:
     description:
