@@ -10,7 +10,8 @@ short_description: Whether each target of a model copy has the room for it, befo
 version_added: 0.1.0
 description:
   - Runs on the controller, for C(playbooks/model-sync.yml). For each target, the free bytes of the filesystem that
-    holds O(path) (the longest mount point of Ansible's C(ansible_mounts) that contains it, its C(size_available))
+    holds O(path) (C(model_manifest)'s C(filesystem), statvfs at the path's nearest existing directory; without it the
+    longest mount point of Ansible's C(ansible_mounts) that contains it, its C(size_available))
     against what the copy can need at its peak, in bytes - every file the target lacks, plus the largest file it
     has (rsync writes a changed file beside the old one, then renames it over), plus O(margin_bytes).
 options:
@@ -19,7 +20,9 @@ options:
     type: dict
     required: true
   targets:
-    description: Per target host, C(files) (its C(model_manifest) C(files), or null with no copy yet) and C(mounts) (its C(ansible_mounts)).
+    description:
+      - Per target host, C(files) (its C(model_manifest) C(files), or null with no copy yet) and C(filesystem) (its
+        C(model_manifest) C(filesystem), C(path) and C(bytes_available)) or C(mounts) (its C(ansible_mounts)).
     type: dict
     required: true
   path:

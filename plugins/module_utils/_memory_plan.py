@@ -198,8 +198,11 @@ def device_total_problems(name, device_total, mem_total, source):
                 "grants memory the host does not have and none of its figures hold"
                 % (_fmt(device_total), source, device_total / float(mem_total), name, _fmt(mem_total)),
         "fix": "set device_total_gib to what CUDA reports on this host (about its MemTotal on GB10), or leave it out "
-               "to plan on MemTotal (a host without a GPU); on a host whose GPU has memory of its own (not a GB10) "
-               "this plan does not apply",
+               "to plan on MemTotal; on a host without a GPU (vLLM's CPU build) also turn off setting the share "
+               "(memory_guard_set_gpu_memory_utilization: false) and set the CUDA figures to 0 "
+               "(memory_guard_cuda_context_gib, memory_guard_cuda_graph_gib, memory_guard_non_torch_gib), as "
+               "roles/memory_guard/README.md says; on a host whose GPU has memory of its own (not a GB10) this plan "
+               "does not apply",
     }]
 
 

@@ -126,6 +126,22 @@ def compare(manifests_by_host, limit=12):
     return problems
 
 
+def filesystem(path, exists=os.path.exists, statvfs=os.statvfs):
+    """``{path, bytes_available}``: the free space (for an unprivileged writer, ``f_bavail``) of the filesystem that
+    holds ``path``, read at its nearest existing directory - the path itself need not exist yet (a copy's target).
+
+    Read with statvfs, not from Ansible's mount facts, which list only mounts whose device is a path (no overlay
+    root of a container, no ZFS dataset)."""
+    probe = os.path.abspath(str(path))
+    while not exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    stats = statvfs(probe)
+    return {"path": probe, "bytes_available": int(stats.f_bavail) * int(stats.f_frsize)}
+
+
 def describe(manifest):
     """One line: how many files, weights in GiB, how much was hashed."""
     return "%d files, %d weight files of %.2f GiB, %d hashed (%s)" % (

@@ -14,7 +14,7 @@ connects anywhere.
   ``vllm_link_address``, the direct link, when both ends have one and the source is an
   engine host; else where Ansible reaches it), and the exact ``rsync`` argv for each.
 * **Free space** (:func:`space`): before anything is copied, each target's free bytes
-  (the filesystem that holds the path, from Ansible's mount facts) against what the copy
+  (the filesystem that holds the path, read with statvfs by model_manifest) against what the copy
   can need at its peak.
 * **The result** (:func:`rsync_result`): what one rsync run changed, from its
   ``--itemize-changes`` and ``--stats`` output.
@@ -223,16 +223,23 @@ def _gib(value):
 def space(source_files, targets, path, margin_bytes=0):
     """Each target's verdict: ``{ok, problems: [{host, what, fix}], hosts: {host: {needed, available, mount}}}``.
 
-    ``targets``: ``{host: {"files": {name: bytes} or None (no copy yet), "mounts": ansible_mounts}}``.
+    ``targets``: ``{host: {"files": {name: bytes} or None (no copy yet), "filesystem": {path, bytes_available}}}``
+    (``model_manifest``'s ``filesystem``: statvfs at the path's nearest existing directory), or, without it,
+    ``"mounts"``: ``ansible_mounts`` (which leave out a root whose device is not a path, a container's overlay).
     """
     problems, hosts = [], {}
     for host in sorted(targets or {}):
         facts = targets[host] or {}
-        mount = mount_of(path, facts.get("mounts"))
+        found = facts.get("filesystem") or {}
+        if found.get("bytes_available") is not None:
+            mount = {"mount": found.get("path"), "size_available": found["bytes_available"]}
+        else:
+            mount = mount_of(path, facts.get("mounts"))
         needed = needed_bytes(source_files or {}, facts.get("files")) + int(margin_bytes or 0)
         if mount is None or mount.get("size_available") is None:
-            problems.append({"host": host, "what": "no mounted filesystem found that holds %s" % path,
-                             "fix": "check the path, and that Ansible's mount facts are gathered there"})
+            problems.append({"host": host, "what": "the free space of the filesystem that holds %s could not be read"
+                                                   % path,
+                             "fix": "check the path (model_sync_path) and that a directory above it can be read"})
             hosts[host] = {"needed": needed, "available": None, "mount": None}
             continue
         available = int(mount["size_available"])

@@ -92,6 +92,15 @@ summary:
   description: One line - files, weights in GiB, how many were hashed.
   returned: always
   type: str
+filesystem:
+  description:
+    - The filesystem that holds O(path) (or would hold it), read with statvfs at its nearest existing directory -
+      C(path) (that directory) and C(bytes_available) (free bytes for an unprivileged writer, C(f_bavail)).
+    - Also returned when the module fails because O(path) is missing, so a copy's target can be judged before it exists.
+    - Null when no directory above O(path) can be read.
+  returned: always
+  type: dict
+  sample: {path: /models, bytes_available: 1844674407370}
 """
 
 import json
@@ -113,17 +122,21 @@ def main():
     )
     path = module.params["path"]
     try:
+        filesystem = mm.filesystem(path)
+    except OSError:
+        filesystem = None
+    try:
         manifest = mm.build(path, module.params["checksum"])
     except (mm.ManifestError, OSError) as exc:
         module.fail_json(msg="Could not list the model directory %s: %s. Copy the model there, or set the model's "
-                             "path (vllm_model, vllm_split_model) to where it is." % (path, exc))
+                             "path (vllm_model, vllm_split_model) to where it is." % (path, exc), filesystem=filesystem)
     model = mc.summary({})
     try:
         with open(os.path.join(path, "config.json"), encoding="utf-8") as handle:
             model = mc.summary(json.load(handle))
     except (OSError, ValueError):
         pass
-    module.exit_json(changed=False, model=model, summary=mm.describe(manifest), **manifest)
+    module.exit_json(changed=False, model=model, summary=mm.describe(manifest), filesystem=filesystem, **manifest)
 
 
 if __name__ == "__main__":

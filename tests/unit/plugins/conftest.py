@@ -56,16 +56,31 @@ class _Handler(BaseHTTPRequestHandler):
             server.bodies.append(body)
             server.in_flight += 1
             server.max_in_flight = max(server.max_in_flight, server.in_flight)
+        self._counted = True
         try:
             self._answer(body)
         finally:
-            with server.lock:
-                server.in_flight -= 1
+            self._release()
+
+    def _release(self):
+        # Out of the count once the answer's content is written, before its closing events (usage, an error,
+        # [DONE], the last chunk): a client that has read up to one of them may send its next request, which must
+        # not find this one still counted (max_in_flight read 4 at concurrency 3 under load, twice: counted out
+        # before the last chunk only, the client had stopped at [DONE]).
+        if getattr(self, "_counted", False):
+            self._counted = False
+            with self.server.lock:
+                self.server.in_flight -= 1
+
+    def _end(self):
+        self._release()
+        self._chunk("")
 
     def _answer(self, body):
         server = self.server
         mode = server.mode
         if mode == "status":
+            self._release()
             self._send_json(503, {"error": {"message": "no engine", "code": 503}})
             return
         self.send_response(200)
@@ -79,17 +94,19 @@ class _Handler(BaseHTTPRequestHandler):
         self._chunk("data: %s\n\n" % json.dumps(dict(base, choices=[
             {"index": 0, "delta": {"role": "assistant", "content": ""}}], usage=None)))
         if mode == "error_event":
+            self._release()
             self._chunk('data: {"error": {"message": "engine died", "code": 500}}\n\n')
             self._chunk("data: [DONE]\n\n")
-            self._chunk("")
+            self._end()
             return
         for number in range(server.events):
             if number:
                 time.sleep(server.between)
             self._chunk("data: %s\n\n" % json.dumps(dict(base, choices=[
                 {"index": 0, "delta": {"content": "tok%d " % number}}], usage=None)))
+        self._release()
         if mode == "cut":
-            self._chunk("")
+            self._end()
             return
         if mode != "no_usage":
             completion = server.completion_tokens if server.completion_tokens is not None else body["max_tokens"]
@@ -97,7 +114,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "prompt_tokens": prompt_tokens_of(body), "completion_tokens": completion,
                 "total_tokens": prompt_tokens_of(body) + completion})))
         self._chunk("data: [DONE]\n\n")
-        self._chunk("")
+        self._end()
 
     def log_message(self, format, *args):  # pylint: disable=redefined-builtin
         pass

@@ -50,9 +50,13 @@ def test_every_refusal_comes_before_the_first_change_on_a_target():
                   "Refuse a source without the model directory", "Refuse targets without the room",
                   "Refuse targets the source cannot reach"):
         assert _index(words) < first_change, words
-    # The room is judged from what the targets hold and their filesystems, read before.
-    assert _index("Read the targets' filesystems") < _index("Refuse targets without the room")
+    # The room is judged from what the targets hold and their filesystems' free space (model_manifest reads
+    # both: statvfs at the path's nearest directory, which a container's overlay root has and mount facts lack).
+    listing = TASKS[_index("List what each target already holds")]
+    assert listing["factory_floor.llm.model_manifest"]["path"] == "{{ __vllm_sync.path }}"
     assert _index("List what each target already holds") < _index("Refuse targets without the room")
+    room = TASKS[_index("Refuse targets without the room")]["vars"]["__vllm_sync_space"]
+    assert "['__vllm_sync_before']['filesystem']" in room and "ansible_mounts" not in room
 
 
 def test_rsync_runs_on_the_source_with_the_plans_argv_and_reports_its_changes():

@@ -78,3 +78,25 @@ def test_a_host_that_could_not_list_it_is_named_and_a_skipped_one_left_out(tmp_p
     assert "Could not list /models/x" in diff["problems"][0]["what"]
     assert diff["message"].startswith("The hosts do not hold the same model. Nothing was changed.\n- spark-b: ")
     assert model_manifest_diff({"spark-a": a, "spark-b": {"skipped": True}})["ok"]
+
+
+def test_the_filesystem_of_a_path_not_there_yet_is_read_at_its_nearest_directory(tmp_path):
+    import os
+    found = mm.filesystem(str(tmp_path / "models" / "not-yet"))
+    assert found["path"] == str(tmp_path)
+    stats = os.statvfs(str(tmp_path))
+    assert abs(found["bytes_available"] - stats.f_bavail * stats.f_frsize) < 64 * 1024 * 1024  # other writers meanwhile
+
+
+def test_the_filesystem_reading_is_statvfs_of_that_directory():
+    seen = []
+
+    class Stats:
+        f_bavail, f_frsize = 10, 4096
+
+    def statvfs(path):
+        seen.append(path)
+        return Stats()
+
+    found = mm.filesystem("/models/new/copy", exists=lambda p: p in ("/models", "/"), statvfs=statvfs)
+    assert found == {"path": "/models", "bytes_available": 40960} and seen == ["/models"]

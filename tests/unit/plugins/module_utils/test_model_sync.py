@@ -144,7 +144,19 @@ def test_a_second_run_needs_room_for_one_rewrite_only():
 
 def test_no_mount_facts_is_a_problem_not_a_pass():
     verdict = ms.space(SOURCE, {"spark-b": {"files": None, "mounts": []}}, PATH)
-    assert not verdict["ok"] and "no mounted filesystem" in verdict["problems"][0]["what"]
+    assert not verdict["ok"] and "could not be read" in verdict["problems"][0]["what"]
+
+
+def test_the_filesystem_model_manifest_read_decides_over_mount_facts():
+    # A lab host's root is podman's overlay, which Ansible's mount facts leave out: the model_sync scenario's
+    # first run refused every target ("no mounted filesystem found"). model_manifest's statvfs reading has it.
+    target = {"files": None, "mounts": [], "filesystem": {"path": "/srv", "bytes_available": 59 * GIB}}
+    verdict = ms.space(SOURCE, {"spark-b": target}, PATH)
+    assert verdict["ok"], verdict
+    assert verdict["hosts"]["spark-b"] == {"needed": 16 * GIB + 1000, "available": 59 * GIB, "mount": "/srv"}
+    short = dict(target, filesystem={"path": "/srv", "bytes_available": GIB})
+    (problem,) = ms.space(SOURCE, {"spark-b": short}, PATH)["problems"]
+    assert "1.00 GiB free on /srv" in problem["what"]
 
 
 # ------------------------------------------------------------------ the result
