@@ -41,9 +41,9 @@ description:
     cause (docker's or podman's refusal to start the container, C(Error response from daemon) or C(Error:), a Python
     exception's line, C(exec format error)), cut to 300 characters. The journal (and process) lines that end the
     message are followed by C(-- end of the unit's lines --).
-  - No key in a journal line reaches the result - O(api_key), and any value a line writes as a key (C(--api-key K),
+  - "No key in a journal line reaches the result - O(api_key), and any value a line writes as a key (C(--api-key K),
     C(VLLM_API_KEY=K), C(api-key: K), vLLM's C('api_key': [...]), C(Bearer K): a key rotation's next key) shows as
-    C(<hidden>), before any line is cut.
+    C(<hidden>), before any line is cut."
   - Only reads. It never changes anything, so it always reports RV(ignore:changed=false) and runs in full in check mode.
 author:
   - Factory Floor maintainers (@factory-floor)
