@@ -63,8 +63,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._release()
 
     def _release(self):
-        # Out of the count before the answer's last bytes go: once the client has them it may send its next
-        # request, which must not find this one still counted (max_in_flight read 4 at concurrency 3 under load).
+        # Out of the count once the answer's content is written, before its closing events (usage, an error,
+        # [DONE], the last chunk): a client that has read up to one of them may send its next request, which must
+        # not find this one still counted (max_in_flight read 4 at concurrency 3 under load, twice: counted out
+        # before the last chunk only, the client had stopped at [DONE]).
         if getattr(self, "_counted", False):
             self._counted = False
             with self.server.lock:
@@ -92,6 +94,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._chunk("data: %s\n\n" % json.dumps(dict(base, choices=[
             {"index": 0, "delta": {"role": "assistant", "content": ""}}], usage=None)))
         if mode == "error_event":
+            self._release()
             self._chunk('data: {"error": {"message": "engine died", "code": 500}}\n\n')
             self._chunk("data: [DONE]\n\n")
             self._end()
@@ -101,6 +104,7 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(server.between)
             self._chunk("data: %s\n\n" % json.dumps(dict(base, choices=[
                 {"index": 0, "delta": {"content": "tok%d " % number}}], usage=None)))
+        self._release()
         if mode == "cut":
             self._end()
             return
