@@ -363,7 +363,8 @@ def records_view(engines, records):
 
 
 def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=None, incumbent_score=None, failed=None,
-                notes=None, play_hosts=None, min_score=None, records=None, playbook_dir=None):
+                notes=None, play_hosts=None, min_score=None, records=None, playbook_dir=None, models=None,
+                served_model_name=""):
     """Everything the switch asks, from what it has seen so far (``failed`` None: nothing started yet).
 
     ``notes``: what each engine host noted so far (the maintenance window's); a host
@@ -372,7 +373,8 @@ def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=
     all); the others are lost (:func:`lost`). ``min_score``: tool_gate_min_score, for
     ``refusal`` (a gated switch whose gate has no bar). ``records``: each engine host's
     topology record as read with its units, for ``records`` (their disagreements, named
-    in the announcement). ``playbook_dir``: the run's, for the refusal's words.
+    in the announcement). ``playbook_dir``: the run's, for the refusal's words. ``models`` (each
+    topology's model directory) and ``served_model_name``: for the dry run's words on the model.
     """
     plan = decide(topology, engines, head, units, drains, gated)
     if notes:
@@ -389,7 +391,7 @@ def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=
     plan["gate_hosts"] = gate_hosts(plan, engines, head, failed, lost_hosts)
     plan.update(conclude(plan, engines, head, failed, lost_hosts, passed_gate(engines, notes)))
     plan["startup_records"] = startup_records(plan, engines, notes)
-    plan["dry_run"] = dry_run(plan, engines, head, units, startup, incumbent_score, min_score)
+    plan["dry_run"] = dry_run(plan, engines, head, units, startup, incumbent_score, min_score, models, served_model_name)
     return plan
 
 
@@ -570,10 +572,49 @@ def _incumbent_words(plan, score):
     return "the incumbent's build is not known"
 
 
-def dry_run(plan, engines, head, units, startup=None, incumbent_score=None, min_score=None):
+# Each topology's model directory, as the inventory sets it (the vllm role's _vllm_topologies).
+MODEL_VARIABLES = {"replicas": "vllm_model", "split": "vllm_split_model"}
+
+
+def _the(topology):
+    return "the replicas" if topology == "replicas" else "the split"
+
+
+def _serve(topology):
+    return "serve" if topology == "replicas" else "serves"
+
+
+def model_words(plan, models=None, served_model_name=""):
+    """What a dry run's "Starts:" line says of the model: the directory the new topology serves (``models``, by
+    topology: vllm_model, vllm_split_model) under ``served_model_name``, and plainly whether it is the one that
+    serves now (the incumbent's). Returns (words after the engines, a sentence after the line); both "" without the
+    target's directory in ``models``."""
+    models = models or {}
+    topology, incumbent = plan["topology"], plan["incumbent"]["topology"]
+    new = str(models.get(topology) or "")
+    if not new:
+        return "", ""
+    name = " as %s" % served_model_name if served_model_name else ""
+    old = str(models.get(incumbent) or "") if incumbent else ""
+    if not old:
+        return " with %s%s" % (new, name), ""
+    if old == new:
+        return " with %s%s (the model directory %s %s now)" % (
+            new, name, _the(incumbent), _serve(incumbent)), ""
+    return " with %s%s" % (new, name), (
+        " Another model: %s %s %s (%s), not %s which %s %s now, under the same %s: clients that ask for %s get its "
+        "answers." % (_the(topology), _serve(topology), new, MODEL_VARIABLES[topology], old, _the(incumbent),
+                      _serve(incumbent), "name %s" % served_model_name if served_model_name else "served model name",
+                      served_model_name or "it"))
+
+
+def dry_run(plan, engines, head, units, startup=None, incumbent_score=None, min_score=None, models=None,
+            served_model_name=""):
     """The plan a dry run of a topology switch prints, one line each: what stops, what starts, how long the model
     is away (from ``startup``, the start-ups the maintenance window recorded on these hosts), what is gated, what a
-    failure does. ``units``: each engine host's states, as for :func:`decide`."""
+    failure does. ``units``: each engine host's states, as for :func:`decide`. ``models``: each topology's model
+    directory, ``served_model_name`` the name clients ask for: the "Starts:" line names the model the new topology
+    serves, and says so plainly when it is not the one that serves now (:func:`model_words`)."""
     topology, other_topology = plan["topology"], plan["other"]
     lines = ["Dry run of the switch to %s: this is what a run would do. Nothing was changed, no tool-calling test was "
              "sent, no lock was taken." % topology]
@@ -602,7 +643,9 @@ def dry_run(plan, engines, head, units, startup=None, incumbent_score=None, min_
             starts = "%s on %s (rank 0, serves the API) and %s (rank 1)" % (plan["unit"], head, ", ".join(rank1))
         else:
             starts = "%s on %s (one replica each)" % (plan["unit"], ", ".join(engines))
-        lines.append("Starts: %s, rendered and checked before anything stops; its watchdog after it serves." % starts)
+        served, other_model = model_words(plan, models, served_model_name)
+        lines.append("Starts: %s%s, rendered and checked before anything stops; its watchdog after it serves.%s"
+                     % (starts, served, other_model))
         kind = "replica" if topology == "replicas" else "split"
         lines.append("The model is away: %s." % _away(kind, startup, topology, plan["gated"]))
         if plan["gated"]:

@@ -13,6 +13,7 @@ that report as they go. Standard library only, like the probe it repeats.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._host import systemd
@@ -38,6 +39,63 @@ WAIT_PROPERTIES = ("LoadState", "ActiveState", "SubState", "Result", "ExecMainSt
                    "ExecMainStartTimestampMonotonic", "InvocationID")
 WAIT_FIELDS = ("name", "load_state", "active_state", "sub_state", "result", "exec_main_status", "n_restarts",
                "main_started")
+
+# The journal line a failed start's headline quotes, cut to this many characters.
+CAUSE_CHARS = 300
+# Lines that say why an engine ended, as the runtime or vLLM write them: docker's refusal to
+# start the container ("docker: Error response from daemon: ..."), podman's ("Error: ..."),
+# a Python exception's last line ("RuntimeError: ..."), a binary for another architecture.
+_CAUSE = re.compile(r"Error response from daemon"
+                    r"|(?:^|[\s\]:])(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_]*(?:Error|Exception|Exit): \S"
+                    r"|(?i:exec format error)")
+# journalctl's prefix of a line ("Jan 02 03:04:05 spark-a vllm-replica[812]: ").
+_JOURNAL_PREFIX = re.compile(r"^[A-Z][a-z]{2} [ 0-9][0-9] [0-9:]{8} \S+ [^\s:]+: ")
+# Ends the lines a message quotes (the journal's, the unit's processes): what a caller adds after
+# the message (abort.yml's note on the maintenance lock) does not read as the last line's.
+END_OF_LINES = "-- end of the unit's lines --"
+
+
+def cause_line(journal, secrets=(), limit=CAUSE_CHARS) -> str:
+    """The last line of ``journal`` that looks like why the engine ended (``_CAUSE``), without journalctl's prefix,
+    cut to ``limit`` characters; "" when none does.
+
+    Never a key: each of ``secrets`` (the api_key this side knows) and any value the line writes as a key
+    (``_vllm_client.redact_key_words``: a key rotation's next key, which this side does not know) is hidden
+    before the line is cut, so a key cut in two cannot slip past Ansible's no_log either.
+    """
+    for line in reversed(list(journal or [])):
+        text = _JOURNAL_PREFIX.sub("", str(line).rsplit("\r", maxsplit=1)[-1].strip(), count=1)
+        if not _CAUSE.search(text):
+            continue
+        text = client.redact_key_words(client.redact(text, list(secrets or ())))
+        return text if len(text) <= limit else text[:limit - 3] + "..."
+    return ""
+
+
+def hide_keys(lines, secrets=()) -> list:
+    """``lines`` with every key hidden as :func:`cause_line` hides it: each of ``secrets`` (the api_key, which
+    Ansible's no_log hides as well, but not once a line holding it is cut) and any value written as a key."""
+    return [client.redact_key_words(client.redact(str(line), list(secrets or ()))) for line in lines or ()]
+
+
+def _read_journal(unit_journal, api_key=None) -> list:
+    """``unit_journal()``'s lines, keys hidden (:func:`hide_keys`); none without it."""
+    return hide_keys(unit_journal(), [api_key]) if unit_journal is not None else []
+
+
+def _quoted(journal, api_key=None):
+    """The words a failed start's headline gives its journal's cause line (:func:`cause_line`), "" without one."""
+    line = cause_line(journal, [api_key])
+    return ' - its journal says: "%s"' % line if line else ""
+
+
+def _with_lines(message, blocks):
+    """``message``, then each ``(title, lines)`` block that has lines, then :data:`END_OF_LINES` after them."""
+    blocks = [(title, lines) for title, lines in blocks if lines]
+    if not blocks:
+        return message
+    return message + "".join("\n%s:\n%s" % (title, "\n".join(lines)) for title, lines in blocks) + "\n" + END_OF_LINES
+
 
 # A start-up wait gives up at the unit's second crash since it began: one crash may be a
 # passing fault that the restart cures; two in a row are a loop that waiting will not end.
@@ -278,23 +336,22 @@ def wait(
         if unit_state is not None and wait_for == "serving":
             unit = unit_state()
             if unit is not None and crashes.update(unit, clock()) >= CRASH_LOOP_CRASHES:
-                journal = list(unit_journal()) if unit_journal is not None else []
+                journal = _read_journal(unit_journal, api_key)
                 elapsed = clock() - started
                 message = ("systemd unit %s crashed %d times since the wait for vLLM at %s began %ss ago (NRestarts %s, "
-                           "%s): a crash loop, giving up (%d attempts, probe %s); %s" % (
+                           "%s): a crash loop, giving up%s (%d attempts, probe %s); %s" % (
                                unit.name, crashes.crashes, base, _fmt(elapsed), unit.n_restarts, unit.describe(),
-                               attempts, kind, seen))
-                if journal:
-                    message += "\nLast %d journal lines of %s:\n%s" % (len(journal), unit.name, "\n".join(journal))
+                               _quoted(journal, api_key), attempts, kind, seen))
+                message = _with_lines(message, [("Last %d journal lines of %s" % (len(journal), unit.name), journal)])
                 return _ended(False, "crash_loop", last, base, elapsed, attempts, message, unit, journal,
                               crashes=crashes.crashes)
             if unit is not None and unit.down:
-                journal = list(unit_journal()) if unit_journal is not None else []
+                journal = _read_journal(unit_journal, api_key)
                 elapsed = clock() - started
-                message = "systemd unit %s is %s (%s) after %ss of waiting for vLLM at %s to be serving (%d attempts, probe %s); %s" % (
-                    unit.name, unit.active_state, unit.describe(), _fmt(elapsed), base, attempts, kind, seen)
-                if journal:
-                    message += "\nLast %d journal lines of %s:\n%s" % (len(journal), unit.name, "\n".join(journal))
+                message = "systemd unit %s is %s (%s) after %ss of waiting for vLLM at %s to be serving%s (%d attempts, probe %s); %s" % (
+                    unit.name, unit.active_state, unit.describe(), _fmt(elapsed), base, _quoted(journal, api_key),
+                    attempts, kind, seen)
+                message = _with_lines(message, [("Last %d journal lines of %s" % (len(journal), unit.name), journal)])
                 return _ended(False, "unit_down", last, base, elapsed, attempts, message, unit, journal,
                               crashes=crashes.crashes)
 
@@ -306,12 +363,10 @@ def wait(
             wanted = "serving" if wait_for == "serving" else "dead (no longer serving)"
             message = "vLLM at %s was not %s after %ss (timeout %ss, %d attempts, probe %s); %s" % (
                 base, wanted, _fmt(now - started), _fmt(timeout), attempts, kind, seen)
-            journal = list(unit_journal()) if unit_journal is not None else []
+            journal = _read_journal(unit_journal, api_key)
             processes = list(unit_processes()) if unit_processes is not None else []
-            if journal:
-                message += "\nLast %d journal lines of the unit:\n%s" % (len(journal), "\n".join(journal))
-            if processes:
-                message += "\nThe unit's processes (%s):\n%s" % (PROCESS_COLUMNS, "\n".join(processes))
+            message = _with_lines(message, [("Last %d journal lines of the unit" % len(journal), journal),
+                                            ("The unit's processes (%s)" % PROCESS_COLUMNS, processes)])
             result = _ended(False, "timeout", last, base, now - started, attempts, message, journal=journal,
                             crashes=crashes.crashes)
             result.processes = processes

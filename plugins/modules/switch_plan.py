@@ -153,9 +153,21 @@ options:
     type: dict
     default: {}
   models:
-    description: (record) The model directory each topology's engines serve, by topology (C(vllm_model), C(vllm_split_model)).
+    description:
+      - The model directory each topology's engines serve, by topology - C(replicas) the inventory's C(vllm_model),
+        C(split) its C(vllm_split_model) (C(vllm_model) when not set); the C(vllm) role's C(_vllm_topologies) holds both.
+      - (switch) For RV(dry_run) - its C(Starts:) line names the model directory the new topology serves, and says so
+        plainly when it is not the one the topology that serves now (RV(incumbent)) serves. Without the target's, the
+        line names none.
+      - (record) The model each host's topology record names (RV(write)).
     type: dict
     default: {}
+  served_model_name:
+    description:
+      - (switch) The name clients ask for (C(vllm_served_model_name)), the same for both topologies; RV(dry_run) names it
+        next to the model directory. Empty, not named.
+    type: str
+    default: ""
 author:
   - Factory Floor maintainers (@factory-floor)
 """
@@ -271,7 +283,8 @@ announcement:
 dry_run:
   description:
     - What a run would do, one line each, for a dry run to print (C(-e switch_dry_run=true) or C(--check)) -
-      (switch) what stops, what starts, how long the model is away (from O(startup), the start-ups measured on these
+      (switch) what stops, what starts and with which model directory (O(models), said plainly when it is not the one
+      that serves now), how long the model is away (from O(startup), the start-ups measured on these
       hosts), whether and against what the new engines are gated, what a failure does; (upgrade) which replicas restart
       and in what order, how long each is away, each candidate's bar.
   returned: with O(procedure=switch) or O(procedure=upgrade)
@@ -281,8 +294,10 @@ dry_run:
     - "Dry run of the switch to split: this is what a run would do. Nothing was changed, no tool-calling test was sent,
       no lock was taken."
     - "Stops: vllm-replica.service on spark-a, spark-b (...)."
-    - "Starts: vllm-split.service on spark-a (rank 0, serves the API) and spark-b (rank 1), rendered and checked before
-      anything stops; its watchdog after it serves."
+    - "Starts: vllm-split.service on spark-a (rank 0, serves the API) and spark-b (rank 1) with /opt/models/tiny-random
+      as lab-chat, rendered and checked before anything stops; its watchdog after it serves. Another model: the split
+      serves /opt/models/tiny-random (vllm_split_model), not /opt/models/SmolLM2-135M-Instruct which the replicas serve
+      now, under the same name lab-chat: clients that ask for lab-chat get its answers."
     - "The model is away: about 7.6 min - the split start-up last measured on these hosts (7.0 min) plus its
       tool-calling gate (35 s last time)."
     - "Gated: no - split is not in tool_gate_topologies: the new engines take traffic untested."
@@ -426,6 +441,7 @@ def main():
             records=dict(type="dict", default={}),
             plan=dict(type="dict", default={}),
             models=dict(type="dict", default={}),
+            served_model_name=dict(type="str", default=""),
         ),
         required_if=[("procedure", "switch", ("topology", "head")), ("procedure", "record", ("plan",))],
         supports_check_mode=True,
@@ -451,7 +467,8 @@ def main():
     try:
         plan = switch_plan(params["topology"], params["engines"], params["head"], params["units"], params["drains"],
                            params["gated"], startup, params["incumbent_score"], params["failed"], params["notes"],
-                           params["play_hosts"], params["min_score"], params["records"], params["playbook_dir"])
+                           params["play_hosts"], params["min_score"], params["records"], params["playbook_dir"],
+                           params["models"], params["served_model_name"])
     except (TypeError, ValueError) as exc:
         module.fail_json(msg="notes' events must be epoch seconds: %s" % exc)
     module.exit_json(changed=False, **plan)

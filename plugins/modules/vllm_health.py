@@ -41,6 +41,13 @@ description:
     without a trailing C(/v1)). With O(model) set, every O(probe) also reads C(/v1/models): a server that does not
     list it is V(wrong_model). With O(probe=generate), the 1-token generation uses O(model), else the first model
     C(/v1/models) lists. A 401 or 403 answer (O(api_key) rejected) fails at once."
+  - When O(unit) stopped or crash-looped, the message's first line quotes the journal's last line that looks like the
+    cause (docker's or podman's refusal to start the container, C(Error response from daemon) or C(Error:), a Python
+    exception's line, C(exec format error)), cut to 300 characters. The journal (and process) lines that end the
+    message are followed by C(-- end of the unit's lines --).
+  - "No key in a journal line reaches the result - O(api_key), and any value a line writes as a key (C(--api-key K),
+    C(VLLM_API_KEY=K), C(api-key: K), vLLM's C('api_key': [...]), C(Bearer K): a key rotation's next key) shows as
+    C(<hidden>), before any line is cut."
   - Only reads. It never changes anything, so it always reports RV(ignore:changed=false) and runs in full in check mode.
 author:
   - Factory Floor maintainers (@factory-floor)
@@ -315,7 +322,7 @@ journal:
   description:
     - The unit's last 30 journal lines (C(journalctl -u UNIT --no-pager), without nanobind's report of the objects an
       exiting vLLM leaked, which can fill hundreds of lines after the error), when the module failed because O(unit)
-      stopped, crash-looped or the wait timed out. Also at the end of C(msg).
+      stopped, crash-looped or the wait timed out, keys hidden. Also at the end of C(msg).
   returned: on failure, when O(unit) is set and it stopped, crashed twice or the wait timed out
   type: list
   elements: str
@@ -406,7 +413,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._host.vllm_healt
     REQUESTS_IMPORT_ERROR,
 )
 from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_endpoint import ENDPOINT_SPEC
-from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_wait import WAIT_FIELDS, systemd_unit_state, wait
+from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_wait import WAIT_FIELDS, hide_keys, systemd_unit_state, wait
 
 
 def _result(outcome) -> dict:
@@ -428,17 +435,20 @@ def _result(outcome) -> dict:
     )
 
 
-def _read_phase(unit, run_command, journalctl):
+def _read_phase(unit, run_command, journalctl, api_key=None):
     """``_engine_phase.parse`` of the unit's current run's journal, or None without a unit state.
 
     A unit that stopped may no longer name its last run (no ``InvocationID``): then its
-    journal's last lines, whatever run wrote them.
+    journal's last lines, whatever run wrote them. Keys hidden first (``hide_keys``): the
+    lines the parse keeps are cut, and a key cut in two slips past no_log.
     """
     if unit is None:
         return None
     if unit.invocation_id:
-        return engine_phase.parse(invocation_journal(unit.invocation_id, run_command, journalctl=journalctl))
-    return engine_phase.parse(unit_log(unit.name, run_command, journalctl=journalctl))
+        lines = invocation_journal(unit.invocation_id, run_command, journalctl=journalctl)
+    else:
+        lines = unit_log(unit.name, run_command, journalctl=journalctl)
+    return engine_phase.parse(hide_keys(lines, [api_key]))
 
 
 def _with_phase(message, parsed):
@@ -517,7 +527,8 @@ def main():
 
     result = _result(outcome)
     if outcome.reason == "waiting":
-        parsed = _read_phase(outcome.last_unit, module.run_command, journalctl) if params["unit"] else None
+        parsed = (_read_phase(outcome.last_unit, module.run_command, journalctl, params["api_key"]) if params["unit"]
+                  else None)
         unit = outcome.last_unit.as_dict(("name", "active_state", "sub_state")) if outcome.last_unit is not None else None
         line = engine_phase.progress_line(outcome.elapsed, params["timeout"], outcome.last.status, unit, parsed,
                                           outcome.crashes, outcome.last.error)
@@ -529,7 +540,7 @@ def main():
         module.exit_json(**result)
     message = outcome.message
     if params["unit"]:
-        parsed = _read_phase(outcome.unit or outcome.last_unit, module.run_command, journalctl)
+        parsed = _read_phase(outcome.unit or outcome.last_unit, module.run_command, journalctl, params["api_key"])
         if parsed is not None:
             result["phase"] = parsed
             message = _with_phase(message, parsed)

@@ -181,6 +181,22 @@ def redact(text, secrets) -> str | None:
     return text
 
 
+# A key as a command line (--api-key K), an environment (VLLM_API_KEY=K), a config file (api-key: K)
+# or vLLM's dump of its arguments ('api_key': ['K1', 'K2']) writes it, or as a request header
+# (Bearer K): the words before it (group 1) and the key, to the end of its quotes or brackets
+# (to the end of the text when they do not close).
+_KEY_WORDS = re.compile(r"""(--api[_-]key(?:=|\s+)|api[_-]key['"]?\s*[:=]\s*|\bBearer\s+)"""
+                        r"""(\[[^\]]*\]?|'[^']*'?|"[^"]*"?|[^\s,;)}\]]+)""", re.IGNORECASE)
+
+
+def redact_key_words(text) -> str | None:
+    """``text`` with every value written as a key (``_KEY_WORDS``) replaced by ``<hidden>``, whatever the key is:
+    for text that may hold a key this side does not know (a journal line: the next key of a rotation)."""
+    if not text:
+        return text
+    return _KEY_WORDS.sub(lambda found: found.group(1) + "<hidden>", text)
+
+
 def require() -> None:
     """Raise RuntimeError naming the missing library when ``requests`` cannot be imported."""
     if requests is None:

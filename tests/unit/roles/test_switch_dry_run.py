@@ -68,6 +68,17 @@ def test_the_switch_prints_the_plan_and_takes_no_lock_on_a_dry_run():
     assert tasks[-1] is lock
 
 
+def test_the_switch_plan_gets_the_models_the_records_get_and_the_served_name():
+    """The dry run names the model directory the new topology serves (issue 35): the same models, by topology, as
+    the topology records are written with."""
+    [decide] = _load("roles", "vllm", "tasks", "switch_plan.yml")[:1]
+    [record] = _tasks_named(_load("roles", "vllm", "tasks", "switch_record.yml"), "Decide every engine host's record")
+    args = decide["factory_floor.llm.switch_plan"]
+    assert args["models"] == record["factory_floor.llm.switch_plan"]["models"]
+    assert "_vllm_topologies.split.model" in args["models"]
+    assert args["served_model_name"] == "{{ vllm_served_model_name }}"
+
+
 def test_the_upgrade_prints_the_plan_on_a_dry_run():
     plays = _load("playbooks", "switch_model.yml")
     play = next(p for p in plays if p["name"] == PREFLIGHTS["switch_model.yml"][-1])

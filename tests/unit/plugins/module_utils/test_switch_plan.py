@@ -560,6 +560,47 @@ def test_the_dry_run_says_what_stops_what_starts_how_long_and_what_is_gated(row,
     assert plan["dry_run"] == [FIRST % topology] + lines + [LAST], row
 
 
+# Seen (issue 35): a lab inventory's vllm_split_model is another directory than vllm_model, under the same served
+# name; the dry run of a switch to the split never said so.
+SMOL, TINY = "/opt/models/SmolLM2-135M-Instruct", "/opt/models/tiny-random"
+SPLIT_STARTS = "Starts: vllm-split.service on spark-a (rank 0, serves the API) and spark-b (rank 1)"
+REPLICAS_STARTS = "Starts: vllm-replica.service on spark-a, spark-b (one replica each)"
+AFTER = ", rendered and checked before anything stops; its watchdog after it serves."
+
+
+@pytest.mark.parametrize("row, topology, hosts, models, name, starts", [
+    ("to the split, another directory, the same name", "split", units(REPLICAS, REPLICAS),
+     {"replicas": SMOL, "split": TINY}, "lab-chat",
+     SPLIT_STARTS + " with /opt/models/tiny-random as lab-chat" + AFTER + " Another model: the split serves "
+     "/opt/models/tiny-random (vllm_split_model), not /opt/models/SmolLM2-135M-Instruct which the replicas serve now, "
+     "under the same name lab-chat: clients that ask for lab-chat get its answers."),
+    ("back to the replicas, another directory, no served name given", "replicas", units(SPLIT, SPLIT),
+     {"replicas": SMOL, "split": TINY}, "",
+     REPLICAS_STARTS + " with /opt/models/SmolLM2-135M-Instruct" + AFTER + " Another model: the replicas serve "
+     "/opt/models/SmolLM2-135M-Instruct (vllm_model), not /opt/models/tiny-random which the split serves now, under the "
+     "same served model name: clients that ask for it get its answers."),
+    ("to the split, the same directory (vllm_split_model not set)", "split", units(REPLICAS, REPLICAS),
+     {"replicas": SMOL, "split": SMOL}, "lab-chat",
+     SPLIT_STARTS + " with /opt/models/SmolLM2-135M-Instruct as lab-chat (the model directory the replicas serve now)"
+     + AFTER),
+    ("nothing serves now: the directory, nothing to compare", "replicas", units(NONE, NONE),
+     {"replicas": SMOL, "split": TINY}, "lab-chat", REPLICAS_STARTS + " with /opt/models/SmolLM2-135M-Instruct as lab-chat" + AFTER),
+    ("the incumbent's directory not given: the new one only", "split", units(REPLICAS, REPLICAS), {"split": TINY},
+     "lab-chat", SPLIT_STARTS + " with /opt/models/tiny-random as lab-chat" + AFTER),
+    ("no models given: the line as before", "split", units(REPLICAS, REPLICAS), {}, "lab-chat", SPLIT_STARTS + AFTER),
+])
+def test_the_dry_run_names_the_model_the_new_topology_serves(row, topology, hosts, models, name, starts):
+    plan = sp.switch_plan(topology, ENGINES, HEAD, hosts, [{}], False, {}, {}, None, None, min_score=0, models=models,
+                          served_model_name=name)
+    assert [line for line in plan["dry_run"] if line.startswith("Starts:")] == [starts], row
+
+
+def test_on_the_target_the_dry_run_starts_nothing_whatever_the_models():
+    plan = sp.switch_plan("split", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], False, {}, {}, None, None,
+                          models={"replicas": SMOL, "split": TINY}, served_model_name="lab-chat")
+    assert not [line for line in plan["dry_run"] if line.startswith("Starts:") or "Another model" in line]
+
+
 def test_a_would_be_measured_incumbent_is_a_bar():
     # In check mode the incumbent is not measured, but a run would measure it first: a dry run is not refused for that.
     plan = sp.switch_plan("replicas", ENGINES, HEAD, units(SPLIT, SPLIT), [], True, {}, WOULD_MEASURE, None, None,

@@ -78,7 +78,8 @@ def test_timeout_says_what_the_unit_was_doing():
     assert outcome.journal == ["loading weights"] and outcome.processes == ["901 VLLM::EngineCor R 0.3 0 0"]
     assert outcome.message.endswith(
         "\nLast 1 journal lines of the unit:\nloading weights"
-        "\nThe unit's processes (pid name state cpu_seconds last_core allowed_cores):\n901 VLLM::EngineCor R 0.3 0 0")
+        "\nThe unit's processes (pid name state cpu_seconds last_core allowed_cores):\n901 VLLM::EngineCor R 0.3 0 0"
+        "\n-- end of the unit's lines --")
 
 
 def test_timeout_zero_probes_once_and_reports():
@@ -209,6 +210,102 @@ def test_a_crash_loop_gives_up_within_30_s_of_the_second_crash(restart_sec, cras
     assert outcome.journal == journal and outcome.unit is not None
     assert outcome.message.startswith("systemd unit vllm.service crashed 2 times since the wait for vLLM at ")
     assert "Last 1 journal lines of vllm.service:\nvllm[812]: RuntimeError" in outcome.message
+
+
+# Seen (issue 35): docker refused vllm_container_run_args' --ulimit=memlock=-1; the headline said "a crash loop", and
+# the cause was the 27th of 30 journal lines, the last one running into abort.yml's note on the maintenance lock.
+DOCKER_REFUSED = ("docker: Error response from daemon: failed to create task for container: failed to create shim task: "
+                  "OCI runtime create failed: runc create failed: unable to start container process: error during "
+                  "container init: error setting rlimit type 8: operation not permitted: unknown.")
+SECRET = "sk-lab-0123456789abcdef"
+NEXT = "sk-next-fedcba9876543210"
+
+
+def crash_loop_message(journal, api_key=None):
+    clock, unit_state, _crash_time = crash_loop_world(5, 10)
+    outcome = vw.wait("http://127.0.0.1:%d" % free_port(), api_key=api_key, timeout=1800, interval=2,
+                      unit_state=unit_state, unit_journal=lambda: journal, clock=clock.clock, sleep=clock.sleep)
+    assert outcome.reason == "crash_loop"
+    return outcome
+
+
+def test_a_crash_loop_quotes_the_engines_own_error_in_its_headline():
+    journal = ["Jan 02 03:04:05 spark-a systemd[1]: Starting vllm-replica.service - vLLM replica: lab-chat on port 8000...",
+               "Jan 02 03:04:06 spark-a vllm-replica[4242]: " + DOCKER_REFUSED,
+               "Jan 02 03:04:06 spark-a vllm-replica[4242]: Run 'docker run --help' for more information",
+               "Jan 02 03:04:06 spark-a systemd[1]: vllm-replica.service: Main process exited, code=exited, status=125/n/a",
+               "Jan 02 03:04:06 spark-a systemd[1]: vllm-replica.service: Failed with result 'exit-code'."]
+    outcome = crash_loop_message(journal)
+    headline = outcome.message.split("\n")[0]
+    assert headline.startswith("systemd unit vllm.service crashed 2 times since the wait for vLLM at ")
+    assert ': a crash loop, giving up - its journal says: "%s" (' % DOCKER_REFUSED in headline
+    # A longer line is cut to 300 characters.
+    longer = DOCKER_REFUSED + " See 'docker run --help'." * 4
+    assert vw.cause_line(journal[:1] + ["spark-a vllm-replica[4242]: " + longer] + journal[2:]) == (
+        "spark-a vllm-replica[4242]: " + longer)[:297] + "..."
+    # The rest as before: every journal line, then a line that ends them (abort.yml's note comes after it).
+    assert outcome.message.endswith("\nLast 5 journal lines of vllm.service:\n%s\n-- end of the unit's lines --"
+                                    % "\n".join(journal))
+
+
+@pytest.mark.parametrize("journal, quoted", [
+    # the last line that looks like a cause, not the first
+    (["vllm[9]: ValueError: No available memory for the cache blocks.",
+      "vllm[9]: RuntimeError: Engine core initialization failed. See root cause above.",
+      "systemd[1]: vllm.service: Failed."], "vllm[9]: RuntimeError: Engine core initialization failed. See root cause above."),
+    (["(EngineCore pid=88) ERROR 12-01 23:57:17 [core.py:700] torch.OutOfMemoryError: CUDA out of memory."],
+     "(EngineCore pid=88) ERROR 12-01 23:57:17 [core.py:700] torch.OutOfMemoryError: CUDA out of memory."),
+    (["Jan 02 03:04:05 spark-a podman[77]: Error: crun: setrlimit `RLIMIT_MEMLOCK`: Operation not permitted: OCI "
+      "permission denied"], "Error: crun: setrlimit `RLIMIT_MEMLOCK`: Operation not permitted: OCI permission denied"),
+    (["Jan 02 03:04:05 spark-a vllm-replica[7]: exec /usr/bin/python3: exec format error"],
+     "exec /usr/bin/python3: exec format error"),
+    # nothing that looks like a cause: no quote
+    (["systemd[1]: vllm.service: Main process exited, code=exited, status=1/FAILURE",
+      "INFO 12-01 23:57:17 [api_server.py:1] the last error: none", "loading weights"], ""),
+    ([], ""),
+])
+def test_the_cause_line(journal, quoted):
+    assert vw.cause_line(journal) == quoted
+    outcome = crash_loop_message(journal)
+    assert (' - its journal says: "%s" (' % quoted in outcome.message) == bool(quoted)
+    assert ("its journal says" in outcome.message) == bool(quoted)
+
+
+def test_a_unit_that_stopped_quotes_its_error_too():
+    clock = FakeTime()
+    outcome = vw.wait("http://127.0.0.1:%d" % free_port(), timeout=1200, interval=2,
+                      unit_state=lambda: unit("failed", "failed", "exit-code", 125),
+                      unit_journal=lambda: ["vllm[4242]: " + DOCKER_REFUSED], clock=clock.clock, sleep=clock.sleep)
+    assert outcome.reason == "unit_down"
+    assert ' to be serving - its journal says: "vllm[4242]: docker: Error response from daemon: ' in outcome.message
+    assert outcome.message.endswith("\n-- end of the unit's lines --")
+
+
+@pytest.mark.parametrize("line", [
+    # the known key, the line cut in the middle of it: no_log would miss the half that is left
+    "x" * 280 + "RuntimeError: the server rejected Bearer " + SECRET,
+    "RuntimeError: could not start with --api-key " + SECRET,
+    # a rotation's next key, which no_log does not know: vLLM's dump of its arguments, a config, an environment
+    "ValueError: bad args {'model': '/opt/models/x', 'api_key': ['%s', '%s'], 'port': 8000}" % (SECRET, NEXT),
+    "docker: Error response from daemon: bad env VLLM_API_KEY=%s" % NEXT,
+    "Error: config api-key: %s" % NEXT,
+    "RuntimeError: --api-key=%s refused" % NEXT,
+])
+def test_no_key_reaches_the_message_whole_or_cut(line):
+    journal = ["vllm[9]: " + line, "systemd[1]: vllm.service: Failed."]
+    outcome = crash_loop_message(journal, api_key=SECRET)
+    for key in (SECRET, NEXT):
+        for piece in (key[:6], key[-6:]):
+            assert piece not in outcome.message and not any(piece in text for text in outcome.journal), line
+    assert "<hidden>" in outcome.message and "its journal says" in outcome.message
+
+
+def test_key_words_hide_only_the_key():
+    assert vw.cause_line(["RuntimeError: args {'api_key': ['a1b2', 'c3d4'], 'port': 8000}"]) == (
+        "RuntimeError: args {'api_key': <hidden>, 'port': 8000}")
+    assert vw.cause_line(["RuntimeError: --api-key abcd --port 8000"]) == "RuntimeError: --api-key <hidden> --port 8000"
+    assert vw.cause_line(["RuntimeError: the api_key (HTTP 401) was rejected"]) == (
+        "RuntimeError: the api_key (HTTP 401) was rejected")
 
 
 def test_one_crash_keeps_the_wait_going():

@@ -85,6 +85,18 @@ def test_a_lost_host_and_the_gate_bar_reach_the_plan(run_module):
     assert result["refusal"].startswith("The tool-calling gate has no bar for replicas")
 
 
+def test_a_switch_names_the_model_its_new_topology_serves(run_module):
+    """Issue 35: the split may serve another directory (vllm_split_model) under the same served name."""
+    args = dict(ARGS, topology="split", drains=[], models={"replicas": "/m/Smol", "split": "/m/tiny"},
+                served_model_name="lab-chat", _ansible_check_mode=True)
+    code, result = run_module(module, args)
+    assert code == 0, result
+    [starts] = [line for line in result["dry_run"] if line.startswith("Starts:")]
+    assert " with /m/tiny as lab-chat, rendered" in starts
+    assert starts.endswith("Another model: the split serves /m/tiny (vllm_split_model), not /m/Smol which the replicas "
+                           "serve now, under the same name lab-chat: clients that ask for lab-chat get its answers.")
+
+
 def test_upgrade(run_module):
     code, result = run_module(module, UPGRADE)
     assert code == 0, result

@@ -142,6 +142,47 @@ def test_crash_loop_fails_at_the_second_crash_with_journal(run_module, systemd, 
     assert result["unit_state"]["n_restarts"] == 2
 
 
+KEY = "sk-lab-0123456789abcdef"
+NEXT_KEY = "sk-next-fedcba9876543210"
+
+
+def test_a_crash_loop_quotes_the_cause_and_never_a_key(run_module, systemd, monkeypatch):
+    """Issue 35: docker refused --ulimit=memlock=-1; the headline quotes that line. The journal holds the api_key
+    (whole, and in a line cut at 300 characters) and a rotation's next key no_log does not know: none reaches the
+    result, in the message, the journal or the phase."""
+    runs = iter([(0, 100), (0, 100), (1, 200), (1, 200), (2, 300)] + [(2, 300)] * 100)
+    refused = ("docker: Error response from daemon: failed to create task for container: failed to create shim task: "
+               "OCI runtime create failed: runc create failed: unable to start container process: error during "
+               "container init: error setting rlimit type 8: operation not permitted: unknown.")
+    journal = ["Jan 02 03:04:05 spark-a vllm-replica[7]: INFO non-default args: {'api_key': ['%s', '%s']}"
+               % (KEY, NEXT_KEY),
+               "Jan 02 03:04:05 spark-a vllm-replica[7]: ValueError: %s --api-key %s" % ("y" * 205, KEY),
+               "Jan 02 03:04:06 spark-a vllm-replica[8]: " + refused,
+               "Jan 02 03:04:06 spark-a systemd[1]: vllm-replica.service: Failed with result 'exit-code'."]
+
+    def run_command(self, args, **kwargs):
+        systemd["calls"].append(list(args))
+        if args[1] == "show":
+            n, started = next(runs)
+            return 0, ("LoadState=loaded\nActiveState=activating\nSubState=start\nResult=success\nExecMainStatus=0\n"
+                       "NRestarts=%d\nExecMainStartTimestampMonotonic=%d\n" % (n, started)), ""
+        return 0, "\n".join(journal) + "\n", ""
+
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    code, result = run_module(vllm_health, {"url": "http://127.0.0.1:%d" % free_port(), "unit": "vllm-replica.service",
+                                            "interval": 0.05, "api_key": KEY})
+    assert code == 1 and result["reason"] == "crash_loop"
+    headline = result["msg"].split("\n")[0]
+    assert ': a crash loop, giving up - its journal says: "%s" (' % refused in headline
+    assert result["msg"].endswith("Failed with result 'exit-code'.\n-- end of the unit's lines --")
+    text = json.dumps(result)
+    for key in (KEY, NEXT_KEY):
+        for piece in (key[:7], key[-7:]):
+            assert piece not in text
+    # The line cut in the phase's root cause (240 characters) had the key at its end: hidden before the cut.
+    assert result["journal"][1].endswith("--api-key <hidden>")
+
+
 def test_unit_running_is_watched_until_timeout(run_module, systemd):
     code, result = run_module(vllm_health, {"url": "http://127.0.0.1:%d" % free_port(), "unit": "vllm", "timeout": 0.3, "interval": 0.1})
     assert code == 1 and result["msg"].startswith("vLLM at ")
@@ -295,8 +336,9 @@ def test_a_failed_start_names_the_phase_and_the_root_cause_before_the_journal_ta
     assert lines[1].startswith("What vLLM logged last: shutting down [12-01 23:58:33]; root cause: "
                                "torch._inductor.exc.InductorError: InvalidCxxCompiler: No working C++ compiler found")
     assert lines[1].endswith("(while compiling (torch.compile and warm-up))")
-    assert lines[-1] == "vllm[9]: RuntimeError: Engine core initialization failed. See root cause above."
-    assert result["journal"] == [lines[-1]] and result["phase"]["failed_in"] == "compiling"
+    assert lines[-2:] == ["vllm[9]: RuntimeError: Engine core initialization failed. See root cause above.",
+                          "-- end of the unit's lines --"]
+    assert result["journal"] == [lines[-2]] and result["phase"]["failed_in"] == "compiling"
 
 
 def test_progress_interval_zero_waits_in_one_run(run_module):
