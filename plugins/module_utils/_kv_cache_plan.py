@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._engine_groups import split_sizes
 from ansible_collections.factory_floor.llm.plugins.module_utils._kv_cache import (
     DEFAULT_ACTIVATION_GIB,
     DEFAULT_CUDA_GRAPH_GIB,
@@ -44,8 +45,12 @@ def plan_kv_cache(config=None, kv_cache_dtype="auto", gpu_memory_utilization=Non
                   kv_cache_space_gib=None, block_size=None, per_host_kv_tokens=None,
                   split_kv_tokens=None, weights_source=None, max_num_batched_tokens=None,
                   cuda_graph_gib=DEFAULT_CUDA_GRAPH_GIB, non_torch_gib=DEFAULT_NON_TORCH_GIB,
-                  mamba_ssm_cache_dtype="auto", enable_prefix_caching=True):
+                  mamba_ssm_cache_dtype="auto", enable_prefix_caching=True, engine_hosts=None):
     """KV cache of one replica (tp=1) and of the split, and the advice.
+
+    With ``engine_hosts`` (the site's engine host count) and a model config, also
+    ``groupings``: every way to cut that many hosts into engine groups whose sizes the
+    model's heads allow (:func:`plan_groupings`).
 
     The pool per rank is ``kv_cache_space_gib`` when given (vLLM on CPU:
     ``VLLM_CPU_KVCACHE_SPACE``, and then vLLM's CPU defaults apply, see
@@ -96,6 +101,23 @@ def plan_kv_cache(config=None, kv_cache_dtype="auto", gpu_memory_utilization=Non
                   None if split_kv_tokens is None else [split_kv_tokens], reasoning, weights_source,
                   optional=True)
     reasoning.append(need_line)
+    groupings = None
+    if engine_hosts is not None:
+        if engine_hosts < 1:
+            raise KVPlanError("engine_hosts must be at least 1, got %s" % engine_hosts)
+        if layout is None:
+            raise KVPlanError("engine_hosts needs the model's config (model_dir or model_config): the group sizes "
+                              "the model splits over come from its heads")
+
+        def group_side(size):
+            return _side("group of %d (tensor_parallel_size %d)" % (size, size), attention_layout(config, size), size,
+                         dtype_bytes, engine, max_model_len, kv_cache_space_gib, gpu_memory_utilization,
+                         device_total_gib, weights_gib, activation_gib, None, [], weights_source)
+
+        heads = text_config(config)
+        groupings = plan_groupings(engine_hosts, group_side, max_model_len, need_tokens,
+                                   heads.get("num_attention_heads"), heads.get("num_key_value_heads"))
+        reasoning.extend(groupings_lines(groupings, max_model_len))
     topology, reason = advise(per_host["per_host_kv_tokens"], split and split["kv_tokens"], need_tokens)
     reasoning.append(reason)
 
@@ -112,6 +134,7 @@ def plan_kv_cache(config=None, kv_cache_dtype="auto", gpu_memory_utilization=Non
         "split": split,
         "layout": None,
         "reasoning": reasoning,
+        "groupings": groupings,
     }
     if layout is not None:
         result["bytes_per_token"] = layer_bytes_per_token(layout, dtype_bytes) * sum(layout["layer_counts"].values())
@@ -127,6 +150,60 @@ def plan_kv_cache(config=None, kv_cache_dtype="auto", gpu_memory_utilization=Non
             "head_dim": layout["head_dim"],
         }
     return result
+
+
+def _partitions(total, sizes, largest=None):
+    """Every multiset of ``sizes`` adding up to ``total``, largest part first."""
+    if total == 0:
+        yield []
+        return
+    for size in sorted(sizes, reverse=True):
+        if size <= total and (largest is None or size <= largest):
+            for rest in _partitions(total - size, sizes, size):
+                yield [size] + rest
+
+
+def plan_groupings(engine_hosts, side, max_model_len, need_tokens, num_attention_heads=None,
+                   num_key_value_heads=None):
+    """The KV cache of each grouping of ``engine_hosts`` hosts, most groups first.
+
+    ``side(size)`` is one group's side (``_side``'s dict) at tensor_parallel_size ``size``.
+    A grouping is a list of group sizes the model's heads allow (``_engine_groups.split_sizes``);
+    per grouping: its groups' KV tokens and full-context requests, their sum, whether every
+    group holds one full-context request (vLLM does not start otherwise) and the need.
+    """
+    allowed = split_sizes(num_attention_heads, num_key_value_heads, most=engine_hosts)
+    sides = {size: side(size) for size in allowed}
+    found = []
+    for sizes in sorted(_partitions(engine_hosts, allowed), key=lambda p: (-len(p), p)):
+        tokens = [sides[size]["kv_tokens"] for size in sizes]
+        requests = [sides[size]["full_context_requests"] for size in sizes]
+        found.append({
+            "sizes": sizes,
+            "groups": len(sizes),
+            "kv_tokens": tokens,
+            "full_context_requests": requests,
+            "total_full_context_requests": round(sum(requests), 2),
+            "starts": min(tokens) >= max_model_len,
+            "holds_need": min(tokens) >= need_tokens,
+        })
+    return found
+
+
+def groupings_lines(groupings, max_model_len):
+    """One reasoning line per grouping."""
+    lines = []
+    for option in groupings:
+        words = " + ".join("group of %d: %s tokens (%.2f full-context)" % (size, "{:,}".format(tokens), requests)
+                           for size, tokens, requests in zip(option["sizes"], option["kv_tokens"],
+                                                            option["full_context_requests"]))
+        verdict = ("does not start: a group holds less than one %s-token request" % "{:,}".format(max_model_len)
+                   if not option["starts"] else "every group holds the need" if option["holds_need"]
+                   else "a group holds less than the need")
+        lines.append("grouping %s: %s; %.2f full-context requests in all; %s"
+                     % ("+".join(str(s) for s in option["sizes"]), words, option["total_full_context_requests"],
+                        verdict))
+    return lines
 
 
 def _layout_lines(layout, split_layout, dtype_name, dtype_bytes, dtype_note):

@@ -141,6 +141,12 @@ options:
         One copy per host always uses 1.
     type: int
     default: 2
+  engine_hosts:
+    description:
+      - The site's engine host count. With it (and a model config), RV(groupings) lists every way to cut that many
+        hosts into engine groups whose sizes the model's heads split over, with each group's KV cache.
+      - Default - no RV(groupings).
+    type: int
   need_tokens:
     description:
       - The KV cache you need, in tokens (all concurrent requests together).
@@ -380,6 +386,47 @@ reasoning:
   sample:
     - "need: 2 full-context request(s) x 262,144 = 524,288 tokens"
     - "one host holds 998,416 >= 524,288 tokens needed: run one copy per host (replicas)"
+groupings:
+  description:
+    - With O(engine_hosts) - every grouping of that many hosts into engine groups of the sizes the model's attention
+      and key/value heads split evenly over (vLLM's rule), most groups first. A group of one serves a replica, a
+      larger group one model with tensor parallelism over its hosts.
+    - Null without O(engine_hosts).
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    sizes:
+      description: The hosts in each group, largest first.
+      type: list
+      elements: int
+      sample: [2, 1, 1]
+    groups:
+      description: How many groups (the proxy's members).
+      type: int
+      sample: 3
+    kv_tokens:
+      description: Each group's KV cache, in tokens (the whole model's, over its ranks).
+      type: list
+      elements: int
+      sample: [3100000, 998416, 998416]
+    full_context_requests:
+      description: Each group's KV tokens / RV(max_model_len), rounded down to 0.01.
+      type: list
+      elements: float
+      sample: [11.82, 3.8, 3.8]
+    total_full_context_requests:
+      description: Their sum, the site's full-context requests at once.
+      type: float
+      sample: 19.42
+    starts:
+      description: Every group holds one full-context request (vLLM refuses to start a group that does not).
+      type: bool
+      sample: true
+    holds_need:
+      description: Every group holds RV(need_tokens) on its own.
+      type: bool
+      sample: false
 """
 
 import os
@@ -427,6 +474,7 @@ def run_module():
             enable_prefix_caching=dict(type="bool", default=True),
             max_model_len=dict(type="int"),
             tensor_parallel_size=dict(type="int", default=2),
+            engine_hosts=dict(type="int"),
             need_tokens=dict(type="int", no_log=False),
             need_full_context_requests=dict(type="float"),
             kv_cache_space_gib=dict(type="float"),
@@ -473,6 +521,7 @@ def run_module():
             per_host_kv_tokens=params["per_host_kv_tokens"],
             split_kv_tokens=params["split_kv_tokens"],
             weights_source=weights_source,
+            engine_hosts=params["engine_hosts"],
         )
     except KVPlanError as exc:
         module.fail_json(msg="Planning the KV cache%s: %s" % (

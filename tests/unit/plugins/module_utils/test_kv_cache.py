@@ -371,3 +371,30 @@ def test_smollm2_135m_one_gib_is_the_lab_log_figure():
     plan = plan_kv_cache(config, kv_cache_space_gib=1)
     assert plan["bytes_per_token"] == 30 * 2 * 3 * 64 * 2
     assert plan["per_host"]["kv_tokens"] == 46592
+
+
+def test_groupings_of_four_hosts_from_the_heads_and_the_pools():
+    # Qwen3-Next style: 16 heads, 2 KV heads -> groups of 1, 2 and 4 (not 3). With 71 GiB of weights,
+    # one host holds 499,200 tokens (under two full-context requests); a pair holds the split's figure.
+    plan = plan_kv_cache(QWEN3_NEXT_STYLE, gpu_memory_utilization=0.78, weights_gib=71, activation_gib=12.5,
+                         cuda_graph_gib=0, non_torch_gib=0, need_full_context_requests=2, engine_hosts=4)
+    options = {tuple(o["sizes"]): o for o in plan["groupings"]}
+    assert list(options) == [(1, 1, 1, 1), (2, 1, 1), (2, 2), (4,)]
+    assert options[(1, 1, 1, 1)]["kv_tokens"] == [plan["per_host"]["kv_tokens"]] * 4
+    assert options[(2, 2)]["kv_tokens"] == [plan["split"]["kv_tokens"]] * 2
+    assert options[(1, 1, 1, 1)]["holds_need"] is False and options[(2, 2)]["holds_need"] is True
+    assert options[(4,)]["kv_tokens"][0] > options[(2, 2)]["kv_tokens"][0]
+    assert all(o["starts"] for o in plan["groupings"])
+    assert any(line.startswith("grouping 2+1+1: group of 2:") and line.endswith("a group holds less than the need")
+               for line in plan["reasoning"])
+
+
+def test_groupings_leave_out_sizes_the_heads_do_not_split_and_need_a_config():
+    plan = plan_kv_cache(SMOLLM2_135M, kv_cache_space_gib=1, engine_hosts=3)
+    # 9 heads, 3 KV heads: 1 and 3 split evenly, 2 does not.
+    assert [o["sizes"] for o in plan["groupings"]] == [[1, 1, 1], [3]]
+    assert plan_kv_cache(SMOLLM2_135M, kv_cache_space_gib=1)["groupings"] is None
+    with pytest.raises(KVPlanError, match="engine_hosts needs the model's config"):
+        plan_kv_cache(per_host_kv_tokens=[1000], max_model_len=100, engine_hosts=2)
+    with pytest.raises(KVPlanError, match="engine_hosts must be at least 1"):
+        plan_kv_cache(SMOLLM2_135M, kv_cache_space_gib=1, engine_hosts=0)

@@ -146,3 +146,11 @@ def test_sliding_window_with_gpu_defaults(run_module):
     assert result["block_size"] == 16
     assert result["max_num_batched_tokens"] == 8192
     assert [g["blocks_per_request"] for g in result["per_host"]["groups"]] == [256, 257]
+
+
+def test_groupings_of_the_sites_hosts(run_module, model_dir):
+    result = run_module(module, {"model_dir": model_dir, "kv_cache_space_gib": 1, "engine_hosts": 4}).result
+    # SmolLM2-135M: 9 heads, 3 KV heads -> groups of 1 and 3 only.
+    assert [o["sizes"] for o in result["groupings"]] == [[1, 1, 1, 1], [3, 1]]
+    assert result["groupings"][1]["kv_tokens"][1] == result["per_host"]["kv_tokens"]
+    assert not result.get("failed")
