@@ -37,7 +37,7 @@ def _status():
 
 
 def _site_status_arguments(hostvars):
-    (task,) = [t for t in tasks("roles/vllm/tasks/site_status.yml") if "factory_floor.llm.site_status" in t]
+    (task,) = [t for t in tasks("roles/site_view/tasks/site_status.yml") if "factory_floor.llm.site_status" in t]
     variables = {"hostvars": hostvars, "groups": {"gb10": ENGINES, "proxy": PROXIES}, "site_engine_group": "gb10",
                  "site_proxy_group": "proxy", "tool_gate_scores_dir": "", "omit": OMIT}
     variables.update({name: evaluate(value, variables) for name, value in task.get("vars", {}).items()})
