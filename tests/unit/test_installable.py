@@ -126,7 +126,7 @@ def test_the_artifact_ships_the_playbooks_and_not_the_lab(installed):
     with tarfile.open(installed[0]) as tarball:
         names = set(tarball.getnames())
     assert {"playbooks/{0}.yml".format(name) for name in PLAYBOOKS} <= names
-    assert {"roles/vllm/templates/prometheus-vllm.yml.j2", "meta/runtime.yml", "inventory/example/hosts.yml"} <= names
+    assert {"roles/site_view/templates/prometheus-vllm.yml.j2", "meta/runtime.yml", "inventory/example/hosts.yml"} <= names
     assert sorted(name for name in names if NOT_SHIPPED.match(name)) == []
 
 

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """deploy.yml's preflight asks each replica whose configuration changed whether it serves
-(roles/vllm/tasks/deploy_preflight.yml, "See whether each of them serves now": vllm_health
+(roles/site_deploy/tasks/deploy_preflight.yml, "See whether each of them serves now": vllm_health
 with ``timeout: 0``, one probe). That task may fail only when the probe could not be asked
 (a configuration error on this side): a serving engine, one that does not serve yet and one
 that rejects the key (refused by the next task, naming the key rotation) go on.
@@ -31,7 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 
 
 def _task():
-    with open(os.path.join(ROOT, "roles", "vllm", "tasks", "deploy_preflight.yml"), encoding="utf-8") as handle:
+    with open(os.path.join(ROOT, "roles", "site_deploy", "tasks", "deploy_preflight.yml"), encoding="utf-8") as handle:
         tasks = yaml.safe_load(handle)
     found = [t for t in tasks if t.get("name") == "See whether each of them serves now"]
     assert len(found) == 1, "the task moved: adapt this test"

@@ -34,7 +34,7 @@ needs_tools = pytest.mark.skipif(not os.path.exists(ANSIBLE_PLAYBOOK), reason="n
 
 
 def _switch_tasks():
-    tasks = yaml.safe_load(open(os.path.join(ROOT, "roles", "vllm", "tasks", "switch_preflight.yml"), encoding="utf-8"))
+    tasks = yaml.safe_load(open(os.path.join(ROOT, "roles", "topology_switch", "tasks", "switch_preflight.yml"), encoding="utf-8"))
     names = ["Compare the settings each proxy host runs with the inventory's (reads only)",
              "Refuse a proxy that does not run the inventory's settings, naming them and the command that applies them"]
     found = [task for task in tasks if task.get("name") in names]
@@ -43,7 +43,7 @@ def _switch_tasks():
 
 
 def test_the_switch_compares_before_it_decides_or_scores_anything():
-    tasks = yaml.safe_load(open(os.path.join(ROOT, "roles", "vllm", "tasks", "switch_preflight.yml"), encoding="utf-8"))
+    tasks = yaml.safe_load(open(os.path.join(ROOT, "roles", "topology_switch", "tasks", "switch_preflight.yml"), encoding="utf-8"))
     names = [task.get("name", "") for task in tasks]
     refused = names.index("Refuse a proxy that does not run the inventory's settings, naming them and the command "
                           "that applies them")

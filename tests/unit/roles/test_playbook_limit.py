@@ -85,8 +85,11 @@ def test_deploy_reads_the_proxy_addresses_before_its_preflight_refuses_the_unkno
     assert gather == preflight - 1
     # Without any_errors_fatal: there an unreachable proxy, even ignored, would end the play without a word.
     assert not plays[gather].get("any_errors_fatal")
-    with open(os.path.join(ROOT, "roles", "vllm", "tasks", "deploy_preflight.yml"), encoding="utf-8") as handle:
+    with open(os.path.join(ROOT, "roles", "site_deploy", "tasks", "deploy_preflight.yml"), encoding="utf-8") as handle:
         tasks = yaml.safe_load(handle)
-    first = tasks[0]
-    assert first["ansible.builtin.include_tasks"]["file"] == "limit.yml"
+    # After the vllm role's settings, which the procedure role loads first.
+    assert tasks[0]["ansible.builtin.include_role"]["tasks_from"] == "settings"
+    first = tasks[1]
+    assert (first["ansible.builtin.include_role"]["name"], first["ansible.builtin.include_role"]["tasks_from"]) == (
+        "factory_floor.llm.vllm", "limit")
     assert first["vars"] == {"vllm_limit_playbook": "deploy", "vllm_limit_gathered": True}

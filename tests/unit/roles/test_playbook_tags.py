@@ -106,8 +106,8 @@ def test_deploy_imports_the_roles_whose_tags_reach():
         if role:
             imported[role["name"]] = role.get("tasks_from", "main")
     assert imported == {"factory_floor.llm.nginx_proxy": "main", "factory_floor.llm.keepalived": "main",
-                        "factory_floor.llm.vllm": "deploy_engines"}
-    tasks = _load("roles", "vllm", "tasks", "deploy_engines.yml")
+                        "factory_floor.llm.site_deploy": "deploy_engines"}
+    tasks = _load("roles", "site_deploy", "tasks", "deploy_engines.yml")
     engines = {task.get("ansible.builtin.import_role", {}).get("name") for task in tasks}
     assert {"factory_floor.llm.memory_guard", "factory_floor.llm.vllm_watchdog"} <= engines
 
@@ -164,7 +164,8 @@ STEPS = [
     "factory_floor.llm.vllm : Record the topology, who, when, the playbook and the run\tTAGS: [vllm]",
     "factory_floor.llm.vllm_watchdog : Disable --now the watchdog of topology {{ vllm_watchdog_topology }}"
     "\tTAGS: [service, vllm, watchdog]",
-    "Run the wanted topology\tTAGS: [firewall, health, preflight, service, vllm]",
+    "Run the wanted topology (replicas)\tTAGS: [firewall, health, preflight, service, vllm]",
+    "Run the wanted topology (split)\tTAGS: [firewall, health, preflight, service, vllm]",
     # An include_role (the site role's host_programs) is listed without its role's name.
     "Install the watchdog\tTAGS: [install, watchdog]",
 ]

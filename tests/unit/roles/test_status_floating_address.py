@@ -5,7 +5,7 @@
 """status.yml shows the floating address and its holder (issue 35: it always said "none configured").
 
 The status playbook's proxy play runs the keepalived role's status entry point (which sets
-``keepalived_status`` on the proxy hosts), and the vllm role's site_status entry point hands that
+``keepalived_status`` on the proxy hosts), and the site_view role's site_status entry point hands that
 fact to ``factory_floor.llm.site_status``: its task's arguments are evaluated with Ansible's
 templating, as a run would, and the view is made from them (``_site_status.build``, the module's code).
 """
@@ -37,7 +37,7 @@ def _status():
 
 
 def _site_status_arguments(hostvars):
-    (task,) = [t for t in tasks("roles/vllm/tasks/site_status.yml") if "factory_floor.llm.site_status" in t]
+    (task,) = [t for t in tasks("roles/site_view/tasks/site_status.yml") if "factory_floor.llm.site_status" in t]
     variables = {"hostvars": hostvars, "groups": {"gb10": ENGINES, "proxy": PROXIES}, "site_engine_group": "gb10",
                  "site_proxy_group": "proxy", "tool_gate_scores_dir": "", "omit": OMIT}
     variables.update({name: evaluate(value, variables) for name, value in task.get("vars", {}).items()})

@@ -57,7 +57,7 @@ def _tasks_named(tasks, words):
 
 
 def test_the_switch_prints_the_plan_and_takes_no_lock_on_a_dry_run():
-    tasks = _load("roles", "vllm", "tasks", "switch_preflight.yml")
+    tasks = _load("roles", "topology_switch", "tasks", "switch_preflight.yml")
     [printed] = _tasks_named(tasks, "Print the dry run's plan")
     assert printed["ansible.builtin.debug"]["msg"] == "{{ vllm_switch_plan.dry_run }}" and printed["when"] == DRY
     [announced] = _tasks_named(tasks, "Announce the outage")
@@ -71,8 +71,8 @@ def test_the_switch_prints_the_plan_and_takes_no_lock_on_a_dry_run():
 def test_the_switch_plan_gets_the_models_the_records_get_and_the_served_name():
     """The dry run names the model directory the new topology serves (issue 35): the same models, by topology, as
     the topology records are written with."""
-    [decide] = _load("roles", "vllm", "tasks", "switch_plan.yml")[:1]
-    [record] = _tasks_named(_load("roles", "vllm", "tasks", "switch_record.yml"), "Decide every engine host's record")
+    [decide] = _load("roles", "topology_switch", "tasks", "switch_plan.yml")[:1]
+    [record] = _tasks_named(_load("roles", "topology_switch", "tasks", "switch_record.yml"), "Decide every engine host's record")
     args = decide["factory_floor.llm.switch_plan"]
     assert args["models"] == record["factory_floor.llm.switch_plan"]["models"]
     assert "_vllm_topologies.split.model" in args["models"]
@@ -87,7 +87,7 @@ def test_the_upgrade_prints_the_plan_on_a_dry_run():
     assert play["tasks"][-1] is printed
 
 
-@pytest.mark.parametrize("role, entry_point", [("vllm", "switch_preflight"), ("vllm_replica", "upgrade_check")])
+@pytest.mark.parametrize("role, entry_point", [("topology_switch", "switch_preflight"), ("vllm_replica", "upgrade_check")])
 def test_switch_dry_run_is_declared(role, entry_point):
     option = _load("roles", role, "meta", "argument_specs.yml")["argument_specs"][entry_point]["options"]["switch_dry_run"]
     assert option["type"] == "bool" and option["default"] is False

@@ -42,7 +42,7 @@ def _load(*parts):
 
 
 def _incumbent_block():
-    [block] = [task for task in _load("roles", "vllm", "tasks", "switch_preflight.yml")
+    [block] = [task for task in _load("roles", "topology_switch", "tasks", "switch_preflight.yml")
                if task.get("name") == "Make sure the incumbent build has a tool-calling score to compare with"]
     return block
 

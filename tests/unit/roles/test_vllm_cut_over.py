@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""The switch's cut-over (the vllm role's ``cut_over`` entry point) in a real ansible-playbook run.
+"""The switch's cut-over (the topology_switch role's ``cut_over`` entry point) in a real ansible-playbook run.
 
 One "engine host" on a local connection; ``systemctl`` is a stand-in on the PATH (and for
 ``factory_floor.llm.vllm_engine_info``) that starts nothing and says the unit's main process is
@@ -45,7 +45,7 @@ PLAYBOOK = """
   tasks:
     - name: Stop the old topology and start the new one
       ansible.builtin.include_role:
-        name: factory_floor.llm.vllm
+        name: factory_floor.llm.topology_switch
         tasks_from: cut_over
       vars:
         vllm_cut_over_unit: vllm-replica.service

@@ -156,10 +156,12 @@ def _role_calls():
             for key in ("block", "rescue", "always"):
                 walk(task.get(key), where)
 
-    tasks_dir = os.path.join(ROOT, "roles", "vllm", "tasks")
-    for name in sorted(os.listdir(tasks_dir)):
-        with open(os.path.join(tasks_dir, name), encoding="utf-8") as handle:
-            walk(yaml.safe_load(handle), name)
+    # The engine base and the procedures that refuse before they change anything.
+    for role in ("vllm", "topology_switch", "site_deploy"):
+        tasks_dir = os.path.join(ROOT, "roles", role, "tasks")
+        for name in sorted(os.listdir(tasks_dir)):
+            with open(os.path.join(tasks_dir, name), encoding="utf-8") as handle:
+                walk(yaml.safe_load(handle), name)
     return calls
 
 
@@ -178,11 +180,11 @@ def test_the_role_runs_every_check_where_it_refused_before():
 
 
 def test_the_tasks_keep_no_refusal_of_their_own():
-    for name in ("preflight.yml", "deploy_preflight.yml", "image_check.yml"):
-        with open(os.path.join(ROOT, "roles", "vllm", "tasks", name), encoding="utf-8") as handle:
+    for role, name in (("vllm", "preflight.yml"), ("site_deploy", "deploy_preflight.yml"), ("vllm", "image_check.yml")):
+        with open(os.path.join(ROOT, "roles", role, "tasks", name), encoding="utf-8") as handle:
             text = handle.read()
         assert "ansible.builtin.assert" not in text and "ansible.builtin.fail" not in text, name
-    with open(os.path.join(ROOT, "roles", "vllm", "tasks", "switch_preflight.yml"), encoding="utf-8") as handle:
+    with open(os.path.join(ROOT, "roles", "topology_switch", "tasks", "switch_preflight.yml"), encoding="utf-8") as handle:
         fails = [task for task in yaml.safe_load(handle) if "ansible.builtin.fail" in task]
     # The gate's refusal is _switch_plan's message, printed as it is.
     assert [task["ansible.builtin.fail"]["msg"] for task in fails] == ["{{ vllm_switch_plan.refusal }}"]
