@@ -363,10 +363,12 @@ class Watchdog:
         peer, peer_error = peers[0] if peers else (None, None)
         lock = self._lock()
         for rank, (state, _error) in enumerate(peers, 1):
-            if lock is None and state and isinstance(state.get("lock"), dict) and not state["lock"].get("expired"):
-                # That rank judged its own lock's expiry on its own clock; it publishes only one that holds.
-                # (A worker's one peer is the head: rank 0, not rank 1.)
-                lock = dict(state["lock"], on="peer")
+            held = state.get("lock") if state else None
+            # That rank judged its own lock's expiry on its own clock; it publishes only one that holds. A lock
+            # it only relays ("on", another rank's) is not honoured again: the ranks would echo it to each other
+            # for ever after its host released it. (A worker's one peer is the head: rank 0, not rank 1.)
+            if lock is None and isinstance(held, dict) and not held.get("expired") and not held.get("on"):
+                lock = dict(held, on="peer")
                 if cfg.role == ROLE_HEAD:
                     lock["rank"] = rank
         if lock is not None:

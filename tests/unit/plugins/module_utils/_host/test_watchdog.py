@@ -769,6 +769,23 @@ def test_lock_on_the_peer_stops_the_head(tmp_path):
     assert commands == []
 
 
+@pytest.mark.parametrize("holder", ["a", "b"])
+def test_a_released_lock_is_not_echoed_between_the_ranks(tmp_path, holder):
+    """Each rank honours the other's own lock, never the copy it relays: once the lock's host releases
+    it, both judge again (before, each took the other's copy of it, for ever)."""
+    clock, commands, head_world, _worker_world, head, worker, _lines = split_pair(tmp_path)
+    (tmp_path / holder / "maintenance").write_text("{}")
+    for _look in range(3):
+        states = (worker.tick().state, head.tick().state)
+        clock.now += 5
+    assert states == (wd.MAINTENANCE, wd.MAINTENANCE)
+    (tmp_path / holder / "maintenance").unlink()
+    for _look in range(2):
+        states = (worker.tick().state, head.tick().state)
+        clock.now += 5
+    assert states == (wd.FOLLOWING, wd.SERVING)
+
+
 # --- a split group of N ranks ---------------------------------------------------------------------------
 
 
