@@ -141,8 +141,9 @@ class Watchdog:
         self.scrape = scrape or self._scrape
         self.run = run or self._run
         if fetch_rank is None and fetch_peer is not None:
-            # A pair's reader: the one other rank, whatever its URL.
-            fetch_rank = lambda _url: fetch_peer()  # noqa: E731
+            def fetch_rank(_url):
+                # A pair's reader: the one other rank, whatever its URL.
+                return fetch_peer()
         self.fetch_rank = fetch_rank or self._fetch_rank
         self.write_line = log or daemon.emit
         self.clock, self.wall, self.sleep = clock, wall, sleep

@@ -566,7 +566,10 @@ def test_each_worker_has_its_own_down_confirm(tmp_path):
     judge = _head(tmp_path)
     down = _rank_state(None, active_state="failed", sub_state="failed", result="exit-code")
     up = _rank_state()
-    sample = lambda t, peers: wd.Sample(time=t, unit=unit(), health=OK, counters=counters(), peers=peers)  # noqa: E731
+
+    def sample(t, peers):
+        return wd.Sample(time=t, unit=unit(), health=OK, counters=counters(), peers=peers)
+
     assert judge.assess(sample(0, [(down, None), (up, None)])).action == wd.NONE
     # Rank 1 came back at t=5 (its timer cleared), rank 2 went down then: neither has been down for 10 s.
     assert judge.assess(sample(5, [(up, None), (down, None)])).action == wd.NONE
