@@ -93,3 +93,22 @@ def test_replicas_read_no_other_rank(tmp_path):
     raw = render("spark-1", ["spark-1", "spark-2"], topology="replicas")
     assert (raw["role"], raw["peer_urls"], raw["status_listen"]) == ("replica", [], None)
     assert checked(raw, tmp_path).peer_urls == []
+
+
+def watchdog_sec(host, hosts, topology="split"):
+    """The watchdog unit's WatchdogSec= (the role's _vllm_watchdog_self_bound) for ``host``."""
+    variables = dict(role_variables("vllm"), **role_variables("vllm_watchdog"))
+    variables.update(inventory_hostname=host, groups={"gb10": list(hosts)}, vllm_watchdog_topology=topology,
+                     hostvars={name: {} for name in hosts})
+    return int(Templar(loader=DataLoader(), variables=variables).template(
+        trust_as_template("{{ _vllm_watchdog_self_bound }}")))
+
+
+def test_the_watchdogs_own_bound_counts_one_read_per_other_rank():
+    # interval 5 + probe 15 + (3 engine reads + other ranks) x request 5 + ack wait 60, four times over.
+    pair = ["spark-1", "spark-2"]
+    assert watchdog_sec("spark-1", pair) == watchdog_sec("spark-2", pair) == 4 * (5 + 15 + 4 * 5 + 60) == 400
+    assert watchdog_sec("spark-1", pair, topology="replicas") == 400
+    four = ["spark-1", "spark-2", "spark-3", "spark-4"]
+    assert watchdog_sec("spark-1", four) == 4 * (5 + 15 + 6 * 5 + 60)
+    assert watchdog_sec("spark-3", four) == 400
