@@ -23,12 +23,14 @@ channel, the watchdog (on the engine's own host) closes the port. Graceful shutd
 pointless for a hung engine: its requests never finish, and a SIGSTOPped process takes no
 SIGTERM.
 
-Split topology (``role`` ``head`` on rank 0, ``worker`` on rank 1): one model, so a dead
-worker is a dead model. No ssh between the hosts: each watchdog acts on its own unit and
-they talk over the direct link (``status_listen``, ``peer_url``). The head is the pair's
-only judge and every restart it makes is a pair restart, in the order of the role's
-README (kill rank 0 and stop its unit, publish the request, rank 1 restarts and
-acknowledges, start rank 0): never a new rank 0 with the old rank 1.
+Split topology (``role`` ``head`` on rank 0, ``worker`` on every other rank): one model
+over the group's N ranks (a pair: N = 2), so a dead worker is a dead model. No ssh between
+the hosts: each watchdog acts on its own unit and they talk over the direct link
+(``status_listen``, ``peer_urls``: the head reads every other rank, each worker reads the
+head). The head is the group's only judge and every restart it makes is a group restart,
+in the order of the role's README (kill rank 0 and stop its unit, publish the request,
+every other rank restarts and acknowledges, start rank 0 once all have acknowledged or
+after ``pair_ack_timeout``): never a new rank 0 with an old worker.
 
 Every decision goes to stdout, one JSON line with the evidence (unit state, health
 status, counter values, seconds without progress, probe latency, budget), prefixed with
@@ -116,8 +118,9 @@ class Watchdog:
     """One watchdog loop. Every side effect goes through an injectable callable:
 
     ``health_probe()`` and ``generate_probe()`` -> :class:`Probe`; ``scrape()`` -> :class:`Counters`
-    (raises on failure); ``run(argv, timeout)`` -> ``(rc, output)``; ``fetch_peer()`` -> dict (raises
-    on failure); ``log(line)``; ``clock`` (monotonic), ``wall`` (UNIX time) and ``sleep``; ``cpu_seconds(main_pid)`` ->
+    (raises on failure); ``run(argv, timeout)`` -> ``(rc, output)``; ``fetch_rank(url)`` -> dict, the
+    state another rank's watchdog publishes at ``url`` (raises on failure; ``fetch_peer()``, without the
+    URL, reads the one other rank of a pair); ``log(line)``; ``clock`` (monotonic), ``wall`` (UNIX time) and ``sleep``; ``cpu_seconds(main_pid)`` ->
     ``(seconds, stopped)`` as :func:`engine_cpu`; ``boot`` the boot id (``_daemon.boot_id``).
 
     Every wait and age is measured on ``clock``: restarts (``_daemon.age``), the pair's
@@ -128,7 +131,7 @@ class Watchdog:
 
     def __init__(self, config: Config, health_probe=None, generate_probe=None, scrape=None, run=None,
                  fetch_peer=None, log=None, clock=time.monotonic, wall=time.time, sleep=time.sleep, cpu_seconds=None,
-                 boot=None):
+                 boot=None, fetch_rank=None):
         self.config = config
         self.cpu_seconds = cpu_seconds or engine_cpu
         self.judge = Judge(config)
@@ -137,7 +140,11 @@ class Watchdog:
         self.generate_probe = generate_probe or self._generate_probe
         self.scrape = scrape or self._scrape
         self.run = run or self._run
-        self.fetch_peer = fetch_peer or self._fetch_peer
+        if fetch_rank is None and fetch_peer is not None:
+            def fetch_rank(_url):
+                # A pair's reader: the one other rank, whatever its URL.
+                return fetch_peer()
+        self.fetch_rank = fetch_rank or self._fetch_rank
         self.write_line = log or daemon.emit
         self.clock, self.wall, self.sleep = clock, wall, sleep
         self.boot = daemon.boot_id() if boot is None else boot
@@ -183,8 +190,8 @@ class Watchdog:
         rc, out, err = systemd.run(argv, timeout or self.config.command_timeout)
         return rc, (out + err).strip()
 
-    def _fetch_peer(self) -> dict:
-        return client.get_json(self.config.peer_url, self.config.request_timeout)
+    def _fetch_rank(self, url: str) -> dict:
+        return client.get_json(url, self.config.request_timeout)
 
     # -- logging and state
 
@@ -290,11 +297,16 @@ class Watchdog:
         except systemd.UnitStateError as exc:
             return None, str(exc)
 
-    def _peer(self):
+    def _peer(self, url: str):
+        """``(state, None)`` of the rank whose watchdog publishes at ``url``, or ``(None, why)``."""
         try:
-            return self.fetch_peer(), None
+            return self.fetch_rank(url), None
         except Exception as exc:  # pylint: disable=broad-except  # an unreachable peer is evidence, not a crash
             return None, "%s: %s" % (type(exc).__name__, exc)
+
+    def _peers(self) -> list:
+        """``(state, error)`` of every other rank's watchdog in rank order (the head), or of the head (a worker)."""
+        return [self._peer(url) for url in self.config.peer_urls]
 
     def engine_root(self, unit) -> int | None:
         """The PID whose descendants are the engine's processes: the unit's main process, or the container's.
@@ -325,10 +337,14 @@ class Watchdog:
                 counters = dataclasses.replace(counters, cpu_seconds=seconds, cpu_stopped=tuple(stopped))
         return counters
 
-    def sample(self, peer=None, peer_error=None) -> Sample:
+    def sample(self, peer=None, peer_error=None, peers=None) -> Sample:
+        """One look at the engine; ``peers``, ``(state, error)`` of the other ranks in rank order (rank 1 is
+        also ``peer``, ``peer_error``)."""
         unit, unit_error = self._read_unit()
+        if peers:
+            peer, peer_error = peers[0]
         sample = Sample(time=self.clock(), unit=unit, unit_error=unit_error,
-                        peer=peer, peer_error=peer_error)
+                        peer=peer, peer_error=peer_error, peers=list(peers or []))
         if unit is not None and unit.running and unit.wanted:
             sample.health = self.health_probe()
             # Also when /health fails on an open connection (a read timeout under load): work
@@ -344,13 +360,18 @@ class Watchdog:
     def tick(self) -> Verdict:
         """One look, one judgement, at most one action."""
         cfg = self.config
-        peer, peer_error = (None, None)
-        if cfg.role in (ROLE_HEAD, ROLE_WORKER):
-            peer, peer_error = self._peer()
+        peers = self._peers() if cfg.role in (ROLE_HEAD, ROLE_WORKER) else []
+        peer, peer_error = peers[0] if peers else (None, None)
         lock = self._lock()
-        if lock is None and peer and isinstance(peer.get("lock"), dict) and not peer["lock"].get("expired"):
-            # The peer judged its own lock's expiry on its own clock; it publishes only one that holds.
-            lock = dict(peer["lock"], on="peer")
+        for rank, (state, _error) in enumerate(peers, 1):
+            held = state.get("lock") if state else None
+            # That rank judged its own lock's expiry on its own clock; it publishes only one that holds. A lock
+            # it only relays ("on", another rank's) is not honoured again: the ranks would echo it to each other
+            # for ever after its host released it. (A worker's one peer is the head: rank 0, not rank 1.)
+            if lock is None and isinstance(held, dict) and not held.get("expired") and not held.get("on"):
+                lock = dict(held, on="peer")
+                if cfg.role == ROLE_HEAD:
+                    lock["rank"] = rank
         if lock is not None:
             return self._stand_down(lock)
         if self.standing_down is not None:
@@ -361,7 +382,7 @@ class Watchdog:
         if cfg.role == ROLE_WORKER:
             return self._follow(peer, peer_error)
 
-        sample = self.sample(peer, peer_error)
+        sample = self.sample(peers=peers)
         if self.state.get("gave_up"):
             held = self._still_gave_up(sample)
             if held is not None:
@@ -466,28 +487,50 @@ class Watchdog:
         return Verdict(verdict.state, RESTART, reason=verdict.reason, evidence=verdict.evidence, hard=verdict.hard)
 
     def _pair_request(self, verdict: Verdict) -> dict:
-        """Split head: ask rank 1's watchdog to restart rank 1, wait for its acknowledgement."""
+        """Split head: ask every other rank's watchdog to restart its rank, wait for all their acknowledgements.
+
+        The record says which ranks acknowledged (``acked_ranks``) and which did not within
+        ``pair_ack_timeout`` (``missing``, with the last error reading each); ``acked`` is true
+        when every rank did.
+        """
         cfg = self.config
-        # "time" is for people: rank 1 judges the request by the age this watchdog publishes.
+        ranks = list(range(1, len(cfg.peer_urls) + 1))
+        # "time" is for people: the workers judge the request by the age this watchdog publishes.
         request = {"id": uuid.uuid4().hex, "time": self.wall(), "reason": verdict.reason, "verdict": verdict.state}
         self._request_mono = {request["id"]: self.clock()}
         self.state["request"] = request
         self.save()
-        self._publish(Verdict(verdict.state, RESTART, reason="pair restart: waiting for rank 1", evidence=verdict.evidence),
-                      None, None)
-        self.log(WARNING, "pair_restart_requested", request=request,
-                 note="rank 0 killed; waiting up to %gs for rank 1's watchdog to restart rank 1" % cfg.pair_ack_timeout)
+        what = "pair restart" if len(ranks) == 1 else "group restart"
+        self._publish(Verdict(verdict.state, RESTART, reason="%s: waiting for %s" % (what, _ranks(ranks)),
+                              evidence=verdict.evidence), None, None)
+        self.log(WARNING, "pair_restart_requested", request=request, note=(
+            "rank 0 killed; waiting up to %gs for rank 1's watchdog to restart rank 1" % cfg.pair_ack_timeout
+            if len(ranks) == 1 else "rank 0 killed; waiting up to %gs for the watchdogs of %s to restart them"
+            % (cfg.pair_ack_timeout, _ranks(ranks))))
         started = self.clock()
-        last_error = None
+        acked, errors = set(), {}
         while True:
-            peer, last_error = self._peer()
-            if peer is not None and peer.get("acked") == request["id"]:
-                return {"id": request["id"], "acked": True, "waited": _secs(self.clock() - started)}
+            for rank, url in zip(ranks, cfg.peer_urls):
+                if rank in acked:
+                    continue
+                state, error = self._peer(url)
+                errors[rank] = error
+                if state is not None and state.get("acked") == request["id"]:
+                    acked.add(rank)
+            missing = [rank for rank in ranks if rank not in acked]
+            record = {"id": request["id"], "acked": not missing, "waited": _secs(self.clock() - started),
+                      "acked_ranks": sorted(acked), "missing": missing}
+            if not missing:
+                return record
             if self.clock() - started >= cfg.pair_ack_timeout:
-                self.log(WARNING, "pair_ack_timeout", request=request, peer_error=last_error,
-                         note="starting rank 0 anyway; rank 1 is restarted when its watchdog sees the request")
-                return {"id": request["id"], "acked": False, "waited": _secs(self.clock() - started),
-                        "peer_error": last_error}
+                last_error = errors.get(missing[0])
+                if len(ranks) > 1:
+                    record["peer_errors"] = {str(rank): errors.get(rank) for rank in missing}
+                self.log(WARNING, "pair_ack_timeout", request=request, peer_error=last_error, missing=missing,
+                         acked_ranks=sorted(acked),
+                         note="starting rank 0 anyway; %s restarted when its watchdog sees the request"
+                              % ("%s is" % _ranks(missing) if len(missing) == 1 else "%s are" % _ranks(missing)))
+                return dict(record, peer_error=last_error)
             self.sleep(min(1.0, cfg.interval))
 
     def _dropin_path(self) -> str:
@@ -581,6 +624,12 @@ class Watchdog:
         return verdict
 
 
+def _ranks(ranks) -> str:
+    """``rank 1``, ``ranks 1, 2``: how the logs name the workers."""
+    ranks = list(ranks)
+    return ("rank %d" % ranks[0]) if len(ranks) == 1 else "ranks %s" % ", ".join("%d" % r for r in ranks)
+
+
 # --------------------------------------------------------------------------- status server
 
 def make_status_server(watchdog: Watchdog, address: str, port: int):
@@ -605,7 +654,7 @@ def main(argv=None) -> int:
                  startup_grace=config.startup_grace, detection_bound=config.detection_bound,
                  budget={"max_restarts": config.max_restarts, "restart_window": config.restart_window,
                          "backoff": config.backoff, "backoff_max": config.backoff_max},
-                 lock_file=config.lock_file, peer_url=config.peer_url, status_listen=config.status_listen,
+                 lock_file=config.lock_file, peer_urls=config.peer_urls, status_listen=config.status_listen,
                  container=config.container)
     try:
         if args.once:

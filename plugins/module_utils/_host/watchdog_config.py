@@ -107,6 +107,10 @@ class Config:
     systemctl: str = "systemctl"
     dropin_dir: str = "/run/systemd/system"
     status_listen: dict | None = None
+    # Split: the other ranks' watchdog state URLs (http://ADDRESS:PORT/state). The head (rank 0):
+    # every other rank's, in rank order (rank 1 first); a worker: the head's. peer_url, one URL,
+    # is the same as a list of one (a pair's configuration before groups of N ranks).
+    peer_urls: list | None = None
     peer_url: str | None = None
     pair_ack_timeout: float = 60.0
     pair_skew: float = 120.0
@@ -190,14 +194,35 @@ def load_config(raw: dict) -> Config:
             not isinstance(config.restart_command, list) or not config.restart_command
             or not all(isinstance(a, str) for a in config.restart_command)):
         raise ConfigError("restart_command must be an argv list of strings, got %r" % (config.restart_command,))
+    config.peer_urls = _peer_urls(config)
+    if config.role == ROLE_HEAD and not config.peer_urls:
+        raise ConfigError("role head needs peer_urls (every other rank's watchdog, http://ADDRESS:PORT/state, in rank "
+                          "order) or peer_url (the one other rank of a pair)")
+    if config.role == ROLE_WORKER and len(config.peer_urls) != 1:
+        raise ConfigError("role worker needs peer_url, or peer_urls with exactly one URL (the head's watchdog, "
+                          "http://ADDRESS:PORT/state; a worker follows rank 0 only), got %r" % (config.peer_urls,))
     if config.role in (ROLE_HEAD, ROLE_WORKER):
-        if not config.peer_url:
-            raise ConfigError("role %s needs peer_url (the other rank's watchdog, http://ADDRESS:PORT/state)" % config.role)
         listen = config.status_listen
         if not isinstance(listen, dict) or not isinstance(listen.get("port"), int) or not listen.get("address"):
             raise ConfigError("role %s needs status_listen {address, port} (where the other rank reads this state)"
                               % config.role)
     return config
+
+
+def _peer_urls(config: Config) -> list:
+    """``peer_urls`` as a list (``peer_url`` is a list of one); raise :class:`ConfigError` when malformed."""
+    urls, url = config.peer_urls, config.peer_url
+    if url is not None and (not isinstance(url, str) or not url):
+        raise ConfigError("peer_url must be null or a URL (http://ADDRESS:PORT/state), got %r" % (url,))
+    if urls is None:
+        return [url] if url else []
+    if not isinstance(urls, list) or not all(isinstance(u, str) and u for u in urls):
+        raise ConfigError("peer_urls must be a list of URLs (http://ADDRESS:PORT/state), got %r" % (urls,))
+    if url and urls and urls != [url]:
+        raise ConfigError("set peer_urls or peer_url, not both (peer_url %r, peer_urls %r)" % (url, urls))
+    if len(set(urls)) != len(urls):
+        raise ConfigError("peer_urls names a rank twice: %r" % (urls,))
+    return list(urls) if urls else ([url] if url else [])
 
 
 # --------------------------------------------------------------------------- the unit

@@ -207,9 +207,20 @@ class Sample:
     health: Probe | None = None
     counters: Counters | None = None
     metrics_error: str | None = None
-    # Split head only: the worker watchdog's published state, or why it could not be read.
+    # Split head only: rank 1's watchdog's published state, or why it could not be read.
     peer: dict | None = None
     peer_error: str | None = None
+    # Split head of a group of N ranks: (state, error) of every other rank's watchdog in rank
+    # order, rank 1 first (its pair is also ``peer``, ``peer_error``). Empty: rank 1 alone, as above.
+    peers: list = dataclasses.field(default_factory=list)
+
+    def ranks(self) -> list:
+        """``(rank, state, error)`` of every other rank whose watchdog was asked (rank 1 first)."""
+        if self.peers:
+            return [(rank, state, error) for rank, (state, error) in enumerate(self.peers, 1)]
+        if self.peer is not None or self.peer_error:
+            return [(1, self.peer, self.peer_error)]
+        return []
 
 
 @dataclasses.dataclass
@@ -257,7 +268,8 @@ class Judge:
         # When /health first failed after it had answered 200.
         self.bad_since = None
         self.down_since = None
-        self.peer_down_since = None
+        # Per rank (1, 2, ...): since when its unit has been down while enabled.
+        self.peer_down_since = {}
 
     def _new_run(self, now: float, unit: UnitInfo) -> None:
         self.reset()
@@ -290,11 +302,12 @@ class Judge:
             evidence["metrics_error"] = sample.metrics_error
         if self.started is not None:
             evidence["since_start"] = _secs(sample.time - self.started)
-        if sample.peer is not None:
-            peer_unit = UnitInfo.from_dict(sample.peer.get("unit_state"))
-            evidence["rank1"] = peer_unit.describe() if peer_unit else "unit unknown"
-        elif sample.peer_error:
-            evidence["rank1"] = "watchdog unreachable: %s" % sample.peer_error
+        for rank, peer, error in sample.ranks():
+            if peer is not None:
+                peer_unit = UnitInfo.from_dict(peer.get("unit_state"))
+                evidence["rank%d" % rank] = peer_unit.describe() if peer_unit else "unit unknown"
+            elif error:
+                evidence["rank%d" % rank] = "watchdog unreachable: %s" % error
         evidence.update(extra)
         return evidence
 
@@ -511,38 +524,49 @@ class Judge:
             % (stalled or 0, cfg.probe_timeout, result.error)))
 
     def _pair(self, sample: Sample) -> Verdict | None:
-        """Rank 0's view of rank 1 (split head): a dead or stale worker makes a dead model."""
+        """Rank 0's view of the other ranks (split head): a dead or stale worker makes a dead model.
+
+        Each worker is judged on its own (the first verdict in rank order is the group's); an
+        unreachable watchdog is evidence only. A pair (two ranks) is "the pair", more ranks "the group".
+        """
+        ranks = sample.ranks()
+        group = "the pair" if len(ranks) <= 1 else "the group"
+        verdict = None
+        for rank, peer, _error in ranks:
+            found = self._rank(sample, rank, peer, group)
+            verdict = verdict or found
+        return verdict
+
+    def _rank(self, sample: Sample, rank: int, peer: dict | None, group: str) -> Verdict | None:
+        """Rank 0's view of one worker (``rank``): down for ``down_confirm`` s, or older than rank 0's start."""
         cfg, now = self.config, sample.time
-        peer = sample.peer
         worker = UnitInfo.from_dict(peer.get("unit_state")) if peer else None
-        if worker is None:
-            self.peer_down_since = None
-            return None
-        if not worker.wanted:
-            self.peer_down_since = None
+        if worker is None or not worker.wanted:
+            self.peer_down_since.pop(rank, None)
             return None
         if worker.down:
-            self.peer_down_since = self.peer_down_since if self.peer_down_since is not None else now
-            waited = now - self.peer_down_since
+            since = self.peer_down_since.setdefault(rank, now)
+            waited = now - since
             if waited >= cfg.down_confirm:
-                return Verdict(DEAD, RESTART, hard=True, evidence=self._evidence(sample, rank1_down_for=_secs(waited)),
-                               reason="rank 1 (%s on the peer) is %s for %.0fs: a dead worker is a dead model"
-                                      % (worker.name, worker.active_state, waited))
+                return Verdict(DEAD, RESTART, hard=True, evidence=self._evidence(
+                    sample, **{"rank%d_down_for" % rank: _secs(waited)}),
+                    reason="rank %d (%s on the peer) is %s for %.0fs: a dead worker is a dead model"
+                           % (rank, worker.name, worker.active_state, waited))
             return None
-        self.peer_down_since = None
+        self.peer_down_since.pop(rank, None)
         head_unit = sample.unit
-        # Ages, each measured on its own host's monotonic clock: never rank 1's wall clock against rank 0's.
+        # Ages, each measured on its own host's monotonic clock: never a worker's wall clock against rank 0's.
         worker_running = peer.get("running_for")
         if (not self.served and worker.running and head_unit is not None and head_unit.started_mono
                 and isinstance(worker_running, (int, float)) and not isinstance(worker_running, bool)):
             head_running = now - head_unit.started_mono
             if worker_running > head_running + cfg.pair_skew:
-                return Verdict(DEAD, RESTART, hard=True, evidence=self._evidence(
-                    sample, rank0_running_for=_secs(head_running), rank1_running_for=_secs(worker_running)), reason=(
-                    "rank 1 has run %.0fs longer than rank 0's current start (more than pair_skew %gs): it belongs to an "
-                    "older session and will not join; restarting the pair" % (worker_running - head_running, cfg.pair_skew)))
+                return Verdict(DEAD, RESTART, hard=True, evidence=self._evidence(sample, **{
+                    "rank0_running_for": _secs(head_running), "rank%d_running_for" % rank: _secs(worker_running)}),
+                    reason=("rank %d has run %.0fs longer than rank 0's current start (more than pair_skew %gs): it "
+                            "belongs to an older session and will not join; restarting %s"
+                            % (rank, worker_running - head_running, cfg.pair_skew, group)))
         return None
-
 
 def _fmt(value) -> str:
     if value is None:

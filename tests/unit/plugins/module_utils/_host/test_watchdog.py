@@ -769,6 +769,195 @@ def test_lock_on_the_peer_stops_the_head(tmp_path):
     assert commands == []
 
 
+@pytest.mark.parametrize("holder", ["a", "b"])
+def test_a_released_lock_is_not_echoed_between_the_ranks(tmp_path, holder):
+    """Each rank honours the other's own lock, never the copy it relays: once the lock's host releases
+    it, both judge again (before, each took the other's copy of it, for ever)."""
+    clock, commands, head_world, _worker_world, head, worker, _lines = split_pair(tmp_path)
+    (tmp_path / holder / "maintenance").write_text("{}")
+    for _look in range(3):
+        states = (worker.tick().state, head.tick().state)
+        clock.now += 5
+    assert states == (wd.MAINTENANCE, wd.MAINTENANCE)
+    (tmp_path / holder / "maintenance").unlink()
+    for _look in range(2):
+        states = (worker.tick().state, head.tick().state)
+        clock.now += 5
+    assert states == (wd.FOLLOWING, wd.SERVING)
+
+
+# --- a split group of N ranks ---------------------------------------------------------------------------
+
+
+def split_group(tmp_path, n=3, acking=None):
+    """Rank 0 (head) and ranks 1..n-1 (workers) on spark-a, spark-b, spark-c, ...: the head reads every
+    worker by its URL, each worker reads the head. ``acking``: the ranks whose watchdogs keep looking while
+    rank 0 waits for the acknowledgements (default: all)."""
+    clock, commands = Clock(), []
+    names = ["spark-%s" % chr(ord("a") + rank) for rank in range(n)]
+    worlds = [World(clock, name, commands) for name in names]
+    for world in worlds:
+        world.unit = dataclasses.replace(world.unit, name="vllm-split.service")
+    common = {"unit": "vllm-split.service", "pair_ack_timeout": 30,
+              "kill_commands": [["systemctl", "kill", "--signal=SIGKILL", "vllm-split.service"]]}
+    urls = ["http://%s:8091/state" % name for name in names]
+    cfgs = []
+    for rank, name in enumerate(names):
+        (tmp_path / name).mkdir()
+        cfgs.append(config(tmp_path / name, role="head" if rank == 0 else "worker",
+                           peer_urls=urls[1:] if rank == 0 else urls[:1],
+                           status_listen={"address": "10.0.0.%d" % (rank + 1), "port": 8091}, **common))
+    acking = set(range(1, n)) if acking is None else set(acking)
+    lines, dogs = [], {}
+
+    def head_sleep(seconds):
+        clock.sleep(seconds)
+        for rank in sorted(acking):
+            dogs[urls[rank]].tick()   # the workers' watchdogs keep looking while rank 0 waits
+
+    def read(url):
+        if url not in dogs:
+            raise requests.ConnectionError("connection refused: %s" % url)
+        return json.loads(dogs[url].status_json())
+
+    for rank, (world, cfg) in enumerate(zip(worlds, cfgs)):
+        extra = {"sleep": head_sleep} if rank == 0 else {}
+        dogs[urls[rank]] = world.watchdog(cfg, lines, fetch_rank=read, **extra)
+    return clock, commands, worlds, [dogs[url] for url in urls], lines
+
+
+def _tick_group(dogs):
+    for dog in dogs[1:]:
+        dog.tick()
+    return dogs[0].tick()
+
+
+def test_a_head_reads_every_rank_in_rank_order(tmp_path):
+    cfg = config(tmp_path, role="head", peer_urls=["http://b/state", "http://c/state", "http://d/state"],
+                 status_listen={"address": "a", "port": 1})
+    assert cfg.peer_urls == ["http://b/state", "http://c/state", "http://d/state"]
+    # A pair's configuration: one peer_url is a list of one.
+    assert config(tmp_path, role="head", peer_url="http://b/state",
+                  status_listen={"address": "a", "port": 1}).peer_urls == ["http://b/state"]
+    assert config(tmp_path).peer_urls == []
+
+
+def test_a_dead_rank_2_restarts_the_group_in_order(tmp_path):
+    clock, commands, worlds, dogs, lines = split_group(tmp_path)
+    _tick_group(dogs)
+    worlds[2].unit = dataclasses.replace(worlds[2].unit, active_state="failed", sub_state="failed",
+                                         result="start-limit-hit")
+    verdicts = []
+    for _look in range(10):
+        verdicts.append(_tick_group(dogs))
+        if verdicts[-1].action == wd.RESTART:
+            break
+        clock.now += 5
+    verdict = verdicts[-1]
+    assert (verdict.state, verdict.action) == (wd.DEAD, wd.RESTART)
+    assert verdict.reason.startswith("rank 2 (vllm-split.service on the peer) is failed")
+    assert verdict.evidence["rank2_down_for"] == 10.0 and verdict.evidence["rank1"].startswith("ActiveState=active")
+    assert verdict.evidence["rank2"].startswith("ActiveState=failed")
+    # Rank 0 first and held down, every worker restarted (rank 2 was not running: no kill), then rank 0.
+    assert commands[:2] == [("spark-a", "kill"), ("spark-a", "stop")]
+    assert commands[-1] == ("spark-a", "restart")
+    assert set(commands[2:-1]) == {("spark-b", "kill"), ("spark-b", "restart"), ("spark-c", "restart")}
+    record = json.loads((tmp_path / "spark-a" / "state.json").read_text())["restarts"][0]
+    assert (record["pair"]["acked"], record["pair"]["acked_ranks"], record["pair"]["missing"]) == (True, [1, 2], [])
+    assert events(lines).count("pair_restart_followed") == 2
+
+
+def test_a_group_restart_waits_for_every_rank_and_names_the_one_that_did_not_answer(tmp_path):
+    clock, commands, worlds, dogs, lines = split_group(tmp_path, acking={1})
+    _tick_group(dogs)
+    worlds[0].counters, worlds[0].generate = counters(gen=42, running=2), TIMEOUT
+    for _look in range(40):
+        dogs[1].tick()          # rank 2's watchdog stopped looking: it never acknowledges
+        if dogs[0].tick().action == wd.RESTART:
+            break
+        clock.now += 5
+    assert ("spark-b", "restart") in commands and ("spark-c", "restart") not in commands
+    assert commands.index(("spark-b", "restart")) < commands.index(("spark-a", "restart"))
+    record = json.loads((tmp_path / "spark-a" / "state.json").read_text())["restarts"][0]["pair"]
+    assert (record["acked"], record["acked_ranks"], record["missing"]) == (False, [1], [2])
+    assert record["waited"] >= 30
+    (timeout,) = [json.loads(line[3:]) for line in lines if '"pair_ack_timeout"' in line]
+    assert timeout["missing"] == [2] and "rank 2 is restarted when its watchdog sees the request" in timeout["note"]
+    # Rank 2 follows the request when its watchdog looks again.
+    dogs[2].tick()
+    assert ("spark-c", "restart") in commands
+
+
+def test_an_unreachable_rank_is_evidence_and_named_when_it_does_not_acknowledge(tmp_path):
+    clock, commands, worlds, dogs, lines = split_group(tmp_path, acking={1})
+    read = dogs[0].fetch_rank
+
+    def flaky(url):
+        if url == "http://spark-c:8091/state":
+            raise requests.ConnectionError("no route to host")
+        return read(url)
+
+    dogs[0].fetch_rank = flaky
+    verdict = _tick_group(dogs)
+    assert verdict.action == wd.NONE and verdict.evidence["rank2"].startswith("watchdog unreachable: ConnectionError")
+    worlds[0].counters, worlds[0].generate = counters(gen=42, running=2), TIMEOUT
+    run_until(dogs[0], clock, 300, stop=lambda v: v.action == wd.RESTART)
+    record = json.loads((tmp_path / "spark-a" / "state.json").read_text())["restarts"][0]["pair"]
+    assert record["missing"] == [2] and "no route to host" in record["peer_errors"]["2"]
+
+
+def test_a_lock_on_rank_2_stands_rank_0_down(tmp_path):
+    clock, commands, worlds, dogs, _lines = split_group(tmp_path)
+    (tmp_path / "spark-c" / "maintenance").write_text("{}")
+    worlds[0].counters, worlds[0].generate = counters(gen=1, running=2), TIMEOUT
+    worlds[1].unit = dataclasses.replace(worlds[1].unit, active_state="failed", sub_state="failed")
+    for _look in range(40):
+        verdict = _tick_group(dogs)
+        assert verdict.state == wd.MAINTENANCE and verdict.evidence["lock"]["rank"] == 2
+        clock.now += 5
+    assert commands == []
+    # Released: judged afresh, and the hang is found.
+    (tmp_path / "spark-c" / "maintenance").unlink()
+    worlds[1].unit = dataclasses.replace(worlds[1].unit, active_state="active", sub_state="running")
+    for _look in range(40):
+        if _tick_group(dogs).action == wd.RESTART:
+            break
+        clock.now += 5
+    assert ("spark-a", "restart") in commands
+
+
+@pytest.mark.parametrize("stale_rank", [1, 2, 3])
+def test_each_worker_older_than_rank_0_is_found(tmp_path, stale_rank):
+    """Rank 0 was restarted alone at t=1000; one worker has run since t=1: it will not join, the group restarts."""
+    clock, commands, worlds, dogs, _lines = split_group(tmp_path, n=4)
+    for world in worlds:
+        world.unit = dataclasses.replace(world.unit, started_mono=1.0)
+    worlds[0].health, worlds[0].counters = wd.Probe("loading"), None
+    clock.now = 1000.0
+    for rank, world in enumerate(worlds):
+        if rank != stale_rank:
+            world.unit = dataclasses.replace(world.unit, invocation_id="inv-9", started_mono=1000.0)
+    clock.now = 1005.0
+    verdict = _tick_group(dogs)
+    assert (verdict.state, verdict.action) == (wd.DEAD, wd.RESTART)
+    assert verdict.reason.startswith("rank %d has run 99" % stale_rank)
+    assert verdict.reason.endswith("older session and will not join; restarting the group")
+    assert verdict.evidence["rank%d_running_for" % stale_rank] == 1004.0 and verdict.evidence["rank0_running_for"] == 5.0
+    assert {("spark-b", "restart"), ("spark-c", "restart"), ("spark-d", "restart")} <= set(commands)
+
+
+def test_a_group_that_started_together_loads_in_peace(tmp_path):
+    clock, commands, worlds, dogs, _lines = split_group(tmp_path, n=4)
+    for world in worlds:
+        world.unit = dataclasses.replace(world.unit, started_mono=1.0)
+    worlds[0].health, worlds[0].counters = wd.Probe("loading"), None
+    worlds[3].skew = -86400.0
+    for _look in range(60):
+        assert _tick_group(dogs).action == wd.NONE
+        clock.now += 5
+    assert commands == []
+
+
 # --- the daemon: metrics text, status server, main() --------------------------------------------------
 
 METRICS = """# HELP vllm:num_requests_running Number of requests in model execution batches.

@@ -548,3 +548,69 @@ def test_budget_allows_the_first_restart_at_once_then_backs_off_then_is_exhauste
 ])
 def test_follow_decision(seen, asked, decision):
     assert wd.follow_decision(seen, asked, 60) == decision
+
+
+# --- a split group of N ranks: rank 0's view of each worker ------------------------------------------
+
+
+def _head(tmp_path, ranks=3):
+    return wd.Judge(config(tmp_path, role="head", peer_urls=["http://r%d/state" % r for r in range(1, ranks)],
+                           status_listen={"address": "r0", "port": 1}))
+
+
+def _rank_state(running_for=30.0, **unit_overrides):
+    return {"unit_state": unit(name="vllm-split.service", **unit_overrides).as_dict(), "running_for": running_for}
+
+
+def test_each_worker_has_its_own_down_confirm(tmp_path):
+    judge = _head(tmp_path)
+    down = _rank_state(None, active_state="failed", sub_state="failed", result="exit-code")
+    up = _rank_state()
+
+    def sample(t, peers):
+        return wd.Sample(time=t, unit=unit(), health=OK, counters=counters(), peers=peers)
+
+    assert judge.assess(sample(0, [(down, None), (up, None)])).action == wd.NONE
+    # Rank 1 came back at t=5 (its timer cleared), rank 2 went down then: neither has been down for 10 s.
+    assert judge.assess(sample(5, [(up, None), (down, None)])).action == wd.NONE
+    assert judge.assess(sample(10, [(down, None), (down, None)])).action == wd.NONE
+    verdict = judge.assess(sample(15, [(down, None), (down, None)]))
+    assert (verdict.state, verdict.action) == (wd.DEAD, wd.RESTART)
+    assert verdict.reason.startswith("rank 2 (vllm-split.service on the peer) is failed for 10s")
+    assert verdict.evidence["rank2_down_for"] == 10.0 and "rank1_down_for" not in verdict.evidence
+
+
+def test_an_unreachable_or_disabled_worker_is_evidence_only(tmp_path):
+    judge = _head(tmp_path, ranks=4)
+    other_topology = _rank_state(unit_file_state="disabled", active_state="inactive", sub_state="dead")
+    peers = [(None, "ConnectionError: no route to host"), (other_topology, None), (_rank_state(), None)]
+    for t in (0, 30, 60):
+        verdict = judge.assess(wd.Sample(time=t, unit=unit(), health=OK, counters=counters(), peers=peers))
+        assert verdict.action == wd.NONE
+    assert verdict.evidence["rank1"] == "watchdog unreachable: ConnectionError: no route to host"
+    assert verdict.evidence["rank2"].startswith("ActiveState=inactive") and verdict.evidence["rank3"].startswith("Active")
+
+
+def test_a_pair_sample_is_rank_1_alone():
+    peer = _rank_state()
+    assert wd.Sample(time=0, peer=peer).ranks() == [(1, peer, None)]
+    assert wd.Sample(time=0, peer_error="refused").ranks() == [(1, None, "refused")]
+    assert wd.Sample(time=0).ranks() == []
+    assert wd.Sample(time=0, peers=[(peer, None), (None, "x")]).ranks() == [(1, peer, None), (2, None, "x")]
+
+
+@pytest.mark.parametrize("raw, words", [
+    ({"role": "head", "peer_urls": [], "status_listen": {"address": "a", "port": 1}}, "role head needs peer_urls"),
+    ({"role": "worker", "peer_urls": ["http://a/state", "http://c/state"], "status_listen": {"address": "b", "port": 1}},
+     "exactly one URL"),
+    ({"role": "head", "peer_urls": ["http://b/state", "http://b/state"], "status_listen": {"address": "a", "port": 1}},
+     "names a rank twice"),
+    ({"role": "head", "peer_urls": "http://b/state", "status_listen": {"address": "a", "port": 1}},
+     "peer_urls must be a list"),
+    ({"role": "head", "peer_url": "http://b/state", "peer_urls": ["http://c/state"],
+      "status_listen": {"address": "a", "port": 1}}, "not both"),
+])
+def test_bad_peer_urls_name_the_key(tmp_path, raw, words):
+    with pytest.raises(wd.ConfigError) as err:
+        config(tmp_path, **raw)
+    assert words in str(err.value)
