@@ -20,8 +20,10 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._layout import (
     SPLIT_GROUP,
     check_layout,
     format_errors,
+    inventory_input,
     is_loopback,
     machine_of,
+    prometheus_hosts,
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -374,8 +376,6 @@ def test_the_role_passes_the_variables_the_check_reads():
 # --------------------------------------------------------------- what the check reads from the inventory
 
 def test_inventory_input_reads_the_groups_the_check_needs_and_their_hosts_set_variables():
-    from ansible_collections.factory_floor.llm.plugins.module_utils._layout import inventory_input
-
     groups = {"all": ["spark-1", "spark-2", "gw", "mon"], "gb10": ["spark-1", "spark-2"], "proxy": ["gw"],
               "split": ["spark-2"], "monitoring": ["mon"]}
     hostvars = {"spark-1": {"vllm_port": 8001, "vllm_api_key": "k1", "other": 1},
@@ -392,8 +392,6 @@ def test_inventory_input_reads_the_groups_the_check_needs_and_their_hosts_set_va
 
 
 def test_prometheus_hosts_names_the_setters_and_the_names_the_inventory_lacks():
-    from ansible_collections.factory_floor.llm.plugins.module_utils._layout import prometheus_hosts
-
     hostvars = {"spark-1": {"vllm_prometheus_hosts": ["mon", ["mon-2"], None]}, "spark-2": {},
                 "spark-3": {"vllm_prometheus_hosts": ["mon-2", "spark-1"]}}
     assert prometheus_hosts(["spark-1", "spark-2", "spark-3"], hostvars, ["spark-1", "spark-2", "spark-3", "mon"]) == {
