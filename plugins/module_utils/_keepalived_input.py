@@ -38,3 +38,25 @@ def reserved_addresses(inventory, hostvars):
         if isinstance(ipv4, Mapping) and "address" in ipv4:
             found[host] = str(ipv4["address"]).split(" ")
     return found
+
+
+# What the keepalived role's preflight notes on each proxy host (roles/keepalived/tasks/preflight.yml).
+SETTINGS_FACT = "__keepalived_settings"
+ADDRESS_FACT = "__keepalived_address"
+
+
+def host_settings(host_vars, interface="", virtual_ipaddress=""):
+    """A proxy host's interface and floating address as the keepalived role has them: what its preflight noted this
+    run (``SETTINGS_FACT``'s ``interface``, ``ADDRESS_FACT``), else its inventory's ``keepalived_interface`` /
+    ``keepalived_virtual_ipaddress``, else ``interface`` / ``virtual_ipaddress`` (the reader's own defaults).
+    ``host_vars``: that host's variables (Ansible's ``hostvars[host]``, or any mapping)."""
+    settings = host_vars.get(SETTINGS_FACT)
+    if isinstance(settings, Mapping) and "interface" in settings:
+        interface = settings["interface"]
+    elif "keepalived_interface" in host_vars:
+        interface = host_vars["keepalived_interface"]
+    if ADDRESS_FACT in host_vars:
+        virtual_ipaddress = host_vars[ADDRESS_FACT]
+    elif "keepalived_virtual_ipaddress" in host_vars:
+        virtual_ipaddress = host_vars["keepalived_virtual_ipaddress"]
+    return interface, virtual_ipaddress
