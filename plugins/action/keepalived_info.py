@@ -36,6 +36,9 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
         args = host_args(self._task.args, (task_vars or {}).get("hostvars") or {})
-        result.update(self._execute_module(module_name="factory_floor.llm.keepalived_info", module_args=args,
-                                           task_vars=task_vars))
+        try:
+            result.update(self._execute_module(module_name="factory_floor.llm.keepalived_info", module_args=args,
+                                               task_vars=task_vars))
+        finally:
+            self._remove_tmp_path(self._connection._shell.tmpdir)  # as the normal action plugin does
         return result

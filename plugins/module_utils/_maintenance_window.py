@@ -37,3 +37,14 @@ def lock_refusals(results):
     a space: what comes before the role's own sentence (``maintenance_window_lock_refused``)."""
     return "".join("%s: %s " % (result.get("item"), result.get("msg", ""))
                    for result in results or [] if isinstance(result, Mapping) and result.get("failed"))
+
+
+# The fact an engine host notes its own lock file as (the role's "open" entry point): a lock taken or released from
+# another host (delegate_to) goes to that file.
+LOCK_PATH_FACT = "maintenance_window_lock_path"
+
+
+def lock_path(host_vars, default):
+    """A host's maintenance lock file: the one it noted (``LOCK_PATH_FACT``), else ``default``. ``host_vars``: its
+    variables (Ansible's ``hostvars[host]``, or any mapping)."""
+    return host_vars[LOCK_PATH_FACT] if LOCK_PATH_FACT in host_vars else default
