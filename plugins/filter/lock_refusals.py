@@ -9,9 +9,9 @@ name: lock_refusals
 short_description: Who refused the maintenance lock and why, one "host - why" each, from a delegated loop's results
 version_added: 0.1.0
 description:
-  - Takes the C(results) of a loop of M(factory_floor.llm.maintenance_lock) delegated to each host and returns
-    C(<host>: <message> ) for each host that refused, in loop order, each followed by a space - the start of the
-    message the C(lock) entry point of the C(factory_floor.llm.maintenance_window) role fails with.
+  - "Takes the C(results) of a loop of M(factory_floor.llm.maintenance_lock) delegated to each host and returns
+    C(<host>: <message>) for each host that refused, in loop order, each followed by a space - the start of the
+    message the C(lock) entry point of the C(factory_floor.llm.maintenance_window) role fails with."
 options:
   _input:
     description: The loop's C(results) (C(ansible_failed_result.results) in a rescue).
@@ -28,7 +28,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: The refusals, each C(<host>: <message>) and a space; empty when no host refused.
+  description: "The refusals, each C(<host>: <message>) and a space; empty when no host refused."
   type: str
   sample: "spark-b: the maintenance lock is held by switch-model since 2026-11-29 11:00 UTC "
 """
