@@ -14,6 +14,12 @@ checked against its option's type, choices and documented range
 (``plugins/module_utils/_inventory_values.py``). The values stay in this process: they
 never become module arguments, so no verbosity shows them. Every problem, the layout's
 and the variables', is one numbered line of the task's ``msg``.
+
+Without ``groups``, the plugin reads the layout itself from the inventory (``groups`` and
+``hostvars`` as the task sees them, ``_layout.inventory_input``): the groups the check needs,
+each of their hosts' ``HOST_VARS`` and API key variables (``api_keys``, a no_log option). It
+then also returns ``prometheus_hosts`` (``_layout.prometheus_hosts``): the engine hosts that set
+``vllm_prometheus_hosts`` and the names there the inventory does not list.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _inventory_values as iv
+from ansible_collections.factory_floor.llm.plugins.module_utils import _layout as layout
 from ansible_collections.factory_floor.llm.plugins.module_utils._layout import format_errors
 from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain as _plain
 
@@ -97,6 +104,16 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         args = dict(self._task.args)
         found = []
+        hostvars = task_vars.get("hostvars") or {}
+        prometheus = None
+        if args.get("groups") is None:
+            groups = task_vars.get("groups") or {}
+            args["groups"], args["hostvars"], args["api_keys"] = _plain(layout.inventory_input(
+                groups, hostvars, engine_group=args.get("engine_group") or layout.ENGINE_GROUP,
+                proxy_group=args.get("proxy_group") or layout.PROXY_GROUP,
+                split_group=args.get("split_group") or layout.SPLIT_GROUP, key_vars=iv.KEY_VARS))
+            prometheus = _plain(layout.prometheus_hosts(
+                args["groups"].get(args.get("engine_group") or layout.ENGINE_GROUP), hostvars, groups.get("all")))
         if boolean(args.get("inventory_variables", False), strict=False):
             groups = args.get("groups") or {}
             hosts = []
@@ -104,11 +121,13 @@ class ActionModule(ActionBase):
                 for host in members or ():
                     if host not in hosts:
                         hosts.append(host)
-            found = inventory_errors(task_vars.get("hostvars") or {}, hosts, load_specs())
+            found = inventory_errors(hostvars, hosts, load_specs())
         outcome = self._execute_module(module_name="factory_floor.llm.layout_check", module_args=args,
                                        task_vars=task_vars)
         result.update(outcome)
         if found and "errors" in outcome:  # (without errors the module failed on its arguments: its msg says why)
             errors = [error for error in found if not _reported(error, outcome["errors"])] + outcome["errors"]
             result.update(failed=True, changed=False, errors=errors, msg=format_errors(errors))
+        if prometheus is not None and not result.get("failed"):  # read by the next check, after this one passed
+            result["prometheus_hosts"] = prometheus
         return result

@@ -10,13 +10,21 @@ the proxy host) with the switch's events (the controller's clock). Unless the ta
 of the controller's clock: the host's clock minus the midpoint is the offset, true to within
 half that round trip (``clock_offset_bound``). Then it runs the module for the report with
 both. The module's documentation is the module's.
+
+With ``engine_hosts`` instead of ``hosts``, the plugin reads what each of those engine hosts
+noted during the run itself: its ``maintenance_window_host`` fact, from ``hostvars``
+(``_switch_report.noted_hosts``).
 """
 
 from __future__ import annotations
 
 import time
 
+from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+
+from ansible_collections.factory_floor.llm.plugins.module_utils._switch_report import noted_hosts
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain
 
 
 def measured_offset(sent, host_time, received):
@@ -37,6 +45,11 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
         args = dict(self._task.args)
+        engine_hosts = args.pop("engine_hosts", None)
+        if engine_hosts is not None and args.get("hosts"):
+            raise AnsibleActionFail("switch_report takes engine_hosts or hosts, not both")
+        if engine_hosts is not None:
+            args["hosts"] = plain(noted_hosts(engine_hosts, (task_vars or {}).get("hostvars") or {}))
         try:
             if args.get("clock_offset") is None and not args.get("read_clock"):
                 sent = time.time()

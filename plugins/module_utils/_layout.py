@@ -466,3 +466,57 @@ def format_errors(errors):
     for index, error in enumerate(errors, 1):
         lines.append("%d) %s" % (index, error["message"]))
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ what the check reads from the inventory
+
+def _flat(values):
+    """``values`` with every nested list spread in place and nulls left out, as Ansible's ``flatten`` filter does."""
+    out = []
+    for value in values:
+        if isinstance(value, (list, tuple)):
+            out.extend(_flat(value))
+        elif value not in (None, "None", "null"):
+            out.append(value)
+    return out
+
+
+def _unique(values):
+    out = []
+    for value in values:
+        if value not in out:
+            out.append(value)
+    return out
+
+
+def _set_vars(host_vars, names):
+    """The variables of ``names`` that are set for a host (``host_vars``: its variables, any mapping)."""
+    return {name: host_vars[name] for name in names if name in host_vars}
+
+
+def inventory_input(groups, hostvars, engine_group=ENGINE_GROUP, proxy_group=PROXY_GROUP, split_group=SPLIT_GROUP,
+                    key_vars=()):
+    """The check's input read from an inventory: ``groups`` and ``hostvars`` as Ansible has them (any mappings).
+
+    Returns ``(groups, host_vars, api_keys)``: the groups the check needs that the inventory has (the engine, proxy
+    and split groups, and ``replicas``/``split`` when present: a host in both is refused), and per host of those
+    groups the ``HOST_VARS`` and the ``key_vars`` set for it (unset ones are absent: the roles' defaults apply).
+    """
+    wanted = {}
+    for name in (engine_group, proxy_group, split_group) + TOPOLOGY_GROUPS:
+        if name in groups:
+            wanted[name] = list(groups[name] or [])
+    host_vars, api_keys = {}, {}
+    for host in _unique(_flat(wanted.values())):
+        one = hostvars[host] if host in hostvars else {}
+        host_vars[host] = _set_vars(one, HOST_VARS)
+        api_keys[host] = _set_vars(one, key_vars)
+    return wanted, host_vars, api_keys
+
+
+def prometheus_hosts(engines, hostvars, inventory):
+    """The engine hosts that set ``vllm_prometheus_hosts`` (``setters``) and the names it lists that ``inventory``
+    (``groups['all']``) does not (``unlisted``): topology_record publishes scrape targets there by delegation."""
+    setters = [host for host in engines or [] if host in hostvars and "vllm_prometheus_hosts" in hostvars[host]]
+    named = _unique(_flat([hostvars[host]["vllm_prometheus_hosts"] for host in setters]))
+    return {"setters": setters, "unlisted": [name for name in named if name not in (inventory or [])]}

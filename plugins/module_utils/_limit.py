@@ -39,7 +39,10 @@ them, read-only) before anything changes; a host that cannot be read then is ref
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
+from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_check import truncate
 
 # Playbook names as the check takes them, and the files an operator runs (named in messages as the run's
 # playbook_dir runs them: playbook_name).
@@ -230,3 +233,42 @@ def format_errors(errors):
     if len(errors) == 1:
         return errors[0]["message"]
     return " ".join("(%d) %s" % (index + 1, e["message"]) for index, e in enumerate(errors))
+
+
+# ------------------------------------------------------------------ what the check reads from the other hosts
+
+def _host(hostvars, host):
+    return hostvars[host] if host in hostvars else {}
+
+
+def keepalived_runs(proxies, first_enabled):
+    """Whether the proxy hosts share a floating address: two or more of them, and ``keepalived_enabled`` (as set
+    for the first, the keepalived role's default true) not false."""
+    return len(proxies or []) >= 2 and bool(first_enabled)
+
+
+def known_addresses(inventory, hostvars):
+    """The hosts of ``inventory`` whose facts hold a default IPv4 address (``ansible_facts.default_ipv4.address``)."""
+    known = []
+    for host in inventory or []:
+        facts = _host(hostvars, host).get("ansible_facts")
+        ipv4 = facts.get("default_ipv4") if isinstance(facts, Mapping) else None
+        if isinstance(ipv4, Mapping) and "address" in ipv4:
+            known.append(host)
+    return known
+
+
+def gather_errors(inventory, hostvars, register):
+    """Why a host of an earlier gather could not be read, by host: every inventory host's registered result
+    ``register`` (a delegated ``setup`` loop, run from one host of a play), its unreachable or failed items'
+    messages (300 characters at most)."""
+    errors = {}
+    for host in inventory or []:
+        gathered = _host(hostvars, host).get(register)
+        results = gathered.get("results") if isinstance(gathered, Mapping) else None
+        for result in results or []:
+            if not isinstance(result, Mapping) or "item" not in result:
+                continue
+            if result.get("unreachable") or result.get("failed"):
+                errors[result["item"]] = truncate(str(result.get("msg") or ""), 300)
+    return errors

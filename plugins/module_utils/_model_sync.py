@@ -280,3 +280,39 @@ def rsync_result(stdout, limit=20):
         out["files_transferred"] if out["files_transferred"] is not None else "?",
         _gib(out["bytes_transferred"] or 0), out["deleted"] if out["deleted"] is not None else 0, len(items))
     return out
+
+
+# ------------------------------------------------------------------ what the copy's checks read from the hosts
+
+# The variables of an engine host the plan reads (how the source reaches it over SSH, its direct link).
+PLAN_VARS = ("vllm_link_address", "ansible_host", "ansible_port", "ansible_user", "ansible_ssh_private_key_file",
+             "ansible_ssh_common_args")
+
+
+def plan_hostvars(engines, hostvars):
+    """Per engine host, the ``PLAN_VARS`` set for it (``hostvars`` as Ansible has them, or any mappings)."""
+    found = {}
+    for host in engines or []:
+        one = hostvars[host] if host in hostvars else {}
+        found[host] = {name: one[name] for name in PLAN_VARS if name in one}
+    return found
+
+
+def registered(hosts, hostvars, name):
+    """Per host of ``hosts``, its result registered as ``name`` (None where it has none)."""
+    return {host: (hostvars[host].get(name) if host in hostvars else None) for host in hosts or []}
+
+
+def space_targets(listings):
+    """``space``'s ``targets`` from each target's ``model_manifest`` result (``listings``: host -> result or None):
+    what it holds (``files``) and its filesystem's free space (``filesystem``), None where it has none."""
+    return {host: {"files": (result or {}).get("files"), "filesystem": (result or {}).get("filesystem")}
+            for host, result in listings.items()}
+
+
+def copies(source, source_path, source_manifest, listings):
+    """The copies to compare: the source's ``model_manifest`` result, labelled ``source <host>:<path>``, then each
+    target's (``listings``; an empty one where it has none)."""
+    found = {"source %s:%s" % (source, source_path): source_manifest}
+    found.update((host, result or {}) for host, result in listings.items())
+    return found

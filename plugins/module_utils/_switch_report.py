@@ -557,3 +557,19 @@ def upgrade_report(records, hosts, plan, now, clock=None):
     if report["outcome"] in ("failed", "rolled_back"):
         message += "\nWhy: %s" % (report["reason"] or "see above")
     return dict(report, lines=lines, message=message)
+
+
+# The fact each engine host notes what happened to it in (the maintenance_window role's "note").
+NOTE_FACT = "maintenance_window_host"
+
+
+def noted_hosts(names, hostvars, fact=NOTE_FACT):
+    """The report's ``hosts``: per engine host of ``names``, in that order, its name and what it noted during the run
+    (its ``fact`` in ``hostvars``; nothing when it noted nothing)."""
+    hosts = []
+    for name in names or []:
+        noted = hostvars[name].get(fact) if name in hostvars else None
+        host = {"name": name}
+        host.update(noted or {})
+        hosts.append(host)
+    return hosts

@@ -33,6 +33,9 @@ description:
     subnet, unless set) and C(unicast_peer) (the other hosts' C(unicast_src_ip), unless set).
   - With fewer than two hosts there is no floating address and nothing is checked.
   - The module only reads its arguments; it never connects to a host.
+  - "Its action plugin reads the group's input from C(hostvars) on the controller when the task leaves it out:
+    O(hosts) and O(auth_pass) from what each of the play's hosts in O(group) noted (O(settings_fact),
+    O(auth_pass_fact)), O(reserved) from every inventory host's facts."
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:
@@ -41,7 +44,7 @@ extends_documentation_fragment:
 options:
   hosts:
     description:
-      - Per proxy host (inventory name), its settings and what was seen on it.
+      - Per proxy host (inventory name), its settings and what was seen on it. Left out, read with O(settings_fact).
       - "Settings (the role's variables without C(keepalived_)): C(virtual_ipaddress) (str, C(A.B.C.D/prefix)),
         C(interface) (str), C(virtual_router_id) (int), C(priority) (int), C(advert_int) (int, seconds),
         C(unicast_src_ip) (str, empty = derived), C(unicast_peer) (list of str, empty = derived), C(nopreempt) (bool),
@@ -53,16 +56,30 @@ options:
         C(interfaces), C(addresses), C(service_state)); C(routers), the RV(factory_floor.llm.vrrp_info#module:routers)
         heard there (omit, or null, when nobody listened)."
     type: dict
-    required: true
   auth_pass:
     description:
       - Each proxy host's C(keepalived_auth_pass), by inventory name (empty string, none). The hosts must agree; each is
         checked for what keepalived can use. C(no_log) - never returned, never in a message, not even its length.
     type: dict
   reserved:
-    description: Addresses the floating address must not equal, by inventory host - the other hosts' own (their facts' C(default_ipv4)).
+    description:
+      - Addresses the floating address must not equal, by inventory host - the other hosts' own (their facts'
+        C(default_ipv4)).
+      - Left out, the module's action plugin reads every inventory host's C(default_ipv4.address) from its facts in
+        C(hostvars).
     type: dict
     default: {}
+  settings_fact:
+    description:
+      - Without O(hosts), the name of the fact each proxy host noted its settings and what was seen on it as (one
+        value of O(hosts)). The module's action plugin reads it, on the controller, for each of the play's hosts
+        (C(ansible_play_hosts)) in O(group).
+    type: str
+  auth_pass_fact:
+    description:
+      - Without O(hosts) and O(auth_pass), the name of the fact each proxy host noted its C(keepalived_auth_pass) as,
+        read like O(settings_fact) and passed on as O(auth_pass) (C(no_log)).
+    type: str
   group:
     description: The inventory group of the proxy hosts, for the messages.
     type: str
@@ -170,15 +187,21 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._host.keepalived
 def run_module():
     module = AnsibleModule(
         argument_spec=dict(
-            hosts=dict(type="dict", required=True),
+            # Filled by the action plugin from settings_fact (and auth_pass from auth_pass_fact) when left out.
+            hosts=dict(type="dict"),
             auth_pass=dict(type="dict", no_log=True),
             reserved=dict(type="dict", default={}),
             group=dict(type="str", default="proxy"),
+            # Read by the action plugin (plugins/action/keepalived_check.py), which passes hosts and auth_pass.
+            settings_fact=dict(type="str"),
+            auth_pass_fact=dict(type="str"),
         ),
         supports_check_mode=True,
     )
     params = module.params
     hosts = params["hosts"]
+    if hosts is None:  # only without the action plugin, which fills it
+        module.fail_json(msg="hosts is required: each proxy host's settings and what was seen on it")
     bad = sorted(name for name, value in hosts.items() if not isinstance(value, dict))
     if bad:
         module.fail_json(msg="hosts must map each proxy host to a dict of its settings; not a dict for: %s"

@@ -35,6 +35,13 @@ options:
     description: The floating address, C(A.B.C.D) or C(A.B.C.D/prefix) (the role's C(keepalived_virtual_ipaddress)). Empty, RV(holds_address) is null.
     type: str
     default: ""
+  settings_of:
+    description:
+      - An inventory host whose interface and floating address to use instead, for a read delegated to each proxy host
+        in turn. The module's action plugin reads them from C(hostvars) on the controller - what the
+        C(factory_floor.llm.keepalived) role's preflight noted on that host this run, else that host's inventory
+        C(keepalived_interface) and C(keepalived_virtual_ipaddress), else O(interface) and O(virtual_ipaddress).
+    type: str
   state_file:
     description: The JSON file keepalived's notify script writes on every VRRP state change (the C(keepalived) role installs it).
     type: path
@@ -167,6 +174,8 @@ def run_module():
         argument_spec=dict(
             interface=dict(type="str", default=""),
             virtual_ipaddress=dict(type="str", default=""),
+            # Read by the action plugin (plugins/action/keepalived_info.py), which passes interface and the address.
+            settings_of=dict(type="str"),
             state_file=dict(type="path", default="/run/factory-floor/keepalived.json"),
             service=dict(type="str", default="keepalived.service"),
             config=dict(type="path", default="/etc/keepalived/keepalived.conf"),

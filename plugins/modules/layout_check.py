@@ -63,8 +63,11 @@ options:
       - Inventory groups by name, each a list of inventory host names (the C(groups) magic variable, or the part
         of it naming O(engine_group), O(proxy_group) and O(split_group), and the groups C(replicas) and C(split)
         when the inventory has them). A group missing here is reported as not in the inventory.
+      - "Left out, the module's action plugin reads the layout from the inventory on the controller (C(groups) and
+        C(hostvars) as the task sees them): these groups, and for each of their hosts O(hostvars) and O(api_keys),
+        which it fills itself (what the given ones say is then not read). The result then also holds
+        RV(prometheus_hosts)."
     type: dict
-    required: true
   hostvars:
     description:
       - Per inventory host, the inventory variables the check reads, as set for that host; leave unset ones out
@@ -132,17 +135,13 @@ seealso:
 """
 
 EXAMPLES = r"""
-# What the vllm role's "layout" entry point does (include it first in a preflight play).
+# What the vllm role's "layout" entry point does (include it first in a preflight play): the groups, the hosts'
+# variables and their API keys read from the inventory by the action plugin.
 - name: Check the layout before anything changes
   factory_floor.llm.layout_check:
     topology: "{{ topology }}"
-    groups:
-      gb10: "{{ groups['gb10'] | default([]) }}"
-      proxy: "{{ groups['proxy'] | default([]) }}"
-    hostvars:
-      spark-1:
-        vllm_port: 8000
-        nginx_proxy_backend_address: 127.0.0.1
+    engine_group: gb10
+    proxy_group: proxy
     # and every vllm_*, nginx_proxy_*, switch_*, ... variable of those hosts: name, type, choices, range
     inventory_variables: true
   delegate_to: localhost
@@ -238,6 +237,24 @@ layout:
       type: list
       elements: str
       sample: ["127.0.0.1:8000"]
+prometheus_hosts:
+  description:
+    - Where the engines publish their scrape targets (C(vllm_prometheus_hosts), read from the inventory) - the engine
+      hosts that set it, and the names it lists that the inventory does not (the C(vllm) role's C(layout) entry point
+      refuses those).
+  returned: when O(groups) is left out (read from the inventory) and the layout passes
+  type: dict
+  contains:
+    setters:
+      description: Hosts of O(engine_group) that set C(vllm_prometheus_hosts).
+      type: list
+      elements: str
+      sample: [spark-1]
+    unlisted:
+      description: Names in their C(vllm_prometheus_hosts) that are not inventory hosts.
+      type: list
+      elements: str
+      sample: [prometheus-1]
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -260,7 +277,8 @@ def run_module():
     module = AnsibleModule(
         argument_spec=dict(
             topology=dict(type="str", required=True),
-            groups=dict(type="dict", required=True),
+            # Filled by the action plugin from the inventory when the task leaves it out.
+            groups=dict(type="dict"),
             hostvars=dict(type="dict", default={}),
             engine_group=dict(type="str", default=ENGINE_GROUP),
             proxy_group=dict(type="str", default=PROXY_GROUP),
@@ -280,6 +298,8 @@ def run_module():
         module.fail_json(msg="hostvars must map each host to a dict of its inventory variables; not a dict for: %s"
                          % ", ".join(bad))
     groups = params["groups"]
+    if groups is None:  # only without the action plugin, which always fills it
+        module.fail_json(msg="groups is required: the inventory groups the check reads")
     bad = sorted(name for name, members in groups.items() if members is not None and not isinstance(members, list))
     if bad:
         module.fail_json(msg="groups must map each group to a list of host names; not a list for: %s" % ", ".join(bad))

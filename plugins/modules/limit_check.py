@@ -78,14 +78,20 @@ options:
     type: bool
     default: true
   keepalived:
-    description: The proxy hosts share a floating address (C(keepalived_enabled), two or more proxy hosts).
+    description:
+      - The proxy hosts share a floating address (C(keepalived_enabled), two or more proxy hosts).
+      - Left out, the module's action plugin reads it on the controller - two or more O(proxies) and the first one's
+        C(keepalived_enabled) (default true) from C(hostvars).
     type: bool
     default: false
   reader:
     description: The host a one-host playbook runs on (C(metrics_from), C(tune_host), the first proxy host).
     type: str
   addresses:
-    description: Hosts whose default IPv4 address is known now (their facts have C(default_ipv4.address)).
+    description:
+      - Hosts whose default IPv4 address is known now (their facts have C(default_ipv4.address)).
+      - Left out, the module's action plugin reads them on the controller - the hosts of O(inventory) (default every
+        inventory host) whose facts in C(hostvars) hold one.
     type: list
     elements: str
     default: []
@@ -96,9 +102,17 @@ options:
     type: bool
     default: false
   gather_errors:
-    description: Why a host of RV(gather) could not be read, by host (the C(setup) result's message), for the refusal.
+    description:
+      - Why a host of RV(gather) could not be read, by host (the C(setup) result's message), for the refusal.
+      - Left out, the module's action plugin reads it with O(gather_register).
     type: dict
     default: {}
+  gather_register:
+    description:
+      - The name the earlier RV(gather)'s delegated C(setup) loop was registered under. The module's action plugin reads
+        that result of every inventory host from C(hostvars) (the loop runs from one host of a play, maybe an earlier
+        play's) and fills O(gather_errors) with its unreachable or failed items' messages, 300 characters at most.
+    type: str
   engine_group:
     description: The engine group's name, for messages.
     type: str
@@ -224,6 +238,8 @@ def run_module():
             addresses=dict(type="list", elements="str", default=[]),
             gathered=dict(type="bool", default=False),
             gather_errors=dict(type="dict", default={}),
+            # Read by the action plugin (plugins/action/limit_check.py), which fills gather_errors with it.
+            gather_register=dict(type="str"),
             engine_group=dict(type="str", default="gb10"),
             proxy_group=dict(type="str", default="proxy"),
             playbook_dir=dict(type="str", default=""),

@@ -48,6 +48,13 @@ options:
       - Its directory must exist (C(/run) does).
     type: path
     default: /run/factory-floor-maintenance
+  path_of:
+    description:
+      - An inventory host whose lock file to use instead of O(path), for a lock taken or released on each host in turn
+        (C(delegate_to)). The module's action plugin reads it from C(hostvars) on the controller - the file that host
+        noted as C(maintenance_window_lock_path) (the C(factory_floor.llm.maintenance_window) role's C(open) entry
+        point), else O(path).
+    type: str
   state:
     description:
       - V(present) takes the lock for O(run); V(absent) releases it if O(run) holds it; V(query) reads it and changes
@@ -211,6 +218,8 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path", default="/run/factory-floor-maintenance"),
+            # Read by the action plugin (plugins/action/maintenance_lock.py), which passes path instead.
+            path_of=dict(type="str"),
             state=dict(type="str", choices=["present", "absent", "query"], default="present"),
             run=dict(type="str"),
             holder=dict(type="str"),

@@ -69,6 +69,13 @@ options:
       - Unset, the report is built from O(timeline), O(engines), O(tool_score), O(outcome) and O(reason) as given.
     type: str
     choices: [switch, upgrade]
+  engine_hosts:
+    description:
+      - With O(procedure), the engine hosts, in inventory order, instead of O(hosts) - the module's action plugin reads
+        what each noted during the run itself, on the controller (its C(maintenance_window_host) fact, in C(hostvars),
+        that the C(factory_floor.llm.maintenance_window) role's C(note) entry point sets) and passes it as O(hosts).
+    type: list
+    elements: str
   hosts:
     description:
       - With O(procedure), what each engine host noted during the run, in inventory order.
@@ -352,6 +359,8 @@ def main():
             reason=dict(type="str"),
             max_failures_after_serving=dict(type="int"),
             procedure=dict(type="str", choices=["switch", "upgrade"]),
+            # Read by the action plugin (plugins/action/switch_report.py), which passes O(hosts) instead.
+            engine_hosts=dict(type="list", elements="str"),
             hosts=dict(type="list", elements="dict", default=[], options=dict(
                 name=dict(type="str", required=True),
                 events=dict(type="dict", default={}),
@@ -368,7 +377,7 @@ def main():
             clock_offset_bound=dict(type="float"),
             read_clock=dict(type="bool", default=False),
         ),
-        mutually_exclusive=[("procedure", "timeline"), ("procedure", "engines"), ("procedure", "tool_score"),
+        mutually_exclusive=[("engine_hosts", "hosts"), ("procedure", "timeline"), ("procedure", "engines"), ("procedure", "tool_score"),
                             ("procedure", "reason"), ("procedure", "max_failures_after_serving")],
         supports_check_mode=True,
     )

@@ -55,8 +55,10 @@ def test_every_refusal_comes_before_the_first_change_on_a_target():
     listing = TASKS[_index("List what each target already holds")]
     assert listing["factory_floor.llm.model_manifest"]["path"] == "{{ __vllm_sync.path }}"
     assert _index("List what each target already holds") < _index("Refuse targets without the room")
-    room = TASKS[_index("Refuse targets without the room")]["vars"]["__vllm_sync_space"]
-    assert "['__vllm_sync_before']['filesystem']" in room and "ansible_mounts" not in room
+    room = TASKS[_index("Refuse targets without the room")]
+    # The plugin reads each target's listing (what it holds, its filesystem's free space) from hostvars.
+    assert room["factory_floor.llm.model_sync_check"]["check"] == "space"
+    assert room["factory_floor.llm.model_sync_check"]["listing"] == listing["register"] == "__vllm_sync_before"
 
 
 def test_rsync_runs_on_the_source_with_the_plans_argv_and_reports_its_changes():
@@ -66,16 +68,19 @@ def test_rsync_runs_on_the_source_with_the_plans_argv_and_reports_its_changes():
     # Without become: the connecting user's own SSH key (or forwarded agent) reaches the targets.
     assert task["become"] is False
     # Runs in check mode too: the plan's argv then carries --dry-run (the plan takes ansible_check_mode).
-    assert task["check_mode"] is False and "'dry_run': ansible_check_mode" in TASKS[0]["ansible.builtin.set_fact"]["__vllm_sync"]
+    plan = TASKS[0]["factory_floor.llm.model_sync_check"]
+    assert TASKS[0]["register"] == "__vllm_sync" and plan["check"] == "plan"
+    assert task["check_mode"] is False and plan["dry_run"] == "{{ ansible_check_mode | bool }}"
     assert "model_sync_result" in task["changed_when"]
     # Deletion only when asked.
-    assert "'delete': model_sync_delete | default(false) | bool" in TASKS[0]["ansible.builtin.set_fact"]["__vllm_sync"]
+    assert plan["delete"] == "{{ model_sync_delete | default(false) | bool }}"
 
 
 def test_the_copies_are_compared_with_the_source_after_the_copy():
     compare = _index("Refuse copies that differ from the source")
     assert compare > _index("Copy the model")
-    assert "model_manifest_diff" in TASKS[compare]["vars"]["__vllm_sync_diff"]
+    check = TASKS[compare]["factory_floor.llm.model_sync_check"]
+    assert check["check"] == "copies" and check["listing"] == TASKS[_index("List each target's copy")]["register"]
     for words in ("List the source's copy again", "List each target's copy, hashed"):
         task = TASKS[_index(words)]
         assert _module(task) == "factory_floor.llm.model_manifest"
@@ -85,6 +90,6 @@ def test_the_copies_are_compared_with_the_source_after_the_copy():
 def test_every_model_sync_variable_the_tasks_read_is_declared():
     import re
     text = open(os.path.join(ROOT, "roles", "vllm", "tasks", "model_sync.yml"), encoding="utf-8").read()
-    used = set(re.findall(r"\b(model_sync_[a-z_]+)\b", text)) - {"model_sync_plan", "model_sync_space", "model_sync_result"}
+    used = set(re.findall(r"\b(model_sync_[a-z_]+)\b", text)) - {"model_sync_check", "model_sync_result"}
     declared = set(_load("roles", "vllm", "meta", "argument_specs.yml")["argument_specs"]["model_sync"]["options"])
     assert used <= declared, used - declared

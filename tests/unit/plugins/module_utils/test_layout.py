@@ -20,8 +20,10 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._layout import (
     SPLIT_GROUP,
     check_layout,
     format_errors,
+    inventory_input,
     is_loopback,
     machine_of,
+    prometheus_hosts,
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -369,3 +371,29 @@ def test_defaults_are_the_roles_defaults():
 def test_the_role_passes_the_variables_the_check_reads():
     role_vars = _yaml("roles", "vllm", "vars", "main.yml")
     assert tuple(role_vars["_vllm_layout_host_vars"]) == HOST_VARS
+
+
+# --------------------------------------------------------------- what the check reads from the inventory
+
+def test_inventory_input_reads_the_groups_the_check_needs_and_their_hosts_set_variables():
+    groups = {"all": ["spark-1", "spark-2", "gw", "mon"], "gb10": ["spark-1", "spark-2"], "proxy": ["gw"],
+              "split": ["spark-2"], "monitoring": ["mon"]}
+    hostvars = {"spark-1": {"vllm_port": 8001, "vllm_api_key": "k1", "other": 1},
+                "spark-2": {"topology": "split", "site_api_key": "k2"}, "gw": {"ansible_host": "192.0.2.1"},
+                "mon": {"vllm_port": 1}}
+    wanted, host_vars, api_keys = inventory_input(groups, hostvars, engine_group="gb10", proxy_group="proxy",
+                                                  split_group="gb10", key_vars=("vllm_api_key", "site_api_key"))
+    assert wanted == {"gb10": ["spark-1", "spark-2"], "proxy": ["gw"], "split": ["spark-2"]}
+    assert host_vars == {"spark-1": {"vllm_port": 8001}, "spark-2": {"topology": "split"},
+                         "gw": {"ansible_host": "192.0.2.1"}}
+    assert api_keys == {"spark-1": {"vllm_api_key": "k1"}, "spark-2": {"site_api_key": "k2"}, "gw": {}}
+    # A group the inventory lacks is left out: the check reports it.
+    assert inventory_input({"gb10": ["a"]}, {"a": {}}, proxy_group="edge")[0] == {"gb10": ["a"]}
+
+
+def test_prometheus_hosts_names_the_setters_and_the_names_the_inventory_lacks():
+    hostvars = {"spark-1": {"vllm_prometheus_hosts": ["mon", ["mon-2"], None]}, "spark-2": {},
+                "spark-3": {"vllm_prometheus_hosts": ["mon-2", "spark-1"]}}
+    assert prometheus_hosts(["spark-1", "spark-2", "spark-3"], hostvars, ["spark-1", "spark-2", "spark-3", "mon"]) == {
+        "setters": ["spark-1", "spark-3"], "unlisted": ["mon-2"]}
+    assert prometheus_hosts(None, hostvars, []) == {"setters": [], "unlisted": []}

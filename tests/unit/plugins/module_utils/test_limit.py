@@ -18,6 +18,9 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._limit import (
     LimitError,
     check_limit,
     format_errors,
+    gather_errors,
+    keepalived_runs,
+    known_addresses,
     limit_patterns,
 )
 
@@ -171,3 +174,35 @@ def test_several_errors_are_numbered():
 def test_unknown_playbook():
     with pytest.raises(LimitError, match="playbook must be one of"):
         check_limit("deploy-everything", [], [], [])
+
+
+# ------------------------------------------------------------------ what the check reads from the other hosts
+
+def test_keepalived_runs_with_two_proxies_unless_the_first_says_no():
+    assert keepalived_runs(["gw-1", "gw-2"], True) is True
+    assert keepalived_runs(["gw-1", "gw-2"], False) is False
+    assert keepalived_runs(["gw-1"], True) is False
+    assert keepalived_runs(None, True) is False
+
+
+def test_known_addresses_are_the_hosts_whose_facts_hold_one():
+    hostvars = {"a": {"ansible_facts": {"default_ipv4": {"address": "192.0.2.1"}}},
+                "b": {"ansible_facts": {"default_ipv4": {}}}, "c": {"ansible_facts": {}}, "d": {}}
+    assert known_addresses(["a", "b", "c", "d", "e"], hostvars) == ["a"]
+
+
+def test_gather_errors_name_each_host_the_gather_could_not_read():
+    long = "word " * 80
+    hostvars = {
+        # The gather ran from spark-a (a play's first host); the other hosts' results are skipped ones.
+        "spark-a": {"__gathered": {"results": [
+            {"item": "gw-1", "unreachable": True, "msg": "Failed to connect to the host via ssh"},
+            {"item": "gw-2", "failed": True, "msg": long},
+            {"item": "gw-3", "ansible_facts": {}},
+            {"skipped": True}]}},
+        "spark-b": {"__gathered": {"skipped": True}},
+        "gw-1": {}}
+    errors = gather_errors(["spark-a", "spark-b", "gw-1"], hostvars, "__gathered")
+    assert errors["gw-1"] == "Failed to connect to the host via ssh"
+    assert len(errors["gw-2"]) <= 300 and errors["gw-2"].endswith("word...")  # as Jinja's truncate(300)
+    assert sorted(errors) == ["gw-1", "gw-2"]

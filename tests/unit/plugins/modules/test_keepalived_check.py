@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from ansible.errors import AnsibleActionFail
+
+from ansible_collections.factory_floor.llm.plugins.action.keepalived_check import group_args
 from ansible_collections.factory_floor.llm.plugins.modules import keepalived_check
 from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils._host.test_keepalived import pair
 
@@ -54,3 +59,39 @@ def test_auth_pass_must_name_every_host(run_module):
     assert result["msg"] == ("auth_pass must map every proxy host to its keepalived_auth_pass (a string); "
                              "missing for: spark-b")
     assert "Vr9-aaaa" not in json.dumps(result)
+
+
+# --- the action plugin: the group's input read from hostvars (issue 36) ------------------------------------------
+
+def _task_vars(settings, secrets, facts=None):
+    hostvars = {host: {"__keepalived_settings": value, "__keepalived_auth_pass": secrets[host]}
+                for host, value in settings.items()}
+    hostvars["gateway"] = {"ansible_facts": facts or {}}
+    hostvars["spark-c"] = {"__keepalived_settings": {"interface": "other"}}  # in the group, not in this play
+    return {"hostvars": hostvars, "ansible_play_hosts": ["spark-a", "spark-b", "gateway"],
+            "groups": {"all": ["spark-a", "spark-b", "gateway", "spark-c"], "proxy": ["spark-b", "spark-a", "spark-c"]}}
+
+
+def test_the_action_reads_the_play_hosts_settings_and_secrets_and_the_hosts_own_addresses(run_module):
+    secrets = {"spark-a": "Vr9-aaaa", "spark-b": "Vr9-aaaa"}
+    task_vars = _task_vars(pair(), secrets, facts={"default_ipv4": {"address": "10.89.7.100"}})
+    args = group_args({"settings_fact": "__keepalived_settings", "auth_pass_fact": "__keepalived_auth_pass",
+                       "group": "proxy"}, task_vars)
+    assert list(args["hosts"]) == ["spark-a", "spark-b"] and args["hosts"] == pair()
+    assert args["auth_pass"] == secrets and args["reserved"] == {"gateway": ["10.89.7.100"]}
+    assert "settings_fact" not in args and "auth_pass_fact" not in args
+    code, result = run_module(keepalived_check, args)
+    # The gateway's own address is the floating one: refused, naming it; the secret never shown.
+    assert code == 1 and "gateway" in result["msg"] and "Vr9-aaaa" not in json.dumps(result)
+    task_vars["hostvars"]["gateway"]["ansible_facts"] = {}
+    code, result = run_module(keepalived_check, group_args({"settings_fact": "__keepalived_settings",
+                                                            "auth_pass_fact": "__keepalived_auth_pass"}, task_vars))
+    assert code == 0, result.get("msg")
+
+
+def test_the_action_keeps_what_the_task_gives_and_needs_one_or_the_other():
+    task_vars = _task_vars(pair(), {"spark-a": "", "spark-b": ""})
+    given = group_args({"hosts": {"spark-a": {}}, "reserved": {}}, task_vars)
+    assert given == {"hosts": {"spark-a": {}}, "reserved": {}}
+    with pytest.raises(AnsibleActionFail, match="needs hosts, or settings_fact"):
+        group_args({}, task_vars)

@@ -12,6 +12,8 @@ import pytest
 
 from ansible.module_utils import basic
 
+from ansible_collections.factory_floor.llm.plugins.action.keepalived_info import host_args
+from ansible_collections.factory_floor.llm.plugins.module_utils._keepalived_input import host_settings
 from ansible_collections.factory_floor.llm.plugins.modules import keepalived_info
 from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils._host.test_keepalived import IP_ADDR_HOLDER
 
@@ -84,3 +86,30 @@ def test_ip_fails(host, run_module):
     code, result = run_module(keepalived_info, {"interface": "eth0"})
     assert code == 1
     assert result["msg"] == "ip -j addr show failed (rc 1): Cannot open netlink socket"
+
+
+# --- settings_of: a delegated read with that host's interface and address (the action plugin; issue 36) ----------
+
+@pytest.mark.parametrize("host_vars, expected", [
+    # What this run's preflight noted there comes first...
+    ({"__keepalived_settings": {"interface": "eth1"}, "__keepalived_address": "10.89.7.100/24",
+      "keepalived_interface": "eth9", "keepalived_virtual_ipaddress": "10.0.0.9/24"}, ("eth1", "10.89.7.100/24")),
+    # ...then the host's inventory...
+    ({"__keepalived_settings": {}, "keepalived_interface": "eth9", "keepalived_virtual_ipaddress": "10.0.0.9/24"},
+     ("eth9", "10.0.0.9/24")),
+    # ...then the reader's own.
+    ({}, ("eth0", "10.89.7.100/24")),
+])
+def test_settings_of_reads_that_hosts_interface_and_address(host_vars, expected):
+    args = host_args({"settings_of": "spark-b", "interface": "eth0", "virtual_ipaddress": "10.89.7.100/24",
+                      "state_file": "/run/x.json"}, {"spark-b": host_vars})
+    assert (args["interface"], args["virtual_ipaddress"]) == expected
+    assert "settings_of" not in args and args["state_file"] == "/run/x.json"
+    assert host_settings(host_vars, "eth0", "10.89.7.100/24") == expected
+
+
+def test_without_settings_of_the_arguments_go_as_given(host, run_module):
+    args = host_args({"interface": "eth0", "virtual_ipaddress": "10.89.7.100/24"}, {})
+    assert args == {"interface": "eth0", "virtual_ipaddress": "10.89.7.100/24"}
+    code, result = run_module(keepalived_info, dict(args, state_file=str(host["state_file"]), config=str(host["config"])))
+    assert code == 0 and result["interface"] == "eth0"

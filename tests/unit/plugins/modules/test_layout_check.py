@@ -435,3 +435,28 @@ def test_the_playbooks_let_the_check_validate_first(name):
     [first] = [task["ansible.builtin.include_role"] for task in plays[1]["tasks"]
                if task.get("ansible.builtin.include_role", {}).get("tasks_from") == "layout"]
     assert first["rolespec_validate"] is False
+
+
+# ------------------------------- vllm_prometheus_hosts (read by the action plugin, refused by the entry point)
+
+@needs_ansible_playbook
+@pytest.mark.parametrize("names, words", [
+    ("[mon-1]", "vllm_prometheus_hosts names mon-1, which the inventory does not list (set for spark-2): add it to the "
+                "inventory, or remove it from vllm_prometheus_hosts."),
+    ("[mon-1, mon-2, spark-1, mon-1]", "vllm_prometheus_hosts names mon-1, mon-2, which the inventory does not list (set "
+                                  "for spark-2): add them to the inventory, or remove them from vllm_prometheus_hosts."),
+])
+def test_a_prometheus_host_the_inventory_does_not_list_is_refused(tmp_path, names, words):
+    inventory = _site(tmp_path)
+    _append(inventory, "host_vars/spark-2.yml", "vllm_prometheus_hosts: %s\n" % names)
+    rc, output = playbook(tmp_path, inventory)
+    assert rc != 0
+    assert words in re.sub(r"\s+", " ", output)
+
+
+@needs_ansible_playbook
+def test_a_listed_prometheus_host_passes(tmp_path):
+    inventory = _site(tmp_path)
+    _append(inventory, "host_vars/spark-2.yml", "vllm_prometheus_hosts: [spark-1]\n")
+    rc, output = playbook(tmp_path, inventory)
+    assert rc == 0, output

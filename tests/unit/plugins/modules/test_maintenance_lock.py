@@ -12,6 +12,7 @@ import time
 import pytest
 import yaml
 
+from ansible_collections.factory_floor.llm.plugins.action.maintenance_lock import lock_args
 from ansible_collections.factory_floor.llm.plugins.modules import maintenance_lock as module
 
 RUN = "20261129T110000Z-aaaaaa"
@@ -160,3 +161,16 @@ def test_query_with_a_run_knows_its_own_and_an_expired_lock(run_module, path):
 def test_taking_or_releasing_needs_a_run(run_module, path, state):
     code, result = run_module(module, {"path": str(path), "state": state, "holder": "x"})
     assert code == 1 and "run" in result["msg"]
+
+
+# --- path_of: the lock file of the host a delegated task runs on (the action plugin; issue 36) -------------------
+
+def test_path_of_is_the_lock_file_that_host_noted_else_the_path_given(run_module, path):
+    hostvars = {"spark-a": {"maintenance_window_lock_path": str(path)}, "gw": {}}
+    given = {"path_of": "spark-a", "path": "/run/elsewhere", "run": RUN, "state": "absent"}
+    assert lock_args(given, hostvars) == {"path": str(path), "run": RUN, "state": "absent"}
+    assert lock_args(dict(given, path_of="gw"), hostvars)["path"] == "/run/elsewhere"
+    assert "path" not in lock_args({"path_of": "gw", "run": RUN}, hostvars)  # the module's default
+    assert lock_args({"path": "/run/x"}, hostvars) == {"path": "/run/x"}
+    code, result = run_module(module, args(lock_args(dict(given, path="/nope"), hostvars)["path"]))
+    assert code == 0 and json.loads(path.read_text())["run"] == RUN

@@ -13,7 +13,10 @@ from unittest import mock
 import pytest
 import yaml
 
+from ansible.errors import AnsibleActionFail
+
 from ansible_collections.factory_floor.llm.plugins.action.switch_report import ActionModule, measured_offset
+from ansible_collections.factory_floor.llm.plugins.module_utils._switch_report import noted_hosts
 from ansible_collections.factory_floor.llm.plugins.modules import switch_report as module
 
 T0 = 1795950000.0
@@ -237,3 +240,43 @@ def test_measured_offset_bounds_the_true_offset():
     assert (offset, bound) == (600.1, 0.2)
     for true_read_at in (1000.0, 1000.2, 1000.4):
         assert abs((1600.3 - true_read_at) - offset) <= bound + 1e-9
+
+
+# --- engine_hosts: what each engine host noted, read from hostvars by the action plugin (issue 36) ---------------
+
+def test_noted_hosts_are_each_engine_hosts_note_in_inventory_order():
+    hostvars = {"spark-b": {"maintenance_window_host": {"health": "serving", "events": {"serving": T0}}},
+                "spark-a": {"other": 1}}
+    assert noted_hosts(["spark-a", "spark-b", "spark-c"], hostvars) == [
+        {"name": "spark-a"}, {"name": "spark-b", "health": "serving", "events": {"serving": T0}}, {"name": "spark-c"}]
+
+
+def test_the_action_reads_engine_hosts_notes_and_refuses_both_options(run_module, tmp_path):
+    log = tmp_path / "probe.jsonl"
+    log.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in RECORDS))
+    noted = {"health": "serving", "events": {"start": T0 - 1.0, "old_stopped": T0 + 2.5, "serving": T0 + 11.5}}
+    args = {"probe_log": str(log), "procedure": "switch", "engine_hosts": ["spark-a"], "clock_offset": 0.0,
+            "plan": {"topology": "replicas", "gated": False, "start": T0 - 1.0}}
+
+    def run(task_args):
+        task = mock.MagicMock(async_val=0, check_mode=False, no_log=False, action="factory_floor.llm.switch_report",
+                              args=task_args)
+        connection = mock.MagicMock(has_native_async=False)
+        connection._shell.tmpdir = None
+        action = ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock())
+        runs = []
+
+        def execute(module_args=None, task_vars=None, **kwargs):
+            runs.append(dict(module_args))
+            return run_module(module, module_args).result
+
+        action._execute_module = execute
+        action._remove_tmp_path = lambda path: None
+        return action.run(task_vars={"hostvars": {"spark-a": {"maintenance_window_host": noted}}}), runs
+
+    result, runs = run(args)
+    assert runs[-1]["hosts"] == [dict(noted, name="spark-a")] and "engine_hosts" not in runs[-1]
+    given, _runs = run(dict({k: v for k, v in args.items() if k != "engine_hosts"}, hosts=[dict(noted, name="spark-a")]))
+    assert result["lines"] == given["lines"] and result["outcome"] == given["outcome"]
+    with pytest.raises(AnsibleActionFail, match="engine_hosts or hosts, not both"):
+        run(dict(args, hosts=[{"name": "spark-a"}]))

@@ -1,0 +1,85 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""factory_floor.llm.model_sync_check, on the controller: the model copy's plan and its refusals.
+
+The ``vllm`` role's ``model_sync`` entry point reads the hosts (``model_manifest``) and copies
+(rsync); what it decides from what every engine host has and holds is decided here, from
+``hostvars``: the plan (``plan``: each engine host's SSH and link variables,
+``_model_sync.plan_hostvars``), the room on the targets (``space``) and whether the copies
+equal the source (``copies``), each from the targets' ``model_manifest`` results registered
+under ``listing``. The decisions are ``plugins/module_utils/_model_sync.py``'s and
+``_model_manifest.py``'s, through the filters that have always made them (the same messages).
+Nothing runs on a host. The module's documentation is ``plugins/modules/model_sync_check.py``.
+"""
+
+from __future__ import annotations
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.factory_floor.llm.plugins.filter.model_manifest_diff import model_manifest_diff
+from ansible_collections.factory_floor.llm.plugins.filter.model_sync_plan import model_sync_plan
+from ansible_collections.factory_floor.llm.plugins.filter.model_sync_space import model_sync_space
+from ansible_collections.factory_floor.llm.plugins.module_utils import _model_sync as ms
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain
+
+# The plan's options, as the model_sync_plan filter takes them.
+PLAN_OPTIONS = ("source", "path", "source_path", "delete", "checksum", "dry_run", "ssh_user", "ssh_key_file",
+                "ssh_args", "rsync_path")
+
+ARGUMENT_SPEC = dict(
+    check=dict(type="str", required=True, choices=["plan", "space", "copies"]),
+    engine_group=dict(type="str", default="gb10"),
+    source=dict(type="str"),
+    path=dict(type="str"),
+    source_path=dict(type="str"),
+    delete=dict(type="bool"),
+    checksum=dict(type="bool"),
+    dry_run=dict(type="bool"),
+    ssh_user=dict(type="str"),
+    ssh_key_file=dict(type="str"),
+    ssh_args=dict(type="raw"),
+    rsync_path=dict(type="str"),
+    targets=dict(type="list", elements="str", default=[]),
+    listing=dict(type="str"),
+    source_files=dict(type="dict"),
+    source_manifest=dict(type="dict"),
+    margin_bytes=dict(type="int", default=0),
+)
+
+
+def decide(args, groups, hostvars):
+    """The result of ``args["check"]``: the plan (``plan``), or ``space``'s / ``copies``' verdict."""
+    name = args["check"]
+    if name == "plan":
+        engines = list(groups.get(args["engine_group"]) or [])
+        given = plain({key: args[key] for key in PLAN_OPTIONS if args.get(key) is not None})
+        return model_sync_plan(dict(given, engines=engines, hostvars=plain(ms.plan_hostvars(engines, hostvars))))
+    listings = plain(ms.registered(args["targets"], hostvars, args["listing"]))
+    if name == "space":
+        return model_sync_space(plain(args["source_files"] or {}), ms.space_targets(listings), args["path"],
+                                args["margin_bytes"])
+    return model_manifest_diff(ms.copies(args["source"], args["source_path"], plain(args["source_manifest"] or {}),
+                                         listings))
+
+
+class ActionModule(ActionBase):
+    """Decides on the controller; its documentation is the module factory_floor.llm.model_sync_check's."""
+
+    _supports_check_mode = True
+    _requires_connection = False
+    TRANSFERS_FILES = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp  # tmp no longer has any effect
+        task_vars = task_vars or {}
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        outcome = decide(args, task_vars.get("groups") or {}, task_vars.get("hostvars") or {})
+        if args["check"] != "plan" and not outcome["ok"]:
+            # A refusal reads as the fail task that said it before: its message, nothing else.
+            result.update(failed=True, changed=False, msg=outcome["message"])
+            return result
+        result.update(outcome, changed=False)
+        return result

@@ -1,0 +1,203 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""``factory_floor.llm.model_sync_check`` through its action plugin: what it reads from ``hostvars`` (each engine
+host's SSH and link variables, each target's registered listing), its refusals reading as the fail tasks that said
+them before, check mode, and its documentation against its argument spec. The decisions themselves are
+tests/unit/plugins/module_utils/test_model_sync.py's and test_model_manifest.py's."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from unittest import mock
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleActionFail
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+
+from ansible_collections.factory_floor.llm.plugins.action.model_sync_check import ARGUMENT_SPEC, ActionModule
+from ansible_collections.factory_floor.llm.plugins.filter.model_manifest_diff import model_manifest_diff
+from ansible_collections.factory_floor.llm.plugins.filter.model_sync_space import model_sync_space
+from ansible_collections.factory_floor.llm.plugins.module_utils import _model_sync as ms
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+GIB = 1024 ** 3
+PATH = "/models/Qwen3-8B"
+SOURCE = {"config.json": 1000, "model-00001-of-00002.safetensors": 8 * GIB, "model-00002-of-00002.safetensors": 8 * GIB}
+
+
+class Unreadable(dict):
+    """A host's variables where reading ``secret_thing`` fails, as a template that cannot be rendered would."""
+
+    def __getitem__(self, key):
+        if key == "secret_thing":
+            raise AssertionError("read a variable the plan does not need")
+        return super().__getitem__(key)
+
+
+HOSTVARS = {
+    "spark-a": Unreadable(vllm_link_address="10.89.8.10", ansible_host="192.0.2.10", ansible_user="ops",
+                          secret_thing="x"),
+    "spark-b": Unreadable(vllm_link_address="10.89.8.11", ansible_host="192.0.2.11", ansible_user="ops",
+                          secret_thing="x"),
+}
+GROUPS = {"all": ["spark-a", "spark-b", "gw"], "gb10": ["spark-a", "spark-b"]}
+
+
+def run(args, hostvars=None, check_mode=False):
+    """The action plugin's run, as a task with ``args`` on a play whose hosts have ``hostvars``."""
+    task = mock.MagicMock(args=dict(args), check_mode=check_mode, async_val=0,
+                          action="factory_floor.llm.model_sync_check")
+    connection = mock.MagicMock()
+    connection._shell.tmpdir = None
+    variables = {"groups": GROUPS, "hostvars": HOSTVARS if hostvars is None else hostvars}
+    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), Templar(loader=DataLoader()), None)
+    return action.run(task_vars=variables)
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_the_plan_reads_each_engine_hosts_ssh_and_link_variables_only(check_mode):
+    result = run({"check": "plan", "engine_group": "gb10", "path": PATH, "dry_run": check_mode}, check_mode=check_mode)
+    assert result["changed"] is False and "failed" not in result
+    assert result["ok"] and result["source"] == "spark-a" and result["source_host"] == "spark-a"
+    (target,) = result["targets"]
+    assert target["host"] == "spark-b" and target["address"] == "10.89.8.11"
+    assert ("--dry-run" in target["argv"]) is check_mode
+    # The same plan the filter made from the engine hosts' variables.
+    assert result["targets"] == ms.plan(["spark-a", "spark-b"], ms.plan_hostvars(["spark-a", "spark-b"], HOSTVARS),
+                                        path=PATH, dry_run=check_mode)["targets"]
+
+
+def test_a_plan_that_cannot_be_made_is_returned_for_the_role_to_refuse():
+    result = run({"check": "plan", "engine_group": "gb10", "path": "models/relative", "source": "nowhere"})
+    assert "failed" not in result and result["ok"] is False and len(result["errors"]) == 2
+    assert run({"check": "plan", "engine_group": "none", "path": PATH})["errors"][0] == (
+        "the inventory has no engine host (group gb10): nothing to copy to")
+
+
+def _listed(files, available):
+    return {"files": files, "filesystem": {"path": "/models", "bytes_available": available}}
+
+
+def test_a_target_without_room_fails_with_the_verdicts_message_only():
+    hostvars = {"spark-b": {"__before": _listed(None, 10 * GIB)}, "spark-c": {"__before": _listed(dict(SOURCE), 9 * GIB)}}
+    args = {"check": "space", "targets": ["spark-b", "spark-c"], "listing": "__before", "source_files": SOURCE,
+            "path": PATH, "margin_bytes": GIB}
+    result = run(args, hostvars)
+    verdict = model_sync_space(SOURCE, {"spark-b": _listed(None, 10 * GIB), "spark-c": _listed(dict(SOURCE), 9 * GIB)},
+                               PATH, GIB)
+    # As the fail task said it: the message, nothing else.
+    assert result == {"failed": True, "changed": False, "msg": verdict["message"]}
+    assert result["msg"].startswith("Not enough room for the model. Nothing was copied.\n- spark-b: ")
+    assert "spark-c" not in result["msg"]
+    hostvars["spark-b"]["__before"] = _listed(None, 40 * GIB)
+    passed = run(args, hostvars)
+    assert passed["ok"] is True and "failed" not in passed and set(passed["hosts"]) == {"spark-b", "spark-c"}
+
+
+def test_a_target_that_could_not_be_listed_has_no_room_known():
+    result = run({"check": "space", "targets": ["spark-b"], "listing": "__before", "source_files": SOURCE,
+                  "path": PATH}, {"spark-b": {}})
+    assert result["failed"] is True and "spark-b" in result["msg"]
+
+
+def test_copies_that_differ_fail_naming_the_files_and_the_hosts():
+    source = {"files": {"config.json": 1000}, "sha256": {"config.json": "a" * 64}}
+    same, other = dict(source), {"files": {"config.json": 999}, "sha256": {"config.json": "b" * 64}}
+    args = {"check": "copies", "targets": ["spark-b", "spark-c"], "listing": "__after", "source": "spark-a",
+            "source_path": PATH, "source_manifest": source}
+    hostvars = {"spark-b": {"__after": same}, "spark-c": {"__after": other}}
+    result = run(args, hostvars)
+    expected = model_manifest_diff({"source spark-a:" + PATH: source, "spark-b": same, "spark-c": other})
+    assert not expected["ok"] and result == {"failed": True, "changed": False, "msg": expected["message"]}
+    assert "spark-c" in result["msg"]
+    hostvars["spark-c"]["__after"] = dict(source)
+    assert run(args, hostvars)["ok"] is True
+    # A target without a listing is compared as one that could not be listed.
+    assert run(args, {"spark-b": {"__after": same}})["failed"] is True
+
+
+def test_an_unknown_check_is_refused_by_the_spec():
+    with pytest.raises(AnsibleActionFail, match="check"):
+        run({"check": "copy"})
+
+
+# ------------------------------------------------------------------ the documentation and the role's calls
+
+def _documentation():
+    with open(os.path.join(ROOT, "plugins", "modules", "model_sync_check.py"), encoding="utf-8") as handle:
+        text = handle.read()
+    return {name: yaml.safe_load(re.search(name + r' = r"""(.*?)"""', text, re.S).group(1))
+            for name in ("DOCUMENTATION", "EXAMPLES", "RETURN")}, text
+
+
+def test_the_documentation_is_the_argument_spec():
+    docs, text = _documentation()
+    options = docs["DOCUMENTATION"]["options"]
+    assert sorted(options) == sorted(ARGUMENT_SPEC)
+    for name, spec in ARGUMENT_SPEC.items():
+        assert options[name]["type"] == spec["type"], name
+        assert bool(options[name].get("required")) == bool(spec.get("required")), name
+        assert options[name].get("choices") == spec.get("choices"), name
+        assert options[name].get("default") == spec.get("default"), name
+    assert "def main" not in text
+    assert ActionModule._supports_check_mode is True and ActionModule._requires_connection is False  # pylint: disable=protected-access
+
+
+def test_the_role_reads_what_it_registered():
+    with open(os.path.join(ROOT, "roles", "vllm", "tasks", "model_sync.yml"), encoding="utf-8") as handle:
+        tasks = yaml.safe_load(handle)
+    registered = {task.get("register") for task in tasks}
+    calls = [task["factory_floor.llm.model_sync_check"] for task in tasks if "factory_floor.llm.model_sync_check" in task]
+    assert [call["check"] for call in calls] == ["plan", "space", "copies"]
+    for call in calls[1:]:
+        assert call["listing"] in registered
+    assert set(calls[0]) - {"check", "engine_group"} <= set(ARGUMENT_SPEC)
+
+
+# ------------------------------------------------------------------ the vllm role's model_sync entry point, run
+# Up to its refusals before any host is read: the plan is made on the controller, no host is contacted.
+
+PLAY = """
+- name: Model copy, its refusals only
+  hosts: gb10
+  gather_facts: false
+  tasks:
+    - name: Copy the model
+      ansible.builtin.include_role:
+        name: factory_floor.llm.vllm
+        tasks_from: model_sync
+        rolespec_validate: false
+"""
+
+
+def _playbook(tmp_path, *extra):
+    runner = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+    if not os.path.exists(runner):
+        runner = shutil.which("ansible-playbook")
+    if not runner:
+        pytest.skip("ansible-playbook not installed next to this Python")
+    path = tmp_path / "model_sync.yml"
+    path.write_text(PLAY)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build", "collections"),
+               ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default",
+               ANSIBLE_NOCOLOR="1")
+    done = subprocess.run([runner, "-i", os.path.join(ROOT, "inventory", "example"), str(path)] + list(extra),
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_the_entry_point_refuses_a_plan_and_a_left_out_target_from_the_registered_plan(tmp_path):
+    rc, output = _playbook(tmp_path, "-e", "model_sync_path=models/x")
+    assert rc != 0 and "The model cannot be copied as asked. Nothing was copied:\\n- model_sync_path" in output
+    rc, output = _playbook(tmp_path, "-e", "model_sync_path=/models/x", "--limit", "spark-1")
+    assert rc != 0
+    assert "spark-2 would receive the model but is not in this run (--limit, or not answering)." in output
