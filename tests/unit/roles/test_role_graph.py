@@ -95,12 +95,11 @@ def test_the_graph_is_read():
     assert cycles({"a": {"b"}, "b": {"c", "a"}, "c": {"a"}}) == [("a", "b"), ("a", "b", "c")]
 
 
-# Measured on main when this test came (issue 36): vllm is both the engine base and the
+# Measured on main when this test came (issue 36; vllm_replica's procedures since moved out): vllm is both the engine base and the
 # orchestrator that includes the roles built on it (and four role names vllm builds
 # from a template at run time: deploy_engines.yml, switch_rollback.yml). When the graph
 # is a tree this test passes, and strict xfail fails the run: then drop the mark.
-CYCLES_ON_MAIN = [("tool_gate", "vllm"), ("tool_gate", "vllm", "vllm_replica"), ("vllm", "vllm_replica"),
-                  ("vllm", "vllm_split"), ("vllm", "vllm_watchdog")]
+CYCLES_ON_MAIN = [("tool_gate", "vllm"), ("vllm", "vllm_replica"), ("vllm", "vllm_split"), ("vllm", "vllm_watchdog")]
 
 
 def _words(found):
@@ -113,3 +112,22 @@ def test_the_role_graph_is_a_tree():
     found = cycles(edges)
     assert not found, "role include cycles: %s; names known only at run time: %s" % (
         _words(found), "; ".join("%s (%s): %s" % d for d in dynamic))
+
+
+# The procedure roles (issue 36): they order a procedure's steps and may include service roles; no service role
+# includes one of them.
+PROCEDURES = {"model_upgrade", "rolling_restart", "tune_concurrency"}
+# The service roles already cut to the rule: they include only the engine base and the site.
+SERVICES_DONE = ("vllm_replica",)
+
+
+def test_no_service_role_includes_a_procedure_role():
+    edges, _dynamic = graph()
+    assert {role: sorted(targets & PROCEDURES) for role, targets in edges.items()
+            if role not in PROCEDURES and targets & PROCEDURES} == {}
+
+
+@pytest.mark.parametrize("role", SERVICES_DONE)
+def test_a_service_role_includes_only_the_base_and_the_site(role):
+    edges, _dynamic = graph()
+    assert edges[role] <= {"vllm", "site"}
