@@ -98,7 +98,7 @@ options:
       - (upgrade) Per engine host, C(running) (the model directory its vLLM lists as root), C(running_image) (its
         container's image ID, empty with the venv runtime), and the candidate's C(model), C(image) and C(image_id).
       - Or the candidate's under C(candidate), next to C(old) (the build a failed replica gets back), as the
-        C(vllm_replica) role's C(upgrade_check) entry point notes them in C(vllm_replica_upgrade).
+        C(model_upgrade) role's C(check) entry point notes them in C(model_upgrade_replica).
     type: dict
     default: {}
   target:
