@@ -74,7 +74,7 @@ def inventory_errors(hostvars, hosts, docs):
         if host not in hostvars:
             continue
         host_vars = hostvars[host]
-        names[host] = sorted(str(name) for name in host_vars if iv.is_ours(name, prefixes) or name in iv.RENAMED)
+        names[host] = sorted(str(name) for name in host_vars if iv.is_ours(name, prefixes) or name in iv.RENAMED or name in iv.MOVED)
         values[host] = {}
         for name in names[host]:
             if name in table:

@@ -27,7 +27,8 @@ never quoted: a dict may hold ``vllm_env``'s ``HF_TOKEN``, a key is a key.
   ``argument_specs`` declares is a typo or a leftover - no role reads it, so it would
   change nothing. The message names the closest declared name (``difflib``). A name
   the collection had and gave up for one shared name (:data:`RENAMED`) is refused
-  whatever its prefix, naming the one to set instead.
+  whatever its prefix, naming the one to set instead; so is one that moved with its
+  procedure to a role of its own (:data:`MOVED`).
 * **Values** (:func:`check_values`): a declared variable whose value Ansible's argument
   check would refuse, or would take for the check only (a string for a list), each named
   in one line that says what the value must be: its type (``int`` as a whole number,
@@ -56,6 +57,21 @@ RENAMED = {
     "maintenance_window_engine_group": "site_engine_group",
     "vllm_proxy_group": "site_proxy_group",
     "maintenance_window_proxy_group": "site_proxy_group",
+}
+# Variables of the vllm_replica role that moved with its procedures to the procedure roles that read them
+# now (issue 36): the rolling restart's and the model upgrade's.
+MOVED = {
+    "vllm_replica_drain_timeout": "rolling_restart_drain_timeout",
+    "vllm_replica_drain_holder": "rolling_restart_drain_holder",
+    "vllm_replica_restart_pass": "rolling_restart_pass",
+    "vllm_replica_upgrade_model": "model_upgrade_model",
+    "vllm_replica_upgrade_image": "model_upgrade_image",
+    "vllm_replica_upgrade_image_digest": "model_upgrade_image_digest",
+    "vllm_replica_upgrade_tool_call_parser": "model_upgrade_tool_call_parser",
+    "vllm_replica_upgrade_chat_template": "model_upgrade_chat_template",
+    "vllm_replica_upgrade_allow_outage": "model_upgrade_allow_outage",
+    "vllm_replica_upgrade_candidate": "model_upgrade_candidate",
+    "vllm_replica_restore": "model_upgrade_restore",
 }
 # What Jinja's type_debug names a value of each kind.
 CONTAINER_TYPES = ("list", "dict")
@@ -300,7 +316,7 @@ def check_names(known, our_prefixes, names: dict, foreign=()) -> list:
     for host in sorted(names or {}):
         for name in names[host] or ():
             name = str(name)
-            if name in RENAMED or (is_ours(name, our_prefixes) and name not in known and name not in set(foreign or ())):
+            if name in RENAMED or name in MOVED or (is_ours(name, our_prefixes) and name not in known and name not in set(foreign or ())):
                 unknown.setdefault(name, []).append(host)
     errors = []
     for name, hosts in sorted(unknown.items()):
@@ -309,6 +325,12 @@ def check_names(known, our_prefixes, names: dict, foreign=()) -> list:
             text = ("%s (set for %s) is no longer a variable of factory_floor.llm: set %s instead, which every role "
                     "reads (one name for it). No role reads %s, so as written it would change nothing. Rename it where "
                     "it is set (group_vars, host_vars or -e)." % (name, _names(hosts), RENAMED[name], name))
+            errors.append(_error("variable_renamed", text, hosts, [name]))
+            continue
+        if name in MOVED:
+            text = ("%s (set for %s) is no longer a variable of factory_floor.llm: set %s instead, the role %s reads it "
+                    "now. No role reads %s, so as written it would change nothing. Rename it where it is set (group_vars, "
+                    "host_vars or -e)." % (name, _names(hosts), MOVED[name], "_".join(MOVED[name].split("_")[:2]), name))
             errors.append(_error("variable_renamed", text, hosts, [name]))
             continue
         if guess:

@@ -439,7 +439,7 @@ def record_writes(plan, engines, observed, models=None):
 # model directory vLLM lists as root), ``running_image`` (its container's image ID, "" with
 # the venv runtime), ``model``, ``image`` and ``image_id`` (the candidate's) - or these three
 # under ``candidate``, next to ``old`` (the build a failed replica gets back), as the
-# vllm_replica role's upgrade_check entry point notes them.
+# model_upgrade role's check entry point notes them.
 
 
 def _keep16(text):

@@ -181,7 +181,8 @@ errors:
           V(split_machines), V(value_type), V(api_key), V(served_model_name_differs), V(api_key_differs),
           V(variable_name) (with O(inventory_variables), a name no role declares), V(variable_renamed) (with
           O(inventory_variables), a name the collection gave up for one shared name, such as C(vllm_engine_group) for
-          C(site_engine_group)).
+          C(site_engine_group), or one that moved with its procedure to another role, such as C(vllm_replica_drain_timeout)
+          for C(rolling_restart_drain_timeout)).
       type: str
       sample: split_hosts
     hosts:

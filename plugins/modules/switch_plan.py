@@ -32,6 +32,10 @@ description:
   - With O(procedure=upgrade), the decisions of C(playbooks/switch-model.yml) - which replicas to upgrade (RV(todo)),
     whether the upgrade stops (RV(stop)), which upgraded replicas go back to the old build (RV(roll_back)), and the
     announcement.
+  - With O(procedure=restart), the decision of the C(rolling_restart) role (C(playbooks/deploy.yml)'s rolling restart) for
+    one replica whose configuration changed - a replica that serves restarts only while another replica serves and is in
+    every proxy host's rotation (RV(carriers)); otherwise the restart is refused (RV(refusal)) unless O(force). In check
+    mode the sentences say what a real run would do.
 extends_documentation_fragment:
   - factory_floor.llm.attributes
   - factory_floor.llm.attributes.READ_ONLY
@@ -39,9 +43,9 @@ options:
   procedure:
     description:
       - V(switch) for a topology switch, V(upgrade) for a rolling model or image upgrade, V(record) for the topology
-        records at the end of a switch.
+        records at the end of a switch, V(restart) for one replica's turn in the rolling restart.
     type: str
-    choices: [switch, upgrade, record]
+    choices: [switch, upgrade, record, restart]
     default: switch
   topology:
     description: The topology the switch goes to (required with O(procedure=switch)).
@@ -94,7 +98,7 @@ options:
       - (upgrade) Per engine host, C(running) (the model directory its vLLM lists as root), C(running_image) (its
         container's image ID, empty with the venv runtime), and the candidate's C(model), C(image) and C(image_id).
       - Or the candidate's under C(candidate), next to C(old) (the build a failed replica gets back), as the
-        C(vllm_replica) role's C(upgrade_check) entry point notes them in C(vllm_replica_upgrade).
+        C(model_upgrade) role's C(check) entry point notes them in C(model_upgrade_replica).
     type: dict
     default: {}
   target:
@@ -168,11 +172,56 @@ options:
         next to the model directory. Empty, not named.
     type: str
     default: ""
+  host:
+    description: (restart) The replica that would restart (C(inventory_hostname)); required with O(procedure=restart).
+    type: str
+  status:
+    description:
+      - (restart) What the replica's own 1-token generation probe said (M(factory_floor.llm.vllm_health)'s C(status)) -
+        C(serving), or another state (it does not serve, so nobody loses anything by its restart).
+    type: str
+    default: ""
+  peers:
+    description:
+      - (restart) The other replicas' probes, each on its own host - the loop results of M(factory_floor.llm.vllm_health)
+        (C(item) the host, C(status); C(unreachable), C(msg) or C(error) when it could not be asked).
+    type: list
+    elements: dict
+    default: []
+  rotations:
+    description:
+      - (restart) Every proxy host's rotation (the C(nginx_proxy) role's C(nginx_proxy_rotation), C(in_rotation) a list of
+        engine hosts); a serving replica carries the load only when every one has it.
+    type: list
+    elements: dict
+    default: []
+  change:
+    description: (restart) What changed in the replica's configuration, in words (the engine plan's C(change)).
+    type: str
+    default: ""
+  force:
+    description: (restart) Restart a serving replica even when no other one carries the load (C(vllm_restart_force)).
+    type: bool
+    default: false
 author:
   - Factory Floor maintainers (@factory-floor)
 """
 
 EXAMPLES = r"""
+- name: Decide whether this replica restarts now, and who carries the load meanwhile
+  factory_floor.llm.switch_plan:
+    procedure: restart
+    host: "{{ inventory_hostname }}"
+    engines: "{{ groups['gb10'] }}"
+    status: "{{ self_probe.status }}"
+    peers: "{{ peer_probes.results }}"
+    rotations: "{{ groups['proxy'] | map('extract', hostvars) | map(attribute='nginx_proxy_rotation', default={}) | list }}"
+    change: "{{ vllm_service_plan.change }}"
+    force: "{{ vllm_restart_force }}"
+    playbook_dir: "{{ playbook_dir }}"
+  delegate_to: localhost
+  register: restart
+
 - name: Decide which replicas an upgrade changes
   factory_floor.llm.switch_plan:
     procedure: upgrade
@@ -277,8 +326,10 @@ api_engines:
   type: list
   elements: str
 announcement:
-  description: The sentence the switch or the upgrade prints before anything changes.
-  returned: with O(procedure=switch) or O(procedure=upgrade)
+  description:
+    - The sentence the switch or the upgrade prints before anything changes; (restart) what the restart says before it
+      starts - who carries the load meanwhile, or why nobody loses anything.
+  returned: with O(procedure=switch), O(procedure=upgrade) or O(procedure=restart)
   type: str
 dry_run:
   description:
@@ -355,7 +406,9 @@ refusal:
   description:
     - Why the run stops before anything changes - a gated run whose gate has no bar (O(min_score) at 0 and no incumbent
       score; any candidate that passes one case would pass). Empty otherwise.
-  returned: with O(procedure=switch) or O(procedure=upgrade)
+    - (restart) Why the replica does not restart - it serves and no other replica serves and is in the proxy's
+      rotation (without O(force)); the run fails with it. Empty when it goes.
+  returned: with O(procedure=switch), O(procedure=upgrade) or O(procedure=restart)
   type: str
 records:
   description:
@@ -409,17 +462,32 @@ report:
       C(image), C(image_id); empty when not given), C(switch_model) (O(model)) and C(switch_image) (O(image)).
   returned: with O(procedure=upgrade)
   type: dict
+serving:
+  description: (restart) The replica serves now (O(status) is C(serving)).
+  returned: with O(procedure=restart)
+  type: bool
+carriers:
+  description: (restart) The other replicas that serve and are in every proxy host's rotation while it restarts (none when it does not serve).
+  returned: with O(procedure=restart)
+  type: list
+  elements: str
+  sample: [spark-b]
+forced:
+  description: (restart) What a forced restart (O(force), nobody carries the load) says first; empty otherwise.
+  returned: with O(procedure=restart)
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._restart_plan import restart_plan
 from ansible_collections.factory_floor.llm.plugins.module_utils._switch_plan import record_writes, switch_plan, upgrade_plan
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            procedure=dict(type="str", default="switch", choices=["switch", "upgrade", "record"]),
+            procedure=dict(type="str", default="switch", choices=["switch", "upgrade", "record", "restart"]),
             topology=dict(type="str", choices=["replicas", "split"]),
             engines=dict(type="list", elements="str", required=True),
             head=dict(type="str"),
@@ -442,8 +510,15 @@ def main():
             plan=dict(type="dict", default={}),
             models=dict(type="dict", default={}),
             served_model_name=dict(type="str", default=""),
+            host=dict(type="str"),
+            status=dict(type="str", default=""),
+            peers=dict(type="list", elements="dict", default=[]),
+            rotations=dict(type="list", elements="dict", default=[]),
+            change=dict(type="str", default=""),
+            force=dict(type="bool", default=False),
         ),
-        required_if=[("procedure", "switch", ("topology", "head")), ("procedure", "record", ("plan",))],
+        required_if=[("procedure", "switch", ("topology", "head")), ("procedure", "record", ("plan",)),
+                     ("procedure", "restart", ("host",))],
         supports_check_mode=True,
     )
     params = module.params
@@ -452,6 +527,10 @@ def main():
                                                        params["startup"], params["incumbents"], params["notes"],
                                                        params["model"], params["image"], params["min_score"],
                                                        params["playbook_dir"]))
+    if params["procedure"] == "restart":
+        module.exit_json(changed=False, **restart_plan(params["host"], params["engines"], params["status"], params["peers"],
+                                                       params["rotations"], params["startup"], params["change"],
+                                                       params["force"], module.check_mode, params["playbook_dir"]))
     if params["procedure"] == "record":
         plan = params["plan"]
         missing = [key for key in ("topology", "on_target", "rollback") if key not in plan]

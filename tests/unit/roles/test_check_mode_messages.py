@@ -106,26 +106,8 @@ def _run(tmp_path, task, variables, check):
     return " ".join(yaml.safe_load(found.group(1))["msg"].split())
 
 
-RESTART = dict(vllm_service_plan={"change": "was --max-num-seqs 8, now --max-num-seqs 12"},
-               _vllm_replica_unit="vllm-replica.service",
-               __deploy_restart_others=["spark-b"], __deploy_restart_startup="about 0.5 min, last measured here",
-               __deploy_restart_peers={"results": [{"item": "spark-b", "status": "serving"}]})
-
-
-@pytest.mark.parametrize("check, says", [
-    (True, "localhost keeps its old configuration and serves; --check wrote nothing: a real run would write its new "
-           "unit, leave it serving on the old one and stop here."),
-    (False, "localhost keeps its old configuration and serves (its new unit is in place)."),
-])
-def test_the_refused_restart_says_what_a_real_run_leaves(tmp_path, check, says):
-    message = _run(tmp_path, _task("roles/vllm_replica/tasks/rolling_restart.yml",
-                                   "Refuse to take the model away from the clients"), RESTART, check)
-    assert message.startswith("Not restarting localhost for its new configuration (was --max-num-seqs 8, now "
-                              "--max-num-seqs 12): it serves, and no other replica both serves and is in the proxy's "
-                              "rotation to carry the load meanwhile (spark-b: serving, not in rotation).")
-    assert ("then run playbooks/deploy.yml again. " + says + " To restart it now anyway, accepting the outage: "
-            "playbooks/deploy.yml -e vllm_restart_force=true.") in message
-    assert ("in place" in message) is not check
+# The rolling restart's refusal is worded by switch_plan (procedure restart) now: its --check rows are in
+# tests/unit/plugins/module_utils/test_restart_plan.py.
 
 
 ABORT = dict(maintenance_window_abort_note="", site_engine_group="gb10",

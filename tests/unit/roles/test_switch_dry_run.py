@@ -87,7 +87,7 @@ def test_the_upgrade_prints_the_plan_on_a_dry_run():
     assert play["tasks"][-1] is printed
 
 
-@pytest.mark.parametrize("role, entry_point", [("topology_switch", "switch_preflight"), ("vllm_replica", "upgrade_check")])
+@pytest.mark.parametrize("role, entry_point", [("topology_switch", "switch_preflight"), ("model_upgrade", "check")])
 def test_switch_dry_run_is_declared(role, entry_point):
     option = _load("roles", role, "meta", "argument_specs.yml")["argument_specs"][entry_point]["options"]["switch_dry_run"]
     assert option["type"] == "bool" and option["default"] is False

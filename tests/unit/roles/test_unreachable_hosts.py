@@ -9,7 +9,7 @@ loopback where nothing listens. With ansible-core 2.19 an unreachable result, ev
 keeps, makes an any_errors_fatal play fail every host at once - its rescue too: the run ended with exit
 code 2 and no message instead of the one the role words.
 
-* the rolling restart (vllm_replica's rolling_restart, deploy.yml's play with serial: 1): spark-a serves
+* the rolling restart (the rolling_restart role, deploy.yml's play with serial: 1): spark-a serves
   (a loopback stand-in for vLLM) and no other replica can carry the load: it must refuse with its own
   message, naming spark-b unreachable;
 * the lock given back when a step failed (maintenance_window's abort, every deploy.yml play's rescue):
@@ -40,7 +40,7 @@ def deploy_rolling_restart_play():
     assert play["serial"] == 1 and play["any_errors_fatal"] is True
     (block,) = play["tasks"]
     (include,) = block["block"]
-    assert include["ansible.builtin.include_role"]["tasks_from"] == "rolling_restart"
+    assert include["ansible.builtin.include_role"]["name"] == "factory_floor.llm.rolling_restart"
     rescue = [{"name": "Stop here, with what failed",
                "ansible.builtin.fail": {"msg": "{{ ansible_failed_result.msg | default('A step failed (see above).', true) }}"}}]
     return [dict(play, tasks=[dict(block, rescue=rescue)])]

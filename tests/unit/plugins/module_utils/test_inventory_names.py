@@ -317,6 +317,18 @@ def test_the_new_name_is_declared_and_the_old_one_is_not(old, new):
     assert new in TABLE and old not in TABLE
 
 
+@pytest.mark.parametrize("old, new", sorted(iv.MOVED.items()))
+def test_a_variable_that_moved_with_its_procedure_is_refused_naming_its_new_name(old, new):
+    [error] = names({"spark-1": [old, "vllm_port"]})
+    role = "rolling_restart" if new.startswith("rolling_restart_") else "model_upgrade"
+    assert error["check"] == "variable_renamed" and error["variables"] == [old] and error["hosts"] == ["spark-1"]
+    assert error["message"] == (
+        "%s (set for spark-1) is no longer a variable of factory_floor.llm: set %s instead, the role %s reads it now. "
+        "No role reads %s, so as written it would change nothing. Rename it where it is set (group_vars, host_vars or "
+        "-e)." % (old, new, role, old))
+    assert new in TABLE and old not in TABLE
+
+
 def test_one_name_per_concept_in_the_roles():
     """No role file, playbook or plugin names a renamed variable, but where the refusal is documented (the changelog
     keeps the history)."""

@@ -429,7 +429,7 @@ def test_upgrade_target(model, image, target):
 
 
 def noted(running, running_image="", model="/models/New", image="", image_id=""):
-    """A replica as the vllm_replica role's upgrade_check notes it: the candidate under ``candidate``."""
+    """A replica as the model_upgrade role's check notes it: the candidate under ``candidate``."""
     return {"running": running, "running_image": running_image,
             "candidate": {"model": model, "tool_call_parser": "", "chat_template": "", "image": image, "image_id": image_id},
             "old": {"model": "/models/Old", "tool_call_parser": "", "chat_template": "", "image": "v1", "image_id": "sha256:a"}}

@@ -135,3 +135,29 @@ def test_a_failed_host_does_not_fail_the_task(run_module):
     assert code == 0, result
     assert "failed" not in result
     assert (result["rollback"], result["failed_hosts"], result["serving_topology"]) == (True, ["spark-b"], "split")
+
+
+# ---------------------------------------------------------------- procedure restart (deploy.yml's rolling restart)
+
+RESTART = {"procedure": "restart", "host": "spark-a", "engines": ["spark-a", "spark-b"], "status": "serving",
+           "peers": [{"item": "spark-b", "status": "serving"}], "rotations": [{"in_rotation": ["spark-b"]}],
+           "change": "was --max-num-seqs 8, now --max-num-seqs 12", "playbook_dir": "/src/ff/playbooks"}
+
+
+@pytest.mark.parametrize("check_mode, verb", [(False, "Restarting"), (True, "Would restart")])
+def test_restart_goes_while_another_replica_carries_the_load(run_module, check_mode, verb):
+    code, result = run_module(module, dict(RESTART, _ansible_check_mode=check_mode))
+    assert code == 0, result
+    assert (result["changed"], result["serving"], result["carriers"], result["refusal"]) == (False, True, ["spark-b"], "")
+    assert result["announcement"].startswith(verb + " spark-a for its new configuration")
+
+
+def test_restart_is_refused_in_check_mode_saying_nothing_was_written(run_module):
+    code, result = run_module(module, dict(RESTART, rotations=[{"in_rotation": []}], _ansible_check_mode=True))
+    assert code == 0, result
+    assert "--check wrote nothing" in result["refusal"] and "in place" not in result["refusal"]
+
+
+def test_restart_needs_the_host(run_module):
+    code, result = run_module(module, {key: value for key, value in RESTART.items() if key != "host"})
+    assert code == 1 and "host" in result["msg"], result
