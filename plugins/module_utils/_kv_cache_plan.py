@@ -194,9 +194,9 @@ def groupings_lines(groupings, max_model_len):
     """One reasoning line per grouping."""
     lines = []
     for option in groupings:
+        groups = zip(option["sizes"], option["kv_tokens"], option["full_context_requests"])
         words = " + ".join("group of %d: %s tokens (%.2f full-context)" % (size, "{:,}".format(tokens), requests)
-                           for size, tokens, requests in zip(option["sizes"], option["kv_tokens"],
-                                                            option["full_context_requests"]))
+                           for size, tokens, requests in groups)
         verdict = ("does not start: a group holds less than one %s-token request" % "{:,}".format(max_model_len)
                    if not option["starts"] else "every group holds the need" if option["holds_need"]
                    else "a group holds less than the need")

@@ -194,7 +194,7 @@ def run_module():
             group=dict(type="str", default="proxy"),
             # Read by the action plugin (plugins/action/keepalived_check.py), which passes hosts and auth_pass.
             settings_fact=dict(type="str"),
-            auth_pass_fact=dict(type="str"),
+            auth_pass_fact=dict(type="str", no_log=False),  # a variable's name, not the secret
         ),
         supports_check_mode=True,
     )

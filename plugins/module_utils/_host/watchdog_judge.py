@@ -568,6 +568,7 @@ class Judge:
                             % (rank, worker_running - head_running, cfg.pair_skew, group)))
         return None
 
+
 def _fmt(value) -> str:
     if value is None:
         return "?"

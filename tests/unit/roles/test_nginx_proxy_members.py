@@ -26,7 +26,7 @@ SESSIONS = ["conversation-%03d" % i for i in range(120)]
 
 @pytest.fixture
 def engines():
-    started = [h.Engine() for _ in range(4)]
+    started = [h.Engine() for _number in range(4)]
     yield started
     for engine in started:
         engine.close()

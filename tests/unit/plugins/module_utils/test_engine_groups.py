@@ -55,8 +55,8 @@ def test_a_grouping_of_every_host_once_passes():
      ["names spark-x in group 2, which is not in the engine group 'gb10'"]),
     ([["spark-a", "spark-b"], ["spark-b", "spark-c"], ["spark-d"]],
      ["spark-b is in group 1 and in group 2", "exactly one group"]),
-    ([["spark-a", "spark-b"], ["spark-c"]], ["spark-d is in the engine group 'gb10' but in no group",
-                                              "add [spark-d] as a group of its own"]),
+    ([["spark-a", "spark-b"], ["spark-c"]],
+     ["spark-d is in the engine group 'gb10' but in no group", "add [spark-d] as a group of its own"]),
     ([["spark-a", "spark-b", "spark-c"], ["spark-d"]],
      ["group 1 (spark-a, spark-b, spark-c) has 3 hosts", "heads (32)", "make its groups 1 or 2 or 4 hosts"]),
 ])

@@ -15,7 +15,7 @@ import pytest
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _restart_plan as rp
 
-ENGINES = ["spark-a", "spark-b"]
+ENGINES = ("spark-a", "spark-b")
 CHANGE = "was --max-num-seqs 8, now --max-num-seqs 12"
 CHECKOUT = "/src/ff/playbooks"
 IN_ROTATION = [{"in_rotation": ["spark-a", "spark-b"]}]
@@ -23,7 +23,7 @@ B_SERVES = [{"item": "spark-b", "status": "serving"}]
 
 
 def plan(status="serving", peers=(), rotations=(), engines=ENGINES, startup=None, force=False, check_mode=False):
-    return rp.restart_plan("spark-a", engines, status, list(peers), list(rotations), startup, CHANGE, force, check_mode,
+    return rp.restart_plan("spark-a", list(engines), status, list(peers), list(rotations), startup, CHANGE, force, check_mode,
                            CHECKOUT)
 
 
@@ -36,7 +36,7 @@ def test_go_another_replica_serves_and_is_in_rotation():
 
 
 def test_go_two_carriers_serve_and_check_mode_says_would():
-    found = plan(peers=B_SERVES + [{"item": "spark-c", "status": "serving"}], engines=ENGINES + ["spark-c"],
+    found = plan(peers=B_SERVES + [{"item": "spark-c", "status": "serving"}], engines=ENGINES + ("spark-c",),
                  rotations=[{"in_rotation": ["spark-b", "spark-c"]}, {"in_rotation": ["spark-c", "spark-b"]}],
                  check_mode=True)
     assert found["carriers"] == ["spark-b", "spark-c"] and found["refusal"] == ""

@@ -443,8 +443,9 @@ def test_the_playbooks_let_the_check_validate_first(name):
 @pytest.mark.parametrize("names, words", [
     ("[mon-1]", "vllm_prometheus_hosts names mon-1, which the inventory does not list (set for spark-2): add it to the "
                 "inventory, or remove it from vllm_prometheus_hosts."),
-    ("[mon-1, mon-2, spark-1, mon-1]", "vllm_prometheus_hosts names mon-1, mon-2, which the inventory does not list (set "
-                                  "for spark-2): add them to the inventory, or remove them from vllm_prometheus_hosts."),
+    ("[mon-1, mon-2, spark-1, mon-1]",
+     "vllm_prometheus_hosts names mon-1, mon-2, which the inventory does not list (set "
+     "for spark-2): add them to the inventory, or remove them from vllm_prometheus_hosts."),
 ])
 def test_a_prometheus_host_the_inventory_does_not_list_is_refused(tmp_path, names, words):
     inventory = _site(tmp_path)
