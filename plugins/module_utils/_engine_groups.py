@@ -203,10 +203,10 @@ def moves_report(current, steps):
 
     lines = []
     for number, s in enumerate(steps, 1):
-        serving = sum(len(g) for g in s["serving"])
+        verb = "serves" if len(s["serving"]) == 1 else "serve"
+        counts = (sum(len(g) for g in s["serving"]), sum(len(g) for g in current))
         meanwhile = ("the model is away (no other group serves)" if s["away"]
-                     else "%s serve%s (%d of %d hosts)" % (names(s["serving"]), "" if len(s["serving"]) != 1 else "s",
-                                                          serving, sum(len(g) for g in current)))
+                     else "%s %s (%d of %d hosts)" % ((names(s["serving"]), verb) + counts))
         lines.append("step %d: stop %s, start %s; meanwhile %s" % (number, names(s["stop"]), names(s["start"]),
                                                                    meanwhile))
     return lines
