@@ -72,10 +72,6 @@ class _Handler(BaseHTTPRequestHandler):
             with self.server.lock:
                 self.server.in_flight -= 1
 
-    def _end(self):
-        self._release()
-        self._chunk("")
-
     def _answer(self, body):
         server = self.server
         mode = server.mode
@@ -97,7 +93,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._release()
             self._chunk('data: {"error": {"message": "engine died", "code": 500}}\n\n')
             self._chunk("data: [DONE]\n\n")
-            self._end()
+            self._chunk("")
             return
         for number in range(server.events):
             if number:
@@ -106,7 +102,7 @@ class _Handler(BaseHTTPRequestHandler):
                 {"index": 0, "delta": {"content": "tok%d " % number}}], usage=None)))
         self._release()
         if mode == "cut":
-            self._end()
+            self._chunk("")
             return
         if mode != "no_usage":
             completion = server.completion_tokens if server.completion_tokens is not None else body["max_tokens"]
@@ -114,7 +110,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "prompt_tokens": prompt_tokens_of(body), "completion_tokens": completion,
                 "total_tokens": prompt_tokens_of(body) + completion})))
         self._chunk("data: [DONE]\n\n")
-        self._end()
+        self._chunk("")
 
     def log_message(self, format, *args):  # pylint: disable=redefined-builtin
         pass

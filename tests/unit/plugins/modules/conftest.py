@@ -15,6 +15,8 @@ from ansible.module_utils import _internal
 from ansible.module_utils.common import warnings as ansible_warnings
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.factory_floor.llm.plugins.modules import gpu_memory_utilization
+
 
 class ModuleRun(NamedTuple):
     """What one run of a module's ``main()`` produced."""
@@ -49,3 +51,20 @@ def run_module(capsys, monkeypatch):
         return ModuleRun(exited.value.code, json.loads(capsys.readouterr().out))
 
     return run
+
+
+@pytest.fixture
+def memory_host(monkeypatch):
+    """The target ``gpu_memory_utilization`` reads: ``(files, properties)``, two dicts a test fills - file texts by
+    path (a missing path is ENOENT) and systemd properties by ``(unit, name)`` (a missing one is unset)."""
+    files, properties = {}, {}
+
+    def read_text(path):
+        if path not in files:
+            raise OSError(2, "No such file", path)
+        return files[path]
+
+    monkeypatch.setattr(gpu_memory_utilization, "read_text", read_text)
+    monkeypatch.setattr(gpu_memory_utilization, "systemctl_show",
+                        lambda m: lambda unit, name: properties.get((unit, name)))
+    return files, properties

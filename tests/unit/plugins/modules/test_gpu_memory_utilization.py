@@ -36,18 +36,10 @@ SEED = {
 
 
 @pytest.fixture
-def host(monkeypatch):
+def host(memory_host):
     """The target: /proc/meminfo and a systemd whose units have no cgroup files."""
-    files = {"/proc/meminfo": MEMINFO}
-    properties = {}
-
-    def read_text(path):
-        if path not in files:
-            raise OSError(2, "No such file", path)
-        return files[path]
-
-    monkeypatch.setattr(module, "read_text", read_text)
-    monkeypatch.setattr(module, "systemctl_show", lambda m: lambda unit, name: properties.get((unit, name)))
+    files, properties = memory_host
+    files["/proc/meminfo"] = MEMINFO
     return files, properties
 
 

@@ -33,23 +33,17 @@ def meminfo(total_gib, available_gib):
 
 
 @pytest.fixture
-def host(monkeypatch):
+def host(memory_host):
     """The target: /proc/meminfo, and vllm-replica.service running ``docker run ... --gpu-memory-utilization``."""
-    files = {"/proc/meminfo": meminfo(121.7, 12)}
-    properties = {("vllm-replica.service", "MainPID"): "4242", ("vllm-split.service", "MainPID"): "0"}
+    files, properties = memory_host
+    files["/proc/meminfo"] = meminfo(121.7, 12)
+    properties.update({("vllm-replica.service", "MainPID"): "4242", ("vllm-split.service", "MainPID"): "0"})
 
     def running(share):
         files["/proc/4242/cmdline"] = "\0".join([
             "docker", "run", "--rm", "vllm-gb10:0.32.0", "serve", "/models/m", "--gpu-memory-utilization", share,
             "--port", "8000", ""])
 
-    def read_text(path):
-        if path not in files:
-            raise OSError(2, "No such file", path)
-        return files[path]
-
-    monkeypatch.setattr(module, "read_text", read_text)
-    monkeypatch.setattr(module, "systemctl_show", lambda m: lambda unit, name: properties.get((unit, name)))
     return files, running
 
 
