@@ -194,9 +194,16 @@ def groupings_lines(groupings, max_model_len):
     """One reasoning line per grouping."""
     lines = []
     for option in groupings:
-        groups = zip(option["sizes"], option["kv_tokens"], option["full_context_requests"])
-        words = " + ".join("group of %d: %s tokens (%.2f full-context)" % (size, "{:,}".format(tokens), requests)
-                           for size, tokens, requests in groups)
+        parts = []
+        for size, tokens, requests in zip(option["sizes"], option["kv_tokens"], option["full_context_requests"]):
+            if parts and parts[-1][0] == size:
+                parts[-1][3] += 1
+            else:
+                parts.append([size, tokens, requests, 1])
+        words = " + ".join("%s of %d: %s tokens (%.2f full-context)%s"
+                           % ("group" if count == 1 else "%d groups" % count, size, "{:,}".format(tokens), requests,
+                              "" if count == 1 else " each")
+                           for size, tokens, requests, count in parts)
         verdict = ("does not start: a group holds less than one %s-token request" % "{:,}".format(max_model_len)
                    if not option["starts"] else "every group holds the need" if option["holds_need"]
                    else "a group holds less than the need")
