@@ -2,9 +2,9 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""factory_floor.llm.switch_plan, and with ``from_hostvars`` what the hosts said read from ``hostvars`` on the controller.
+"""factory_floor.llm.switch_plan, and with ``read_hosts`` what the hosts said read from ``hostvars`` on the controller.
 
-With ``from_hostvars: true`` this plugin reads, for every argument the task does not give, what
+With ``read_hosts: true`` this plugin reads, for every argument the task does not give, what
 the hosts noted and registered so far from ``hostvars`` (``_host_inputs``): for a switch each
 engine host's units, topology record and notes, the tool gate's facts (on the first engine host,
 and on the host of ``incumbent_host``) and each proxy host's drains (``proxies``); for the records
@@ -22,11 +22,11 @@ from ansible_collections.factory_floor.llm.plugins.module_utils import _host_inp
 from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain
 
 # Read by this plugin only, never passed to the module.
-PLUGIN_OPTIONS = ("from_hostvars", "proxies", "incumbent_host")
+PLUGIN_OPTIONS = ("read_hosts", "proxies", "incumbent_host")
 
 
 def read_inputs(args, hostvars):
-    """The module's arguments ``args`` (``from_hostvars`` given) with what it reads from ``hostvars`` added where
+    """The module's arguments ``args`` (``read_hosts`` given) with what it reads from ``hostvars`` added where
     the task gave none."""
     procedure = args.get("procedure") or "switch"
     engines = args.get("engines") or []
@@ -38,7 +38,7 @@ def read_inputs(args, hostvars):
     elif procedure == "restart":
         read = inputs.restart_inputs(hostvars, proxies)
     else:
-        raise AnsibleActionFail("switch_plan reads the hosts' variables (from_hostvars) for the procedures switch, "
+        raise AnsibleActionFail("switch_plan reads the hosts' variables (read_hosts) for the procedures switch, "
                                 "record and restart, not %s" % procedure)
     given = {key: value for key, value in args.items() if key not in PLUGIN_OPTIONS}
     return dict(plain(read), **given)
@@ -54,12 +54,12 @@ class ActionModule(ActionBase):
         del tmp  # tmp no longer has any effect
         task_vars = task_vars or {}
         args = dict(self._task.args)
-        if boolean(args.get("from_hostvars", False), strict=False):
+        if boolean(args.get("read_hosts", False), strict=False):
             args = read_inputs(args, task_vars.get("hostvars") or {})
         else:
             extra = [key for key in PLUGIN_OPTIONS if args.get(key)]
             if extra:
-                raise AnsibleActionFail("switch_plan reads %s only with from_hostvars: true" % ", ".join(extra))
+                raise AnsibleActionFail("switch_plan reads %s only with read_hosts: true" % ", ".join(extra))
             args = {key: value for key, value in args.items() if key not in PLUGIN_OPTIONS}
         result.update(self._execute_module(module_name="factory_floor.llm.switch_plan", module_args=args,
                                            task_vars=task_vars))

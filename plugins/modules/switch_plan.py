@@ -203,7 +203,7 @@ options:
     description: (restart) Restart a serving replica even when no other one carries the load (C(vllm_restart_force)).
     type: bool
     default: false
-  from_hostvars:
+  read_hosts:
     description:
       - Read by the module's action plugin, on the controller - for every option the task does not give, what the hosts
         said so far, from C(hostvars) (C(plugins/module_utils/_host_inputs.py)).
@@ -216,13 +216,13 @@ options:
     type: bool
     default: false
   proxies:
-    description: With O(from_hostvars), the proxy hosts (inventory names) whose drains or rotation the plugin reads.
+    description: With O(read_hosts), the proxy hosts (inventory names) whose drains or rotation the plugin reads.
     type: list
     elements: str
     default: []
   incumbent_host:
     description:
-      - (switch) With O(from_hostvars), the host of the incumbent the previous decision named (its RV(incumbent)'s C(host));
+      - (switch) With O(read_hosts), the host of the incumbent the previous decision named (its RV(incumbent)'s C(host));
         empty before the first one. Its stored tool-calling score is O(incumbent_score).
     type: str
     default: ""
@@ -540,7 +540,7 @@ def main():
             change=dict(type="str", default=""),
             force=dict(type="bool", default=False),
             # Read by the action plugin (plugins/action/switch_plan.py), which passes what it reads instead.
-            from_hostvars=dict(type="bool", default=False),
+            read_hosts=dict(type="bool", default=False),
             proxies=dict(type="list", elements="str", default=[]),
             incumbent_host=dict(type="str", default=""),
         ),

@@ -163,7 +163,7 @@ def test_restart_needs_the_host(run_module):
     assert code == 1 and "host" in result["msg"], result
 
 
-# --- from_hostvars: the action plugin reads what the hosts hold (issue 36) -----------------------------------------
+# --- read_hosts: the action plugin reads what the hosts hold (issue 36) -----------------------------------------
 
 def through_the_action(run_module, task_args, hostvars):
     """The module's result as the task gets it, through plugins/action/switch_plan.py; and the arguments it got."""
@@ -195,13 +195,13 @@ HOSTVARS = {
 }
 
 
-def test_a_switch_read_from_hostvars_decides_as_one_given_its_inputs(run_module):
+def test_a_switch_read_read_hosts_decides_as_one_given_its_inputs(run_module):
     read = {"topology": "replicas", "engines": ["spark-a", "spark-b"], "head": "spark-a", "startup": {"replicas": "93.5"},
-            "from_hostvars": True, "proxies": ["proxy-1"], "incumbent_host": ""}
+            "read_hosts": True, "proxies": ["proxy-1"], "incumbent_host": ""}
     result, runs = through_the_action(run_module, read, HOSTVARS)
     given = run_module(module, dict(ARGS, notes={"spark-b": {"gate": {"passed": True}}},
                                     records={"spark-a": {}, "spark-b": {}})).result
-    assert not set(runs[0]) & {"from_hostvars", "proxies", "incumbent_host"}
+    assert not set(runs[0]) & {"read_hosts", "proxies", "incumbent_host"}
     assert runs[0]["units"] == ARGS["units"] and runs[0]["drains"] == ARGS["drains"] and runs[0]["gated"] is True
     for key in ("announcement", "undrain", "gate_hosts", "heal_hosts", "on_target"):
         assert result[key] == given[key], key
@@ -210,23 +210,23 @@ def test_a_switch_read_from_hostvars_decides_as_one_given_its_inputs(run_module)
     assert runs[0]["gated"] is False
 
 
-def test_the_records_and_a_restart_read_from_hostvars(run_module):
+def test_the_records_and_a_restart_read_read_hosts(run_module):
     result, runs = through_the_action(run_module, dict({k: v for k, v in RECORD.items() if k != "records"},
-                                                                            from_hostvars=True), HOSTVARS)
+                                                                            read_hosts=True), HOSTVARS)
     assert runs[0]["records"] == {"spark-a": HOSTVARS["spark-a"]["__vllm_switch_record_seen"], "spark-b": {}}
     assert result == run_module(module, dict(RECORD, records=runs[0]["records"])).result
     _result, runs = through_the_action(run_module, {"procedure": "restart", "host": "spark-a", "engines": ["spark-a", "spark-b"],
-                                                    "from_hostvars": True, "proxies": ["proxy-1"]}, HOSTVARS)
+                                                    "read_hosts": True, "proxies": ["proxy-1"]}, HOSTVARS)
     assert runs[0]["rotations"] == [{"in_rotation": []}]
 
 
 def test_the_plugins_options_are_refused_where_they_do_not_apply(run_module):
     from ansible.errors import AnsibleActionFail
 
-    with pytest.raises(AnsibleActionFail, match="reads proxies only with from_hostvars: true"):
+    with pytest.raises(AnsibleActionFail, match="reads proxies only with read_hosts: true"):
         through_the_action(run_module, dict(ARGS, proxies=["proxy-1"]), HOSTVARS)
     with pytest.raises(AnsibleActionFail, match="for the procedures switch, record and restart, not upgrade"):
-        through_the_action(run_module, dict(UPGRADE, from_hostvars=True), HOSTVARS)
-    # Without from_hostvars, the module gets the task's arguments as they are.
+        through_the_action(run_module, dict(UPGRADE, read_hosts=True), HOSTVARS)
+    # Without read_hosts, the module gets the task's arguments as they are.
     result, runs = through_the_action(run_module, dict(ARGS), HOSTVARS)
     assert runs == [ARGS] and result["heal_hosts"] == ["spark-b"]
