@@ -13,6 +13,8 @@ the comments of the tasks that set them).
 
 from __future__ import annotations
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_args import engine_probe_url
+
 # switch_plan, procedure switch: what switch_preflight registered on each engine host (systemctl is-active of the
 # engine units, the topology record read), what the maintenance_window role noted there, the tool gate's facts on the
 # first engine host and on the incumbent's host, and each proxy host's drains (the nginx_proxy role's drained).
@@ -104,3 +106,46 @@ def site_status_inputs(hostvars, engines, proxies=()):
             inputs["keepalived"] = status
             break
     return inputs
+
+
+def metrics_engines(hostvars, engines, topology):
+    """The engines that serve the model now, each on its own address (never the proxy's), as the site_view role's
+    observe entry point lists them for metrics.yml and prometheus-config.yml: ``[{name, address, port, url}]``.
+
+    ``replicas``: every host of ``engines``; ``split``: the rank-0 head only (the first engine host's
+    ``vllm_split_head``, else that host). The address is the host's ``metrics_address``, else its
+    ``nginx_proxy_backend_address`` (what the proxy uses), else its ``ansible_host``, else its inventory name; the
+    port the one the engine's own host probes (:func:`engine_probe_url`, the ``vllm_probe_url`` filter's).
+    """
+    engines = list(engines or ())
+    if not engines:
+        return []
+    names = engines if topology == "replicas" else [fact(hostvars, engines[0], "vllm_split_head", engines[0])]
+    listed = []
+    for name in names:
+        host_vars = hostvars[name] if name in hostvars else {}
+        address = name
+        for key in ("ansible_host", "nginx_proxy_backend_address", "metrics_address"):
+            if key in host_vars:
+                address = host_vars[key]
+        port = int(engine_probe_url(host_vars).rsplit(":", 1)[-1])
+        listed.append({"name": name, "address": address, "port": port, "url": "http://%s:%s" % (address, port)})
+    return listed
+
+
+def engine_endpoint(hostvars, host):
+    """Another engine host's endpoint, as a vLLM client module on that host takes it (the vllm action group's
+    ``url``, ``api_key``, ``model``): the URL its own host reaches it at (:func:`engine_probe_url` of its variables),
+    its ``vllm_api_key`` (left out when empty or not set) and its ``vllm_served_model_name``.
+
+    Raises ``ValueError`` naming what is missing: a host not in the inventory, or without a served model name.
+    """
+    if not host or host not in hostvars:
+        raise ValueError("engine_host %r is not a host of the inventory" % (host,))
+    host_vars = hostvars[host]
+    if "vllm_served_model_name" not in host_vars:
+        raise ValueError("engine_host %s has no vllm_served_model_name in the inventory" % host)
+    endpoint = {"url": engine_probe_url(host_vars), "model": host_vars["vllm_served_model_name"]}
+    if host_vars.get("vllm_api_key"):
+        endpoint["api_key"] = host_vars["vllm_api_key"]
+    return endpoint
