@@ -149,3 +149,14 @@ def engine_endpoint(hostvars, host):
     if host_vars.get("vllm_api_key"):
         endpoint["api_key"] = host_vars["vllm_api_key"]
     return endpoint
+
+
+def restart_pending(hostvars, engines):
+    """``[(host, change)]``: the engine hosts of ``engines`` whose engine plan (``vllm_service_plan``, the vllm role's
+    plan entry point) says the running engine must restart for its new configuration, in that order."""
+    pending = []
+    for host in engines or ():
+        plan = fact(hostvars, host, "vllm_service_plan", None)
+        if isinstance(plan, dict) and plan.get("restart_pending"):
+            pending.append((host, plan.get("change")))
+    return pending

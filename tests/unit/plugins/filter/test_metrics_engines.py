@@ -41,3 +41,4 @@ def test_refusals():
         metrics_engines("spark-a", HOSTVARS, "replicas")
     with pytest.raises(AnsibleFilterError, match="vllm_port"):
         metrics_engines(["x"], {"x": {"vllm_port": "eighty"}}, "replicas")
+
