@@ -27,8 +27,8 @@ options:
     description:
       - Per host of the split, the registered result of the module for O(kind) - C(link_check) for V(link) and V(engine),
         C(link_collective) for V(collective).
-      - Or, with O(hostvars) and O(registered), the hosts of the split (inventory names): the filter reads the result each
-        registered (none, an empty result).
+      - Or, with O(hostvars) and O(registered), the hosts of the split (inventory names) - the filter reads the result each
+        one registered (none, an empty result).
     type: raw
     required: true
   hostvars:

@@ -50,7 +50,7 @@ def test_unknown_playbook_is_refused_by_the_argument_spec(run_module):
 
 # ------------------------------------------------------------------ the action plugin: what it reads from hostvars
 
-def test_the_action_reads_keepalived_addresses_and_gather_errors_read_hosts(run_module):
+def test_the_action_reads_keepalived_addresses_and_gather_errors_from_hostvars(run_module):
     task_vars = {"groups": {"all": ["spark-a", "spark-b", "gw-1", "gw-2"]},
                  "hostvars": {"spark-a": {"__vllm_limit_gathered": {"results": [
                      {"item": "gw-2", "unreachable": True, "msg": "unreachable"}]}},

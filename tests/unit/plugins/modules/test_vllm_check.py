@@ -105,7 +105,7 @@ def test_an_unknown_check_or_option_is_refused_by_the_spec():
         run({"check": "switch", "switch_to": "split"}, {})
 
 
-def test_image_builds_reads_every_play_hosts_fact_read_hosts():
+def test_image_builds_reads_every_play_hosts_fact_from_hostvars():
     def fact(image_id):
         return {"image": {"ref": "vllm/vllm-openai:v0.32.0", "present": True, "id": image_id}, "running": {}}
 
