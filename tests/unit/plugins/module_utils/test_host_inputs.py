@@ -6,6 +6,14 @@
 
 from __future__ import annotations
 
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import yaml
+
 from ansible_collections.factory_floor.llm.plugins.module_utils import _host_inputs as hi
 
 HOSTVARS = {
@@ -71,3 +79,72 @@ def test_the_site_status_reads_each_hosts_status_and_the_first_keepalived_status
     # A keepalived_status set to null counts as set (Jinja's "defined").
     assert hi.site_status_inputs({"p": {"keepalived_status": None}}, [], ["p"]) == {
         "engines": {}, "proxies": {"p": {}}, "keepalived": None}
+
+
+# --- a real run: the plugins and filters read Ansible's own hostvars (lazy, templated when read) -------------------
+
+INVENTORY = {"all": {"vars": {"ansible_connection": "local"}, "children": {
+    "gb10": {"hosts": {"spark-a": {"vllm_port": 8001, "topology": "split"},
+                       "spark-b": {"metrics_address": "10.1.1.2"}}},
+    "proxy": {"hosts": {"proxy-a": {}}}}}}
+
+PLAY = """
+- hosts: gb10
+  gather_facts: false
+  tasks:
+    - ansible.builtin.set_fact:
+        __vllm_switch_units: {stdout_lines: ["{{ 'active' }}", inactive]}
+        tool_gate_gated: "{{ inventory_hostname == 'spark-a' }}"
+        vllm_status: {reachable: true, error: "{{ inventory_hostname }}"}
+        vllm_service_plan: {restart_pending: "{{ inventory_hostname == 'spark-b' }}", change: "image {{ inventory_hostname }}"}
+- hosts: proxy
+  gather_facts: false
+  tasks:
+    - ansible.builtin.set_fact:
+        nginx_proxy_drained: {spark-b: "switch-to-{{ 'replicas' }}"}
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - factory_floor.llm.switch_plan:
+        topology: replicas
+        engines: "{{ groups['gb10'] }}"
+        head: spark-a
+        read_hosts: true
+        proxies: "{{ groups['proxy'] }}"
+      register: plan
+    - factory_floor.llm.site_status:
+        engine_hosts: "{{ groups['gb10'] }}"
+        proxy_hosts: "{{ groups['proxy'] }}"
+      register: status
+    - ansible.builtin.copy:
+        dest: %s
+        mode: "0644"
+        content: >-
+          {{ {'plan': plan, 'status': status,
+              'engines': groups['gb10'] | factory_floor.llm.metrics_engines(hostvars, 'replicas'),
+              'restart': groups['gb10'] | factory_floor.llm.restart_announcement(hostvars)} | to_json }}
+"""
+
+
+def test_a_run_reads_each_hosts_facts_as_ansible_holds_them(tmp_path):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    out = tmp_path / "out.json"
+    inventory = copy.deepcopy(INVENTORY)
+    inventory["all"]["vars"]["ansible_python_interpreter"] = sys.executable
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "play.yml").write_text(PLAY % out)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(root, "build", "collections"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_CONFIG=os.path.join(root, "ansible.cfg"))
+    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
+                           str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = json.loads(out.read_text())
+    plan = seen["plan"]
+    # Already on replicas (both run it), spark-b drained by an interrupted switch: healed, gated (spark-a's fact).
+    assert (plan["on_target"], plan["heal_hosts"], plan["gated"]) == (True, ["spark-b"], True)
+    assert plan["announcement"].startswith("Already on replicas, but spark-b is still drained")
+    assert seen["status"]["table"][1] == "topology: the hosts run none (no topology record); the inventory says split"
+    assert seen["engines"] == [{"name": "spark-a", "address": "spark-a", "port": 8001, "url": "http://spark-a:8001"},
+                               {"name": "spark-b", "address": "10.1.1.2", "port": 8000, "url": "http://10.1.1.2:8000"}]
+    assert seen["restart"].startswith("Configuration changed on spark-b (image spark-b). ")
