@@ -27,8 +27,16 @@ options:
     description:
       - Per host of the split, the registered result of the module for O(kind) - C(link_check) for V(link) and V(engine),
         C(link_collective) for V(collective).
-    type: dict
+      - Or, with O(hostvars) and O(registered), the hosts of the split (inventory names) - the filter reads the result each
+        one registered (none, an empty result).
+    type: raw
     required: true
+  hostvars:
+    description: With a list of hosts as input, every host's variables (C(hostvars)); the first positional argument.
+    type: dict
+  registered:
+    description: With a list of hosts as input, the name each host registered its result under; the second positional argument.
+    type: str
   kind:
     description: What is judged.
     type: str
@@ -68,7 +76,7 @@ EXAMPLES = r"""
   ansible.builtin.fail:
     msg: "{{ report.message }}"
   vars:
-    report: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, '__link'))) | factory_floor.llm.link_report }}"
+    report: "{{ ansible_play_hosts | factory_floor.llm.link_report(hostvars, '__link') }}"
   when: not report.ok
   run_once: true
 """
@@ -82,16 +90,24 @@ _value:
   type: dict
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _link_check as lc
+from ansible_collections.factory_floor.llm.plugins.module_utils._host_inputs import per_host
 
 
-def link_report(results, kind="link", mtu=None, runtime="container", rdma="auto", interface="", head="", master="",
-                min_busbw_gb_s=0):
+def link_report(results, hostvars=None, registered=None, kind="link", mtu=None, runtime="container", rdma="auto",
+                interface="", head="", master="", min_busbw_gb_s=0):
     """Filter entry point."""
+    if (hostvars is None) != (registered is None):
+        raise AnsibleFilterError("link_report takes hostvars and registered together")
+    if registered is not None:
+        if isinstance(results, (str, Mapping)) or not isinstance(results, Iterable):
+            raise AnsibleFilterError("link_report with registered expects host names (a list), got %s"
+                                     % type(results).__name__)
+        results = per_host(hostvars, list(results), registered)
     if not isinstance(results, Mapping):
         raise AnsibleFilterError("link_report expects a dict of each host's result, got %s" % type(results).__name__)
     results = {str(host): dict(value or {}) for host, value in results.items()}

@@ -128,3 +128,18 @@ def restart_plan(host, engines, status, peers=(), rotations=(), startup=None, ch
         "Would restart " if check_mode else "Restarting ", host, change, who)
     return {"serving": serving, "carriers": carry, "refusal": refusal, "forced": forced,
             "announcement": announcement}
+
+
+def deploy_announcement(engines, changed, force=False):
+    """deploy.yml's announcement of the rolling restart, before it starts: ``changed`` the ``(host, change)`` of every
+    replica whose configuration changed and that runs (its engine plan's ``restart_pending``), in inventory order;
+    ``engines`` every engine host. Empty when no replica restarts."""
+    if not changed:
+        return ""
+    names = [host for host, _change in changed]
+    others = [host for host in engines or () if host not in names]
+    return ("Configuration changed on %s. Restarted after the other engines are in place, one host at a time; one that "
+            "serves only while another replica serves and is in the proxy's rotation%s, after leaving the proxy and "
+            "finishing its requests. Not restarted (unchanged, or not running yet): %s."
+            % (", ".join("%s (%s)" % (host, change) for host, change in changed),
+               " (or forced: vllm_restart_force)" if force else "", ", ".join(others) or "none"))

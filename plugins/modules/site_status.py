@@ -45,6 +45,20 @@ options:
         (C(factory_floor.llm.vllm_peers)'s result).
     type: dict
     required: true
+  engine_hosts:
+    description:
+      - The engine hosts (inventory names), instead of O(engines) - the module's action plugin reads, on the controller,
+        each one's C(vllm_status) fact from C(hostvars) and passes them as O(engines); and, unless the task gives them,
+        O(inventory_topology) and O(split_head) as the first engine host's C(topology) and C(vllm_split_head) say
+        (C(replicas) and that host when not set).
+    type: list
+    elements: str
+  proxy_hosts:
+    description:
+      - With O(engine_hosts), the proxy hosts, instead of O(proxies) - the plugin reads each one's C(nginx_proxy_status)
+        and, unless the task gives O(keepalived), the first C(keepalived_status) set among them.
+    type: list
+    elements: str
   proxies:
     description:
       - Per proxy host, what the C(factory_floor.llm.nginx_proxy) role's C(status) entry point read there (its fact
@@ -195,6 +209,9 @@ def main():
         argument_spec=dict(
             inventory_topology=dict(type="str", required=True, choices=["replicas", "split"]),
             engines=dict(type="dict", required=True),
+            # Read by the action plugin (plugins/action/site_status.py), which passes engines and proxies instead.
+            engine_hosts=dict(type="list", elements="str"),
+            proxy_hosts=dict(type="list", elements="str"),
             proxies=dict(type="dict", default={}),
             split_head=dict(type="str"),
             gate_store_dir=dict(type="path"),

@@ -203,6 +203,29 @@ options:
     description: (restart) Restart a serving replica even when no other one carries the load (C(vllm_restart_force)).
     type: bool
     default: false
+  read_hosts:
+    description:
+      - Read by the module's action plugin, on the controller - for every option the task does not give, what the hosts
+        said so far, from C(hostvars) (C(plugins/module_utils/_host_inputs.py)).
+      - (switch) O(units) (each engine host's registered C(__vllm_switch_units)), O(records) (C(__vllm_switch_records_seen)),
+        O(notes) (C(maintenance_window_host)), O(gated) and O(min_score) (the first engine host's C(tool_gate_gated) and
+        C(tool_gate_bar)), O(incumbent_score) (C(tool_gate_incumbent) on O(incumbent_host)) and O(drains) (each host of
+        O(proxies)' C(nginx_proxy_drained)).
+      - (record) O(records) (each engine host's registered C(__vllm_switch_record_seen)).
+      - (restart) O(rotations) (each host of O(proxies)' C(nginx_proxy_rotation)).
+    type: bool
+    default: false
+  proxies:
+    description: With O(read_hosts), the proxy hosts (inventory names) whose drains or rotation the plugin reads.
+    type: list
+    elements: str
+    default: []
+  incumbent_host:
+    description:
+      - (switch) With O(read_hosts), the host of the incumbent the previous decision named (its RV(incumbent)'s C(host));
+        empty before the first one. Its stored tool-calling score is O(incumbent_score).
+    type: str
+    default: ""
 author:
   - Factory Floor maintainers (@factory-floor)
 """
@@ -516,6 +539,10 @@ def main():
             rotations=dict(type="list", elements="dict", default=[]),
             change=dict(type="str", default=""),
             force=dict(type="bool", default=False),
+            # Read by the action plugin (plugins/action/switch_plan.py), which passes what it reads instead.
+            read_hosts=dict(type="bool", default=False),
+            proxies=dict(type="list", elements="str", default=[]),
+            incumbent_host=dict(type="str", default=""),
         ),
         required_if=[("procedure", "switch", ("topology", "head")), ("procedure", "record", ("plan",)),
                      ("procedure", "restart", ("host",))],

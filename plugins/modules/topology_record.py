@@ -93,6 +93,16 @@ options:
         null/a failed or unreachable result for a host that could not be read. When given, no file is read and the hosts
         are compared (RV(site)).
     type: dict
+  engine_hosts:
+    description:
+      - The engine hosts (inventory names, in inventory order), instead of O(hosts) - the module's action plugin reads,
+        on the controller, the result each one registered under O(registered) (in C(hostvars); none, an empty result)
+        and passes them as O(hosts).
+    type: list
+    elements: str
+  registered:
+    description: With O(engine_hosts), the name each engine host registered this module's result under.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -315,6 +325,9 @@ def main():
             units=dict(type="list", elements="str", default=[]),
             model=dict(type="str", default=""),
             hosts=dict(type="dict"),
+            # Read by the action plugin (plugins/action/topology_record.py), which passes hosts instead.
+            engine_hosts=dict(type="list", elements="str"),
+            registered=dict(type="str"),
         ),
         supports_check_mode=True,
     )

@@ -58,6 +58,13 @@ extends_documentation_fragment:
   - factory_floor.llm.attributes.READ_ONLY
   - factory_floor.llm.vllm_endpoint
 options:
+  engine_host:
+    description:
+      - Another engine host (inventory name) whose engine to ask - the module's action plugin reads, on the controller,
+        its endpoint from C(hostvars) (its own address as P(factory_floor.llm.vllm_probe_url#filter) gives it, its
+        C(vllm_api_key), its C(vllm_served_model_name)) and gives it as O(url), O(api_key) and O(model), in place of
+        the task's or C(module_defaults)'. Run the task on that host (C(delegate_to)).
+    type: str
   timeout:
     description:
       - How long to wait, in seconds, for the status O(wait_for) before failing.
@@ -477,6 +484,8 @@ def main():
             wait_for=dict(type="str", default="serving", choices=["serving", "dead"]),
             progress_interval=dict(type="float", default=30),
             resume=dict(type="dict"),
+            # Read by the action plugin (plugins/action/vllm_health.py), which gives url, api_key and model instead.
+            engine_host=dict(type="str"),
         ),
         supports_check_mode=True,
     )

@@ -66,12 +66,17 @@ class ProgressAction(ActionBase):
     # Result keys set again to the controller's time (epoch seconds) when the last run's result arrives.
     controller_stamps = ()
 
+    def module_args(self, task_vars):
+        """The module's arguments for one run: the task's (an action may add what it reads on the controller)."""
+        del task_vars  # read by the actions that override this
+        return dict(self._task.args)
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
         task_vars = task_vars or {}
         if self._task.async_val and not self._connection.has_native_async:
-            args = dict(self._task.args)
+            args = self.module_args(task_vars)
             args.setdefault("progress_interval", 0)
             result.update(self._execute_module(module_args=args, task_vars=task_vars, wrap_async=True))
             return result
@@ -79,7 +84,7 @@ class ProgressAction(ActionBase):
         resume = None
         try:
             for _run in range(MAX_RUNS):
-                args = dict(self._task.args)
+                args = self.module_args(task_vars)
                 if resume is not None:
                     args["resume"] = resume
                 outcome = self._execute_module(module_args=args, task_vars=task_vars)

@@ -37,12 +37,26 @@ def _status():
 
 
 def _site_status_arguments(hostvars):
+    """The module's arguments as a run gives them: the task's, templated, then read by the action plugin (it reads
+    each host's facts, keepalived_status among them, from hostvars itself)."""
+    from unittest import mock
+
+    from ansible_collections.factory_floor.llm.plugins.action.site_status import ActionModule
+
     (task,) = [t for t in tasks("roles/site_view/tasks/site_status.yml") if "factory_floor.llm.site_status" in t]
     variables = {"hostvars": hostvars, "groups": {"gb10": ENGINES, "proxy": PROXIES}, "site_engine_group": "gb10",
                  "site_proxy_group": "proxy", "tool_gate_scores_dir": "", "omit": OMIT}
     variables.update({name: evaluate(value, variables) for name, value in task.get("vars", {}).items()})
-    return {name: evaluate(value, variables) if isinstance(value, str) else value
+    args = {name: evaluate(value, variables) if isinstance(value, str) else value
             for name, value in task["factory_floor.llm.site_status"].items()}
+    action = ActionModule(mock.MagicMock(async_val=0, check_mode=False, no_log=False, args=args,
+                                         action="factory_floor.llm.site_status"),
+                          mock.MagicMock(has_native_async=False), mock.MagicMock(), mock.MagicMock(), mock.MagicMock(),
+                          mock.MagicMock())
+    runs = []
+    action._execute_module = lambda module_name=None, module_args=None, task_vars=None, **kw: runs.append(module_args) or {}
+    action.run(task_vars=variables)
+    return runs[0]
 
 
 def _table(arguments):

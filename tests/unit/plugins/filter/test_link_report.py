@@ -43,3 +43,16 @@ def test_bad_input():
         link_report(["spark-a"])
     with pytest.raises(AnsibleFilterError):
         link_report({}, kind="cable")
+
+
+def test_hosts_and_what_each_registered_read_from_hostvars():
+    """hostvars + registered: the filter reads each host's result (issue 36); the same report as the dict's."""
+    from ansible_collections.factory_floor.llm.plugins.module_utils._link_check import nccl_transport
+    hostvars = {"spark-a": {"__t": {"engine_transport": nccl_transport(IB)}}, "spark-b": {"other": 1}}
+    read = link_report(["spark-a", "spark-b"], hostvars, "__t", kind="engine", rdma="required")
+    assert read == link_report({"spark-a": hostvars["spark-a"]["__t"], "spark-b": {}}, kind="engine", rdma="required")
+    assert read["level"] == "ok" and read["text"].startswith("spark-a: ")
+    with pytest.raises(AnsibleFilterError, match="hostvars and registered together"):
+        link_report(["spark-a"], hostvars=hostvars)
+    with pytest.raises(AnsibleFilterError, match="expects host names"):
+        link_report("spark-a", hostvars=hostvars, registered="__t")

@@ -130,3 +130,17 @@ def test_startup_words(startup, words):
 def test_truncate_is_jinjas(text, length):
     jinja2 = pytest.importorskip("jinja2")
     assert rp.truncate(text, length) == jinja2.Environment().from_string("{{ t | truncate(n) }}").render(t=text, n=length)
+
+
+# --- deploy.yml's announcement of the rolling restart (site_deploy's deploy_preflight; issue 36) -------------------
+
+def test_the_deploy_announcement_names_each_changed_replica_and_the_others():
+    assert rp.deploy_announcement(["spark-a", "spark-b", "spark-c"], [("spark-b", "--max-num-seqs 8 -> 16")]) == (
+        "Configuration changed on spark-b (--max-num-seqs 8 -> 16). Restarted after the other engines are in place, one "
+        "host at a time; one that serves only while another replica serves and is in the proxy's rotation, after leaving "
+        "the proxy and finishing its requests. Not restarted (unchanged, or not running yet): spark-a, spark-c.")
+    forced = rp.deploy_announcement(["spark-a", "spark-b"], [("spark-a", "image"), ("spark-b", "image")], force=True)
+    assert forced.startswith("Configuration changed on spark-a (image), spark-b (image). ")
+    assert "in the proxy's rotation (or forced: vllm_restart_force), after" in forced
+    assert forced.endswith("Not restarted (unchanged, or not running yet): none.")
+    assert rp.deploy_announcement(["spark-a"], []) == ""

@@ -40,3 +40,41 @@ def test_nothing_read_anywhere_is_a_view_too(run_module):
 def test_the_topology_must_be_one_of_the_two(run_module):
     code, result = run_module(site_status, {"inventory_topology": "mesh", "engines": {}})
     assert code == 1 and "inventory_topology" in result["msg"]
+
+
+# --- engine_hosts: what each host's status entry point read, from hostvars, by the action plugin (issue 36) --------
+
+def _through_the_action(task_args, hostvars):
+    from unittest import mock
+
+    from ansible_collections.factory_floor.llm.plugins.action.site_status import ActionModule
+
+    task = mock.MagicMock(async_val=0, check_mode=False, no_log=False, action="factory_floor.llm.site_status",
+                          args=task_args)
+    connection = mock.MagicMock(has_native_async=False)
+    connection._shell.tmpdir = None
+    action = ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock())
+    runs = []
+    action._execute_module = lambda module_name=None, module_args=None, task_vars=None, **kw: runs.append(module_args) or {}
+    action.run(task_vars={"hostvars": hostvars})
+    return runs
+
+
+def test_the_action_reads_each_hosts_status_and_refuses_both_forms():
+    from ansible.errors import AnsibleActionFail
+
+    hostvars = {"spark-a": {"vllm_status": {"reachable": False, "error": "timeout"}, "topology": "split"},
+                "proxy-1": {"nginx_proxy_status": {"reachable": True}, "keepalived_status": {"address": "10.0.0.9"}}}
+    (args,) = _through_the_action({"engine_hosts": ["spark-a"], "proxy_hosts": ["proxy-1"], "gate_store_dir": "/s"},
+                                  hostvars)
+    assert args == {"engines": {"spark-a": {"reachable": False, "error": "timeout"}},
+                    "proxies": {"proxy-1": {"reachable": True}}, "inventory_topology": "split", "split_head": "spark-a",
+                    "keepalived": {"address": "10.0.0.9"}, "gate_store_dir": "/s"}
+    (args,) = _through_the_action({"engine_hosts": ["spark-a"], "inventory_topology": "replicas"}, hostvars)
+    assert args["inventory_topology"] == "replicas" and args["proxies"] == {} and "keepalived" not in args
+    with pytest.raises(AnsibleActionFail, match="not both"):
+        _through_the_action({"engine_hosts": ["spark-a"], "engines": {}}, hostvars)
+    with pytest.raises(AnsibleActionFail, match="proxy_hosts only with engine_hosts"):
+        _through_the_action({"engines": {}, "proxy_hosts": ["proxy-1"]}, hostvars)
+    assert _through_the_action({"engines": {"spark-a": {}}, "inventory_topology": "replicas"}, hostvars) == [
+        {"engines": {"spark-a": {}}, "inventory_topology": "replicas"}]

@@ -161,3 +161,72 @@ def test_restart_is_refused_in_check_mode_saying_nothing_was_written(run_module)
 def test_restart_needs_the_host(run_module):
     code, result = run_module(module, {key: value for key, value in RESTART.items() if key != "host"})
     assert code == 1 and "host" in result["msg"], result
+
+
+# --- read_hosts: the action plugin reads what the hosts hold (issue 36) -----------------------------------------
+
+def through_the_action(run_module, task_args, hostvars):
+    """The module's result as the task gets it, through plugins/action/switch_plan.py; and the arguments it got."""
+    from unittest import mock
+
+    from ansible_collections.factory_floor.llm.plugins.action.switch_plan import ActionModule
+
+    task = mock.MagicMock(async_val=0, check_mode=False, no_log=False, action="factory_floor.llm.switch_plan",
+                          args=task_args)
+    connection = mock.MagicMock(has_native_async=False)
+    connection._shell.tmpdir = None
+    action = ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock())
+    runs = []
+
+    def execute(module_name=None, module_args=None, task_vars=None, **kwargs):
+        runs.append(dict(module_args))
+        return run_module(module, module_args).result
+
+    action._execute_module = execute
+    return action.run(task_vars={"hostvars": hostvars}), runs
+
+
+HOSTVARS = {
+    "spark-a": {"__vllm_switch_units": {"stdout_lines": ["active", "inactive"]}, "tool_gate_gated": True,
+                "__vllm_switch_record_seen": {"record": {"topology": "split", "model": "/m/S"}, "runs": "replicas"}},
+    "spark-b": {"__vllm_switch_units": {"stdout_lines": ["active", "inactive"]},
+                "maintenance_window_host": {"gate": {"passed": True}}},
+    "proxy-1": {"nginx_proxy_drained": {"spark-b": "switch-to-replicas"}, "nginx_proxy_rotation": {"in_rotation": []}},
+}
+
+
+def test_a_switch_read_read_hosts_decides_as_one_given_its_inputs(run_module):
+    read = {"topology": "replicas", "engines": ["spark-a", "spark-b"], "head": "spark-a", "startup": {"replicas": "93.5"},
+            "read_hosts": True, "proxies": ["proxy-1"], "incumbent_host": ""}
+    result, runs = through_the_action(run_module, read, HOSTVARS)
+    given = run_module(module, dict(ARGS, notes={"spark-b": {"gate": {"passed": True}}},
+                                    records={"spark-a": {}, "spark-b": {}})).result
+    assert not set(runs[0]) & {"read_hosts", "proxies", "incumbent_host"}
+    assert runs[0]["units"] == ARGS["units"] and runs[0]["drains"] == ARGS["drains"] and runs[0]["gated"] is True
+    for key in ("announcement", "undrain", "gate_hosts", "heal_hosts", "on_target"):
+        assert result[key] == given[key], key
+    # What the task gives is not read.
+    _result, runs = through_the_action(run_module, dict(read, gated=False), HOSTVARS)
+    assert runs[0]["gated"] is False
+
+
+def test_the_records_and_a_restart_read_read_hosts(run_module):
+    result, runs = through_the_action(run_module, dict({k: v for k, v in RECORD.items() if k != "records"},
+                                                                            read_hosts=True), HOSTVARS)
+    assert runs[0]["records"] == {"spark-a": HOSTVARS["spark-a"]["__vllm_switch_record_seen"], "spark-b": {}}
+    assert result == run_module(module, dict(RECORD, records=runs[0]["records"])).result
+    _result, runs = through_the_action(run_module, {"procedure": "restart", "host": "spark-a", "engines": ["spark-a", "spark-b"],
+                                                    "read_hosts": True, "proxies": ["proxy-1"]}, HOSTVARS)
+    assert runs[0]["rotations"] == [{"in_rotation": []}]
+
+
+def test_the_plugins_options_are_refused_where_they_do_not_apply(run_module):
+    from ansible.errors import AnsibleActionFail
+
+    with pytest.raises(AnsibleActionFail, match="reads proxies only with read_hosts: true"):
+        through_the_action(run_module, dict(ARGS, proxies=["proxy-1"]), HOSTVARS)
+    with pytest.raises(AnsibleActionFail, match="for the procedures switch, record and restart, not upgrade"):
+        through_the_action(run_module, dict(UPGRADE, read_hosts=True), HOSTVARS)
+    # Without read_hosts, the module gets the task's arguments as they are.
+    result, runs = through_the_action(run_module, dict(ARGS), HOSTVARS)
+    assert runs == [ARGS] and result["heal_hosts"] == ["spark-b"]

@@ -98,7 +98,7 @@ def test_an_unknown_topology_is_refused_by_the_argument_spec(run_module, path):
 def test_documentation_is_yaml_and_matches_the_argument_spec():
     doc = yaml.safe_load(module.DOCUMENTATION)
     assert set(doc["options"]) == {"path", "topology", "inventory_sources", "inventory_topology", "playbook_dir", "units",
-                                   "model", "hosts"}
+                                   "model", "hosts", "engine_hosts", "registered"}
     assert doc["options"]["path"]["default"] == module.tr.PATH
     returned = yaml.safe_load(module.RETURN)
     assert set(returned) == {"state", "record_state", "recorded", "runs", "record", "message", "model_state", "model_message",
@@ -182,3 +182,41 @@ def test_hosts_are_compared_on_the_controller(run_module, path):
     assert result["inventory"]["line"] == "topology: replicas"
     assert result["inventory"]["advice"].startswith("inventory: the hosts run replicas: change the line `topology: split`")
     assert not path.exists()
+
+
+# --- engine_hosts + registered: each host's result read from hostvars by the action plugin (issue 36) --------------
+
+def _through_the_action(run_module, task_args, hostvars):
+    from unittest import mock
+
+    from ansible_collections.factory_floor.llm.plugins.action.topology_record import ActionModule
+
+    task = mock.MagicMock(async_val=0, check_mode=False, no_log=False, action="factory_floor.llm.topology_record",
+                          args=task_args)
+    connection = mock.MagicMock(has_native_async=False)
+    connection._shell.tmpdir = None
+    action = ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock())
+    runs = []
+
+    def execute(module_name=None, module_args=None, task_vars=None, **kwargs):
+        runs.append(dict(module_args))
+        return run_module(module, module_args).result
+
+    action._execute_module = execute
+    return action.run(task_vars={"hostvars": hostvars}), runs
+
+
+def test_the_action_reads_each_hosts_registered_result(run_module, path):
+    from ansible.errors import AnsibleActionFail
+
+    seen = {"record": {"topology": "split", "error": None}, "runs": "replicas", "state": "agrees"}
+    hostvars = {"spark-a": {"__seen": seen}, "spark-b": {}}
+    args = {"topology": "split", "inventory_sources": INVENTORY, "path": str(path)}
+    result, runs = _through_the_action(run_module, dict(args, engine_hosts=["spark-a", "spark-b"], registered="__seen"),
+                                       hostvars)
+    assert runs[0]["hosts"] == {"spark-a": seen, "spark-b": {}} and "registered" not in runs[0]
+    assert result == run_module(module, dict(args, hosts={"spark-a": seen, "spark-b": {}})).result
+    with pytest.raises(AnsibleActionFail, match="engine_hosts and registered together"):
+        _through_the_action(run_module, dict(args, engine_hosts=["spark-a"]), hostvars)
+    with pytest.raises(AnsibleActionFail, match="engine_hosts or hosts, not both"):
+        _through_the_action(run_module, dict(args, engine_hosts=["spark-a"], registered="__seen", hosts={}), hostvars)

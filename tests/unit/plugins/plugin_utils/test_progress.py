@@ -134,3 +134,28 @@ def test_other_progress_modules_keep_their_results_as_they_are(printed):
     action = ToolCallTest(task, connection, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock())
     _runs(action, [{"score": 71.4, "ended_at": 5.0}])
     assert action.run(task_vars={})["ended_at"] == 5.0
+
+
+def test_vllm_health_engine_host_asks_that_hosts_engine_with_its_own_endpoint(printed):
+    """engine_host: the plugin reads the host's endpoint from hostvars, in place of the task's (issue 36)."""
+    from ansible.errors import AnsibleActionFail
+
+    hostvars = {"spark-b": {"vllm_listen_host": "0.0.0.0", "vllm_port": 8001, "vllm_api_key": "k-b",
+                            "vllm_served_model_name": "m-b"},
+                "spark-c": {"vllm_served_model_name": "m-c", "vllm_api_key": ""},
+                "spark-d": {}}
+    action = _action({"engine_host": "spark-b", "url": "http://127.0.0.1:8000", "api_key": "k-a", "probe": "generate"})
+    calls = _runs(action, [{"status": "serving", "changed": False}])
+    action.run(task_vars={"inventory_hostname": "spark-a", "hostvars": hostvars})
+    assert calls == [{"url": "http://127.0.0.1:8001", "api_key": "k-b", "model": "m-b", "probe": "generate",
+                      "_wrap_async": False}]
+    # No key set for it (or an empty one): none is sent, as default(omit, true) did.
+    action = _action({"engine_host": "spark-c"})
+    calls = _runs(action, [{"status": "serving", "changed": False}])
+    action.run(task_vars={"hostvars": hostvars})
+    assert calls == [{"url": "http://127.0.0.1:8000", "model": "m-c", "_wrap_async": False}]
+    for host, words in (("spark-d", "spark-d has no vllm_served_model_name"), ("spark-x", "'spark-x' is not a host")):
+        action = _action({"engine_host": host})
+        _runs(action, [])
+        with pytest.raises(AnsibleActionFail, match=words):
+            action.run(task_vars={"hostvars": hostvars})

@@ -1,0 +1,66 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""factory_floor.llm.switch_plan, and with ``read_hosts`` what the hosts said read from ``hostvars`` on the controller.
+
+With ``read_hosts: true`` this plugin reads, for every argument the task does not give, what
+the hosts noted and registered so far from ``hostvars`` (``_host_inputs``): for a switch each
+engine host's units, topology record and notes, the tool gate's facts (on the first engine host,
+and on the host of ``incumbent_host``) and each proxy host's drains (``proxies``); for the records
+at the end of a switch each engine host's record; for a replica's restart each proxy host's
+rotation. The module then decides from them; its documentation is the module's.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.factory_floor.llm.plugins.module_utils import _host_inputs as inputs
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain
+
+# Read by this plugin only, never passed to the module.
+PLUGIN_OPTIONS = ("read_hosts", "proxies", "incumbent_host")
+
+
+def read_inputs(args, hostvars):
+    """The module's arguments ``args`` (``read_hosts`` given) with what it reads from ``hostvars`` added where
+    the task gave none."""
+    procedure = args.get("procedure") or "switch"
+    engines = args.get("engines") or []
+    proxies = args.get("proxies") or []
+    if procedure == "switch":
+        read = inputs.switch_inputs(hostvars, engines, proxies, args.get("incumbent_host") or "")
+    elif procedure == "record":
+        read = inputs.record_inputs(hostvars, engines)
+    elif procedure == "restart":
+        read = inputs.restart_inputs(hostvars, proxies)
+    else:
+        raise AnsibleActionFail("switch_plan reads the hosts' variables (read_hosts) for the procedures switch, "
+                                "record and restart, not %s" % procedure)
+    given = {key: value for key, value in args.items() if key not in PLUGIN_OPTIONS}
+    return dict(plain(read), **given)
+
+
+class ActionModule(ActionBase):
+    """Runs the module factory_floor.llm.switch_plan; its documentation is the module's."""
+
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp  # tmp no longer has any effect
+        task_vars = task_vars or {}
+        args = dict(self._task.args)
+        if boolean(args.get("read_hosts", False), strict=False):
+            args = read_inputs(args, task_vars.get("hostvars") or {})
+        else:
+            extra = [key for key in PLUGIN_OPTIONS if args.get(key)]
+            if extra:
+                raise AnsibleActionFail("switch_plan reads %s only with read_hosts: true" % ", ".join(extra))
+            args = {key: value for key, value in args.items() if key not in PLUGIN_OPTIONS}
+        result.update(self._execute_module(module_name="factory_floor.llm.switch_plan", module_args=args,
+                                           task_vars=task_vars))
+        return result

@@ -1,0 +1,162 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the controller's cross-host decisions read from the hosts' variables, on the controller.
+
+The action plugins of ``switch_plan`` and ``site_status`` call these with Ansible's ``hostvars``
+(or a dict of dicts in the tests): each returns the module arguments the role tasks used to
+assemble in Jinja from every host's facts and registered results, read the same way - a host
+missing from ``hostvars``, or one that did not set the variable, gives that argument's empty
+value. Pure logic; the names of the facts are the roles' (their ``meta/argument_specs.yml`` and
+the comments of the tasks that set them).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_args import engine_probe_url
+
+# switch_plan, procedure switch: what switch_preflight registered on each engine host (systemctl is-active of the
+# engine units, the topology record read), what the maintenance_window role noted there, the tool gate's facts on the
+# first engine host and on the incumbent's host, and each proxy host's drains (the nginx_proxy role's drained).
+UNITS = "__vllm_switch_units"
+RECORDS_SEEN = "__vllm_switch_records_seen"
+NOTES = "maintenance_window_host"
+GATED = "tool_gate_gated"
+BAR = "tool_gate_bar"
+INCUMBENT = "tool_gate_incumbent"
+DRAINS = "nginx_proxy_drained"
+# switch_plan, procedure record: the topology record switch_record read on each engine host.
+RECORD_SEEN = "__vllm_switch_record_seen"
+# switch_plan, procedure restart: each proxy host's rotation (the nginx_proxy role's rotation entry point).
+ROTATION = "nginx_proxy_rotation"
+# site_status: what each role's status entry point read on its hosts.
+ENGINE_STATUS = "vllm_status"
+PROXY_STATUS = "nginx_proxy_status"
+KEEPALIVED_STATUS = "keepalived_status"
+
+_MISSING = object()
+
+
+def fact(hostvars, host, name, default=None):
+    """``hostvars[host][name]``, or ``default`` when the host or its variable is not there (Jinja's ``default``:
+    a variable set to null is null)."""
+    if not host or host not in hostvars:
+        return default
+    host_vars = hostvars[host]
+    return host_vars[name] if name in host_vars else default
+
+
+def per_host(hostvars, hosts, name, default=_MISSING):
+    """``{host: its variable name}`` for every host of ``hosts``, in that order (``{}`` where it has none)."""
+    return {host: fact(hostvars, host, name, {} if default is _MISSING else default) for host in hosts or ()}
+
+
+def switch_inputs(hostvars, engines, proxies=(), incumbent_host=""):
+    """switch_plan's arguments for a topology switch from what the hosts said so far.
+
+    ``incumbent_host`` is the host of the previous decision's incumbent (empty before the first one): its stored
+    tool-calling score is the announcement's. ``min_score`` is left out when the first engine host holds no bar.
+    """
+    engines = list(engines or ())
+    first = engines[0] if engines else None
+    units = {}
+    for host in engines:
+        seen = fact(hostvars, host, UNITS, {})
+        units[host] = seen.get("stdout_lines", []) if isinstance(seen, dict) else []
+    inputs = {
+        "units": units,
+        "drains": [fact(hostvars, host, DRAINS, {}) for host in proxies or ()],
+        "gated": fact(hostvars, first, GATED, False),
+        "incumbent_score": fact(hostvars, incumbent_host, INCUMBENT, {}) if incumbent_host else {},
+        "notes": per_host(hostvars, engines, NOTES),
+        "records": per_host(hostvars, engines, RECORDS_SEEN),
+    }
+    bar = fact(hostvars, first, BAR, {})
+    if isinstance(bar, dict) and bar.get("min_score") is not None:
+        inputs["min_score"] = bar["min_score"]
+    return inputs
+
+
+def record_inputs(hostvars, engines):
+    """switch_plan's ``records`` at the end of a switch: the topology record each engine host read then."""
+    return {"records": per_host(hostvars, engines, RECORD_SEEN)}
+
+
+def restart_inputs(hostvars, proxies):
+    """switch_plan's ``rotations`` for a replica's turn in the rolling restart: every proxy host's rotation."""
+    return {"rotations": [fact(hostvars, host, ROTATION, {}) for host in proxies or ()]}
+
+
+def site_status_inputs(hostvars, engines, proxies=()):
+    """site_status's arguments from what the status entry points read on each host, and the inventory's topology
+    and split head as the first engine host's variables say (``replicas`` and that host when they are not set).
+    ``keepalived`` is the first proxy host's ``keepalived_status`` that is set, left out when none is."""
+    engines = list(engines or ())
+    first = engines[0] if engines else None
+    inputs = {
+        "engines": per_host(hostvars, engines, ENGINE_STATUS),
+        "proxies": per_host(hostvars, proxies, PROXY_STATUS),
+    }
+    if first is not None:
+        inputs["inventory_topology"] = fact(hostvars, first, "topology", "replicas")
+        inputs["split_head"] = fact(hostvars, first, "vllm_split_head", first)
+    for host in proxies or ():
+        status = fact(hostvars, host, KEEPALIVED_STATUS, _MISSING)
+        if status is not _MISSING:
+            inputs["keepalived"] = status
+            break
+    return inputs
+
+
+def metrics_engines(hostvars, engines, topology):
+    """The engines that serve the model now, each on its own address (never the proxy's), as the site_view role's
+    observe entry point lists them for metrics.yml and prometheus-config.yml: ``[{name, address, port, url}]``.
+
+    ``replicas``: every host of ``engines``; ``split``: the rank-0 head only (the first engine host's
+    ``vllm_split_head``, else that host). The address is the host's ``metrics_address``, else its
+    ``nginx_proxy_backend_address`` (what the proxy uses), else its ``ansible_host``, else its inventory name; the
+    port the one the engine's own host probes (:func:`engine_probe_url`, the ``vllm_probe_url`` filter's).
+    """
+    engines = list(engines or ())
+    if not engines:
+        return []
+    names = engines if topology == "replicas" else [fact(hostvars, engines[0], "vllm_split_head", engines[0])]
+    listed = []
+    for name in names:
+        host_vars = hostvars[name] if name in hostvars else {}
+        address = name
+        for key in ("ansible_host", "nginx_proxy_backend_address", "metrics_address"):
+            if key in host_vars:
+                address = host_vars[key]
+        port = int(engine_probe_url(host_vars).rsplit(":", 1)[-1])
+        listed.append({"name": name, "address": address, "port": port, "url": "http://%s:%s" % (address, port)})
+    return listed
+
+
+def engine_endpoint(hostvars, host):
+    """Another engine host's endpoint, as a vLLM client module on that host takes it (the vllm action group's
+    ``url``, ``api_key``, ``model``): the URL its own host reaches it at (:func:`engine_probe_url` of its variables),
+    its ``vllm_api_key`` (left out when empty or not set) and its ``vllm_served_model_name``.
+
+    Raises ``ValueError`` naming what is missing: a host not in the inventory, or without a served model name.
+    """
+    if not host or host not in hostvars:
+        raise ValueError("engine_host %r is not a host of the inventory" % (host,))
+    host_vars = hostvars[host]
+    if "vllm_served_model_name" not in host_vars:
+        raise ValueError("engine_host %s has no vllm_served_model_name in the inventory" % host)
+    endpoint = {"url": engine_probe_url(host_vars), "model": host_vars["vllm_served_model_name"]}
+    if host_vars.get("vllm_api_key"):
+        endpoint["api_key"] = host_vars["vllm_api_key"]
+    return endpoint
+
+
+def restart_pending(hostvars, engines):
+    """``[(host, change)]``: the engine hosts of ``engines`` whose engine plan (``vllm_service_plan``, the vllm role's
+    plan entry point) says the running engine must restart for its new configuration, in that order."""
+    pending = []
+    for host in engines or ():
+        plan = fact(hostvars, host, "vllm_service_plan", None)
+        if isinstance(plan, dict) and plan.get("restart_pending"):
+            pending.append((host, plan.get("change")))
+    return pending

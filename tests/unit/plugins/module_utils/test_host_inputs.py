@@ -1,0 +1,150 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""What the switch_plan and site_status action plugins read from hostvars (``_host_inputs``)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import yaml
+
+from ansible_collections.factory_floor.llm.plugins.module_utils import _host_inputs as hi
+
+HOSTVARS = {
+    "spark-a": {
+        "__vllm_switch_units": {"stdout_lines": ["active", "inactive"], "rc": 3},
+        "__vllm_switch_records_seen": {"runs": "replicas"},
+        "__vllm_switch_record_seen": {"runs": "split"},
+        "maintenance_window_host": {"failed": True},
+        "tool_gate_gated": True,
+        "tool_gate_bar": {"min_score": 80.0},
+        "topology": "split",
+        "vllm_split_head": "spark-b",
+        "vllm_status": {"reachable": True},
+    },
+    # A skipped read (no stdout_lines), a note set to null, the incumbent's score.
+    "spark-b": {"__vllm_switch_units": {"skipped": True}, "maintenance_window_host": None,
+                "tool_gate_incumbent": {"score": 91.0}},
+    "proxy-1": {"nginx_proxy_drained": {"spark-b": "switch-to-replicas"}, "nginx_proxy_rotation": {"in_rotation": ["spark-a"]},
+                "nginx_proxy_status": {"reachable": True}},
+    "proxy-2": {"keepalived_status": {"address": "10.0.0.9"}},
+}
+
+
+def test_a_switch_reads_every_engine_and_proxy_host_in_order():
+    read = hi.switch_inputs(HOSTVARS, ["spark-a", "spark-b", "spark-c"], ["proxy-1", "proxy-2"], "spark-b")
+    assert read == {
+        # spark-b's read was skipped, spark-c is not in the inventory: neither runs a unit.
+        "units": {"spark-a": ["active", "inactive"], "spark-b": [], "spark-c": []},
+        "drains": [{"spark-b": "switch-to-replicas"}, {}],
+        "gated": True,
+        "min_score": 80.0,
+        "incumbent_score": {"score": 91.0},
+        # A note set to null stays null (Jinja's default() replaces only what is not there).
+        "notes": {"spark-a": {"failed": True}, "spark-b": None, "spark-c": {}},
+        "records": {"spark-a": {"runs": "replicas"}, "spark-b": {}, "spark-c": {}},
+    }
+
+
+def test_a_switch_without_a_bar_or_an_incumbent():
+    read = hi.switch_inputs(HOSTVARS, ["spark-b", "spark-a"], [], "")
+    assert "min_score" not in read and read["gated"] is False and read["incumbent_score"] == {}
+    assert read["drains"] == []
+    assert hi.switch_inputs(HOSTVARS, ["spark-a"], incumbent_host="spark-a")["incumbent_score"] == {}
+    assert hi.switch_inputs(HOSTVARS, ["spark-a"], incumbent_host="gone")["incumbent_score"] == {}
+    assert "min_score" not in hi.switch_inputs({"spark-a": {"tool_gate_bar": {"min_score": None}}}, ["spark-a"])
+    assert hi.switch_inputs({}, [])["units"] == {}
+
+
+def test_the_records_and_the_rotations():
+    assert hi.record_inputs(HOSTVARS, ["spark-a", "spark-b"]) == {"records": {"spark-a": {"runs": "split"}, "spark-b": {}}}
+    assert hi.restart_inputs(HOSTVARS, ["proxy-1", "proxy-2"]) == {"rotations": [{"in_rotation": ["spark-a"]}, {}]}
+
+
+def test_the_site_status_reads_each_hosts_status_and_the_first_keepalived_status():
+    read = hi.site_status_inputs(HOSTVARS, ["spark-a", "spark-b"], ["proxy-1", "proxy-2"])
+    assert read == {"engines": {"spark-a": {"reachable": True}, "spark-b": {}},
+                    "proxies": {"proxy-1": {"reachable": True}, "proxy-2": {}},
+                    "inventory_topology": "split", "split_head": "spark-b",
+                    "keepalived": {"address": "10.0.0.9"}}
+    # Defaults: replicas, the first engine host as head, no floating address.
+    read = hi.site_status_inputs(HOSTVARS, ["spark-b"], ["proxy-1"])
+    assert (read["inventory_topology"], read["split_head"], "keepalived" in read) == ("replicas", "spark-b", False)
+    # A keepalived_status set to null counts as set (Jinja's "defined").
+    assert hi.site_status_inputs({"p": {"keepalived_status": None}}, [], ["p"]) == {
+        "engines": {}, "proxies": {"p": {}}, "keepalived": None}
+
+
+# --- a real run: the plugins and filters read Ansible's own hostvars (lazy, templated when read) -------------------
+
+INVENTORY = {"all": {"vars": {"ansible_connection": "local"}, "children": {
+    "gb10": {"hosts": {"spark-a": {"vllm_port": 8001, "topology": "split"},
+                       "spark-b": {"metrics_address": "10.1.1.2"}}},
+    "proxy": {"hosts": {"proxy-a": {}}}}}}
+
+PLAY = """
+- hosts: gb10
+  gather_facts: false
+  tasks:
+    - ansible.builtin.set_fact:
+        __vllm_switch_units: {stdout_lines: ["{{ 'active' }}", inactive]}
+        tool_gate_gated: "{{ inventory_hostname == 'spark-a' }}"
+        vllm_status: {reachable: true, error: "{{ inventory_hostname }}"}
+        vllm_service_plan: {restart_pending: "{{ inventory_hostname == 'spark-b' }}", change: "image {{ inventory_hostname }}"}
+- hosts: proxy
+  gather_facts: false
+  tasks:
+    - ansible.builtin.set_fact:
+        nginx_proxy_drained: {spark-b: "switch-to-{{ 'replicas' }}"}
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - factory_floor.llm.switch_plan:
+        topology: replicas
+        engines: "{{ groups['gb10'] }}"
+        head: spark-a
+        read_hosts: true
+        proxies: "{{ groups['proxy'] }}"
+      register: plan
+    - factory_floor.llm.site_status:
+        engine_hosts: "{{ groups['gb10'] }}"
+        proxy_hosts: "{{ groups['proxy'] }}"
+      register: status
+    - ansible.builtin.copy:
+        dest: %s
+        mode: "0644"
+        content: >-
+          {{ {'plan': plan, 'status': status,
+              'engines': groups['gb10'] | factory_floor.llm.metrics_engines(hostvars, 'replicas'),
+              'restart': groups['gb10'] | factory_floor.llm.restart_announcement(hostvars)} | to_json }}
+"""
+
+
+def test_a_run_reads_each_hosts_facts_as_ansible_holds_them(tmp_path):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    out = tmp_path / "out.json"
+    inventory = copy.deepcopy(INVENTORY)
+    inventory["all"]["vars"]["ansible_python_interpreter"] = sys.executable
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "play.yml").write_text(PLAY % out)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(root, "build", "collections"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_CONFIG=os.path.join(root, "ansible.cfg"))
+    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
+                           str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = json.loads(out.read_text())
+    plan = seen["plan"]
+    # Already on replicas (both run it), spark-b drained by an interrupted switch: healed, gated (spark-a's fact).
+    assert (plan["on_target"], plan["heal_hosts"], plan["gated"]) == (True, ["spark-b"], True)
+    assert plan["announcement"].startswith("Already on replicas, but spark-b is still drained")
+    assert seen["status"]["table"][1] == "topology: the hosts run none (no topology record); the inventory says split"
+    assert seen["engines"] == [{"name": "spark-a", "address": "spark-a", "port": 8001, "url": "http://spark-a:8001"},
+                               {"name": "spark-b", "address": "10.1.1.2", "port": 8000, "url": "http://10.1.1.2:8000"}]
+    assert seen["restart"].startswith("Configuration changed on spark-b (image spark-b). ")
