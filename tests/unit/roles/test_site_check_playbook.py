@@ -112,7 +112,7 @@ def test_it_runs_deploys_inventory_checks():
 
 def test_it_reads_what_the_hosts_run_as_deploy_does():
     # The same module and arguments as deploy.yml's topology check: one reading of "what runs".
-    deploy = _load(os.path.join(ROOT, "roles", "vllm", "tasks", "topology_check.yml"))
+    deploy = _load(os.path.join(ROOT, "roles", "site_deploy", "tasks", "topology_check.yml"))
     [theirs] = [task["factory_floor.llm.topology_record"] for task in deploy
                 if "factory_floor.llm.topology_record" in task and "units" in task["factory_floor.llm.topology_record"]]
     ours = [task for where, task, action in every_task()
