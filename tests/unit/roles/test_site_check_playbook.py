@@ -104,7 +104,7 @@ def test_every_task_is_a_read(where, task, action):
 def test_it_runs_deploys_inventory_checks():
     # deploy.yml's first checks - the layout and every inventory variable - through the same entry point.
     reached = {where for where, _task, _action in every_task()}
-    assert "roles/vllm/tasks/layout.yml" in reached
+    assert "roles/site/tasks/layout.yml" in reached
     [include] = [task[action] for where, task, action in every_task() if action == "ansible.builtin.include_role"
                  and task[action].get("tasks_from") == "layout"]
     assert include["rolespec_validate"] is False, include
