@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""The structure of playbooks/model_sync.yml and the vllm role's model_sync entry point: every refusal comes
+"""The structure of playbooks/model_sync.yml and the model_sync role (its main): every refusal comes
 before anything is copied or created on a target, rsync runs with the plan's argv on the source, and the copies
 are compared with the source's afterwards. (The decisions themselves: tests/unit/plugins/module_utils/test_model_sync.py;
 the real copy: extensions/molecule/model_sync.)"""
@@ -21,7 +21,7 @@ def _load(*parts):
         return yaml.safe_load(handle)
 
 
-TASKS = _load("roles", "vllm", "tasks", "model_sync.yml")
+TASKS = _load("roles", "model_sync", "tasks", "main.yml")
 NAMES = [task["name"] for task in TASKS]
 
 
@@ -38,10 +38,10 @@ def test_the_playbook_and_its_checkout_name_run_the_entry_point():
     assert inventory["tasks"][0]["ansible.builtin.include_role"]["tasks_from"] == "inventory"
     assert play["hosts"] == "gb10" and play["any_errors_fatal"] is True
     (task,) = play["tasks"]
-    assert task["ansible.builtin.include_role"] == {"name": "factory_floor.llm.vllm", "tasks_from": "model_sync"}
+    assert task["ansible.builtin.include_role"] == {"name": "factory_floor.llm.model_sync"}
     (alias,) = _load("playbooks", "model-sync.yml")
     assert alias["ansible.builtin.import_playbook"] == "model_sync.yml"
-    assert "model_sync" in _load("roles", "vllm", "meta", "argument_specs.yml")["argument_specs"]
+    assert "main" in _load("roles", "model_sync", "meta", "argument_specs.yml")["argument_specs"]
 
 
 def test_every_refusal_comes_before_the_first_change_on_a_target():
@@ -53,23 +53,23 @@ def test_every_refusal_comes_before_the_first_change_on_a_target():
     # The room is judged from what the targets hold and their filesystems' free space (model_manifest reads
     # both: statvfs at the path's nearest directory, which a container's overlay root has and mount facts lack).
     listing = TASKS[_index("List what each target already holds")]
-    assert listing["factory_floor.llm.model_manifest"]["path"] == "{{ __vllm_sync.path }}"
+    assert listing["factory_floor.llm.model_manifest"]["path"] == "{{ __model_sync.path }}"
     assert _index("List what each target already holds") < _index("Refuse targets without the room")
     room = TASKS[_index("Refuse targets without the room")]
     # The plugin reads each target's listing (what it holds, its filesystem's free space) from hostvars.
     assert room["factory_floor.llm.model_sync_check"]["check"] == "space"
-    assert room["factory_floor.llm.model_sync_check"]["listing"] == listing["register"] == "__vllm_sync_before"
+    assert room["factory_floor.llm.model_sync_check"]["listing"] == listing["register"] == "__model_sync_before"
 
 
 def test_rsync_runs_on_the_source_with_the_plans_argv_and_reports_its_changes():
     task = TASKS[_index("Copy the model")]
     assert task["ansible.builtin.command"] == {"argv": "{{ item.argv }}"}
-    assert task["delegate_to"] == "{{ __vllm_sync.source_host }}" and task["run_once"] is True
+    assert task["delegate_to"] == "{{ __model_sync.source_host }}" and task["run_once"] is True
     # Without become: the connecting user's own SSH key (or forwarded agent) reaches the targets.
     assert task["become"] is False
     # Runs in check mode too: the plan's argv then carries --dry-run (the plan takes ansible_check_mode).
-    plan = TASKS[0]["factory_floor.llm.model_sync_check"]
-    assert TASKS[0]["register"] == "__vllm_sync" and plan["check"] == "plan"
+    plan = TASKS[_index("Plan the copy")]["factory_floor.llm.model_sync_check"]
+    assert TASKS[_index("Plan the copy")]["register"] == "__model_sync" and plan["check"] == "plan"
     assert task["check_mode"] is False and plan["dry_run"] == "{{ ansible_check_mode | bool }}"
     assert "model_sync_result" in task["changed_when"]
     # Deletion only when asked.
@@ -89,7 +89,7 @@ def test_the_copies_are_compared_with_the_source_after_the_copy():
 
 def test_every_model_sync_variable_the_tasks_read_is_declared():
     import re
-    text = open(os.path.join(ROOT, "roles", "vllm", "tasks", "model_sync.yml"), encoding="utf-8").read()
+    text = open(os.path.join(ROOT, "roles", "model_sync", "tasks", "main.yml"), encoding="utf-8").read()
     used = set(re.findall(r"\b(model_sync_[a-z_]+)\b", text)) - {"model_sync_check", "model_sync_result"}
-    declared = set(_load("roles", "vllm", "meta", "argument_specs.yml")["argument_specs"]["model_sync"]["options"])
+    declared = set(_load("roles", "model_sync", "meta", "argument_specs.yml")["argument_specs"]["main"]["options"])
     assert used <= declared, used - declared

@@ -161,10 +161,10 @@ def test_the_check_is_the_first_play_and_always_runs(name):
     assert play["hosts"] == "localhost:all" and play["gather_facts"] is False
     [task] = play["tasks"]
     include = task["ansible.builtin.include_role"]
-    assert (include["name"], include["tasks_from"]) == ("factory_floor.llm.vllm", "inventory")
+    assert (include["name"], include["tasks_from"]) == ("factory_floor.llm.site", "inventory")
     assert task["tags"] == ["always"] and include["apply"]["tags"] == ["always"]
     base = name.replace("_", "-")
     if base.startswith("switch-to-"):
         base = "switch.yml"
     expected = {"metrics.yml": "{{ metrics_from is not defined }}"}.get(base, base in NEEDS_PROXY)
-    assert task["vars"]["vllm_inventory_proxy"] == expected
+    assert task["vars"]["site_inventory_proxy"] == expected

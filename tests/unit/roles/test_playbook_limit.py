@@ -42,11 +42,11 @@ def _plays(name):
 
 
 def _limit_includes(play):
-    """(index, vars) of each task of the play that includes the vllm role's limit entry point."""
+    """(index, vars) of each task of the play that includes the site role's limit entry point."""
     found = []
     for index, task in enumerate(play.get("tasks") or []):
         include = task.get("ansible.builtin.include_role") or {}
-        if include.get("name") == "factory_floor.llm.vllm" and include.get("tasks_from") == "limit":
+        if include.get("name") == "factory_floor.llm.site" and include.get("tasks_from") == "limit":
             found.append((index, task.get("vars") or {}))
     return found
 
@@ -63,7 +63,7 @@ def test_the_limit_is_checked_before_any_host_changes(filename, expected):
         includes = _limit_includes(play)
         if includes:
             assert index == play_index, (filename, index)
-            assert includes[0][1]["vllm_limit_playbook"] == name
+            assert includes[0][1]["site_limit_playbook"] == name
             # Over the hosts the limit lets in: all of them, or the engines and proxies.
             assert play["hosts"] in ("all", "gb10:proxy", "gb10"), play["hosts"]
             break
@@ -80,7 +80,7 @@ def test_the_limit_is_checked_before_any_host_changes(filename, expected):
 def test_deploy_reads_the_proxy_addresses_before_its_preflight_refuses_the_unknown_ones():
     plays = _plays("deploy.yml")
     names = [p["name"] for p in plays]
-    gather = next(i for i, p in enumerate(plays) if any(v.get("vllm_limit_gather") for _i, v in _limit_includes(p)))
+    gather = next(i for i, p in enumerate(plays) if any(v.get("site_limit_gather") for _i, v in _limit_includes(p)))
     preflight = names.index("Preflight (nothing changes on any host unless every check passes)")
     assert gather == preflight - 1
     # Without any_errors_fatal: there an unreachable proxy, even ignored, would end the play without a word.
@@ -91,5 +91,5 @@ def test_deploy_reads_the_proxy_addresses_before_its_preflight_refuses_the_unkno
     assert tasks[0]["ansible.builtin.include_role"]["tasks_from"] == "settings"
     first = tasks[1]
     assert (first["ansible.builtin.include_role"]["name"], first["ansible.builtin.include_role"]["tasks_from"]) == (
-        "factory_floor.llm.vllm", "limit")
-    assert first["vars"] == {"vllm_limit_playbook": "deploy", "vllm_limit_gathered": True}
+        "factory_floor.llm.site", "limit")
+    assert first["vars"] == {"site_limit_playbook": "deploy", "site_limit_gathered": True}

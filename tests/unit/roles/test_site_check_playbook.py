@@ -104,7 +104,7 @@ def test_every_task_is_a_read(where, task, action):
 def test_it_runs_deploys_inventory_checks():
     # deploy.yml's first checks - the layout and every inventory variable - through the same entry point.
     reached = {where for where, _task, _action in every_task()}
-    assert "roles/vllm/tasks/layout.yml" in reached
+    assert "roles/site/tasks/layout.yml" in reached
     [include] = [task[action] for where, task, action in every_task() if action == "ansible.builtin.include_role"
                  and task[action].get("tasks_from") == "layout"]
     assert include["rolespec_validate"] is False, include
@@ -112,7 +112,7 @@ def test_it_runs_deploys_inventory_checks():
 
 def test_it_reads_what_the_hosts_run_as_deploy_does():
     # The same module and arguments as deploy.yml's topology check: one reading of "what runs".
-    deploy = _load(os.path.join(ROOT, "roles", "vllm", "tasks", "topology_check.yml"))
+    deploy = _load(os.path.join(ROOT, "roles", "site_deploy", "tasks", "topology_check.yml"))
     [theirs] = [task["factory_floor.llm.topology_record"] for task in deploy
                 if "factory_floor.llm.topology_record" in task and "units" in task["factory_floor.llm.topology_record"]]
     ours = [task for where, task, action in every_task()

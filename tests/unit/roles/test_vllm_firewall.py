@@ -33,8 +33,7 @@ def inventory(host="spark-a", peer_vars=None, engines=("spark-a", "spark-b"), **
     if peer_vars is not None:
         hostvars["spark-b"] = peer_vars
     values = {"inventory_hostname": host, "groups": {"gb10": list(engines), "proxy": ["gateway"]},
-              "hostvars": hostvars, "ansible_facts": hostvars[host]["ansible_facts"], "vllm_link_interface": "eth0",
-              "__vllm_api_clients": ["10.89.7.20"]}
+              "hostvars": hostvars, "ansible_facts": hostvars[host]["ansible_facts"], "vllm_link_interface": "eth0"}
     values.update(extra)
     return values
 

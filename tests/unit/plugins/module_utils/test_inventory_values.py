@@ -4,7 +4,7 @@
 
 """Unit tests for plugins/module_utils/_inventory_values.py: variable names no role declares, values
 of the wrong type, choice or range, list and dict variables given as something else, API keys that
-are no bearer token, engines that disagree - never a secret shown. (Whole runs through the vllm
+are no bearer token, engines that disagree - never a secret shown. (Whole runs through the site
 role's layout entry point: tests/unit/plugins/modules/test_layout_check.py.)"""
 
 from __future__ import annotations
@@ -27,15 +27,6 @@ def _specs():
         with open(os.path.join(ROOT, "roles", role, "meta", "argument_specs.yml"), encoding="utf-8") as handle:
             docs.append(yaml.safe_load(handle))
     return roles, docs
-
-
-def _role_vars():
-    with open(os.path.join(ROOT, "roles", "vllm", "vars", "main.yml"), encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
-
-
-def test_the_layout_knows_every_key_variable():
-    assert tuple(_role_vars()["_vllm_layout_key_vars"]) == iv.KEY_VARS
 
 
 def test_container_types_of_the_roles_specs():

@@ -15,7 +15,6 @@ import yaml
 from ansible_collections.factory_floor.llm.plugins.module_utils._layout import (
     DEFAULTS,
     ENGINE_GROUP,
-    HOST_VARS,
     PROXY_GROUP,
     SPLIT_GROUP,
     check_layout,
@@ -366,11 +365,6 @@ def test_defaults_are_the_roles_defaults():
     assert split["vllm_split_group"] == "{{ site_engine_group }}"
     assert site["site_proxy_port"].replace(" ", "") == "{{ff_proxy_port|default(%d)}}" % DEFAULTS["ff_proxy_port"]
     assert proxy["nginx_proxy_port"] == "{{ site_proxy_port }}"
-
-
-def test_the_role_passes_the_variables_the_check_reads():
-    role_vars = _yaml("roles", "vllm", "vars", "main.yml")
-    assert tuple(role_vars["_vllm_layout_host_vars"]) == HOST_VARS
 
 
 # --------------------------------------------------------------- what the check reads from the inventory

@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Whole-module runs of ``factory_floor.llm.layout_check``, and the vllm role's
+"""Whole-module runs of ``factory_floor.llm.layout_check``, and the site role's
 ``layout`` entry point against the collection's own inventories."""
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ PLAYBOOK = """
   tasks:
     - name: Check the layout
       ansible.builtin.include_role:
-        name: factory_floor.llm.vllm
+        name: factory_floor.llm.site
         tasks_from: layout
         rolespec_validate: false
 """

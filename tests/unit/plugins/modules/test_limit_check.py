@@ -52,13 +52,13 @@ def test_unknown_playbook_is_refused_by_the_argument_spec(run_module):
 
 def test_the_action_reads_keepalived_addresses_and_gather_errors_from_hostvars(run_module):
     task_vars = {"groups": {"all": ["spark-a", "spark-b", "gw-1", "gw-2"]},
-                 "hostvars": {"spark-a": {"__vllm_limit_gathered": {"results": [
+                 "hostvars": {"spark-a": {"__site_limit_gathered": {"results": [
                      {"item": "gw-2", "unreachable": True, "msg": "unreachable"}]}},
                      "spark-b": {"ansible_facts": {"default_ipv4": {"address": "192.0.2.12"}}},
                      "gw-1": {"keepalived_enabled": "no", "ansible_facts": {"default_ipv4": {"address": "192.0.2.1"}}},
                      "gw-2": {}}}
     args = dict(LAB, playbook="deploy", hosts=["spark-a"], proxies=["gw-1", "gw-2"], gathered=True,
-                gather_register="__vllm_limit_gathered")
+                gather_register="__site_limit_gathered")
     del args["inventory"]  # every inventory host, from groups['all']
     read = inventory_args(args, task_vars)
     assert read["keepalived"] is False and read["addresses"] == ["spark-b", "gw-1"]
@@ -72,7 +72,7 @@ def test_the_action_reads_keepalived_addresses_and_gather_errors_from_hostvars(r
     assert (given["keepalived"], given["addresses"], given["gather_errors"]) == (False, ["gw-2"], {})
 
 
-# ------------------------------------------------------------------ the vllm role's limit entry point, run
+# ------------------------------------------------------------------ the site role's limit entry point, run
 # As a playbook's first play does (hosts: all, no facts): no host is contacted, the check runs on the controller.
 
 LIMIT_PLAY = """
@@ -82,11 +82,11 @@ LIMIT_PLAY = """
   tasks:
     - name: Check the limit
       ansible.builtin.include_role:
-        name: factory_floor.llm.vllm
+        name: factory_floor.llm.site
         tasks_from: limit
         rolespec_validate: false
       vars:
-        vllm_limit_playbook: deploy
+        site_limit_playbook: deploy
 """
 
 

@@ -153,7 +153,7 @@ def test_the_documentation_is_the_argument_spec():
 
 
 def test_the_role_reads_what_it_registered():
-    with open(os.path.join(ROOT, "roles", "vllm", "tasks", "model_sync.yml"), encoding="utf-8") as handle:
+    with open(os.path.join(ROOT, "roles", "model_sync", "tasks", "main.yml"), encoding="utf-8") as handle:
         tasks = yaml.safe_load(handle)
     registered = {task.get("register") for task in tasks}
     calls = [task["factory_floor.llm.model_sync_check"] for task in tasks if "factory_floor.llm.model_sync_check" in task]
@@ -163,7 +163,7 @@ def test_the_role_reads_what_it_registered():
     assert set(calls[0]) - {"check", "engine_group"} <= set(ARGUMENT_SPEC)
 
 
-# ------------------------------------------------------------------ the vllm role's model_sync entry point, run
+# ------------------------------------------------------------------ the model_sync role, run
 # Up to its refusals before any host is read: the plan is made on the controller, no host is contacted.
 
 PLAY = """
@@ -173,8 +173,7 @@ PLAY = """
   tasks:
     - name: Copy the model
       ansible.builtin.include_role:
-        name: factory_floor.llm.vllm
-        tasks_from: model_sync
+        name: factory_floor.llm.model_sync
         rolespec_validate: false
 """
 
