@@ -15,10 +15,9 @@ every inventory host's own default IPv4 address, from its facts
 from __future__ import annotations
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _keepalived_input as ki
-from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import ModuleArgsAction, plain
 
 
 def group_args(args, task_vars):
@@ -41,18 +40,10 @@ def group_args(args, task_vars):
     return args
 
 
-class ActionModule(ActionBase):
+class ActionModule(ModuleArgsAction):
     """Runs the module factory_floor.llm.keepalived_check; its documentation is the module's."""
 
-    _supports_check_mode = True
+    module = "factory_floor.llm.keepalived_check"
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp  # tmp no longer has any effect
-        args = group_args(self._task.args, task_vars or {})
-        try:
-            result.update(self._execute_module(module_name="factory_floor.llm.keepalived_check", module_args=args,
-                                               task_vars=task_vars))
-        finally:
-            self._remove_tmp_path(self._connection._shell.tmpdir)  # as the normal action plugin does
-        return result
+    def module_args(self, args, task_vars):
+        return group_args(args, task_vars)

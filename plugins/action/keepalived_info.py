@@ -10,10 +10,9 @@ each proxy host in turn. The module then runs on the host as always; its documen
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._keepalived_input import host_settings
-from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import ModuleArgsAction, plain
 
 
 def host_args(args, hostvars):
@@ -27,18 +26,10 @@ def host_args(args, hostvars):
     return args
 
 
-class ActionModule(ActionBase):
+class ActionModule(ModuleArgsAction):
     """Runs the module factory_floor.llm.keepalived_info on the host; its documentation is the module's."""
 
-    _supports_check_mode = True
+    module = "factory_floor.llm.keepalived_info"
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp  # tmp no longer has any effect
-        args = host_args(self._task.args, (task_vars or {}).get("hostvars") or {})
-        try:
-            result.update(self._execute_module(module_name="factory_floor.llm.keepalived_info", module_args=args,
-                                               task_vars=task_vars))
-        finally:
-            self._remove_tmp_path(self._connection._shell.tmpdir)  # as the normal action plugin does
-        return result
+    def module_args(self, args, task_vars):
+        return host_args(args, task_vars.get("hostvars") or {})

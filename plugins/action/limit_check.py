@@ -16,10 +16,9 @@ documentation is ``plugins/modules/limit_check.py``.
 from __future__ import annotations
 
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _limit
-from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import ModuleArgsAction, plain
 
 
 def inventory_args(args, task_vars):
@@ -43,18 +42,10 @@ def inventory_args(args, task_vars):
     return args
 
 
-class ActionModule(ActionBase):
+class ActionModule(ModuleArgsAction):
     """Runs the module factory_floor.llm.limit_check; its documentation is the module's."""
 
-    _supports_check_mode = True
+    module = "factory_floor.llm.limit_check"
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp  # tmp no longer has any effect
-        args = inventory_args(self._task.args, task_vars or {})
-        try:
-            result.update(self._execute_module(module_name="factory_floor.llm.limit_check", module_args=args,
-                                               task_vars=task_vars))
-        finally:
-            self._remove_tmp_path(self._connection._shell.tmpdir)  # as the normal action plugin does
-        return result
+    def module_args(self, args, task_vars):
+        return inventory_args(args, task_vars)

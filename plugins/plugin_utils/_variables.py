@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from ansible.plugins.action import ActionBase
+
 
 def plain(value):
     """``value`` with every list and dict item read (templated) now: Ansible hands containers over lazily, and a
@@ -15,3 +17,24 @@ def plain(value):
     if isinstance(value, (list, tuple)):
         return [plain(item) for item in value]
     return value
+
+
+class ModuleArgsAction(ActionBase):
+    """An action plugin that fills a module's arguments from the controller's variables, then runs the module on
+    the host. A subclass names the module (``module``) and writes ``module_args(args, task_vars)``."""
+
+    _supports_check_mode = True
+    module = ""
+
+    def module_args(self, args, task_vars):
+        return args
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp  # tmp no longer has any effect
+        args = self.module_args(dict(self._task.args), task_vars or {})
+        try:
+            result.update(self._execute_module(module_name=self.module, module_args=args, task_vars=task_vars))
+        finally:
+            self._remove_tmp_path(self._connection._shell.tmpdir)  # as the normal action plugin does
+        return result
