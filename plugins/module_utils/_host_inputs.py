@@ -71,9 +71,9 @@ def switch_inputs(hostvars, engines, proxies=(), incumbent_host=""):
         "notes": per_host(hostvars, engines, NOTES),
         "records": per_host(hostvars, engines, RECORDS_SEEN),
     }
-    bar = fact(hostvars, first, BAR, {})
-    if isinstance(bar, dict) and bar.get("min_score") is not None:
-        inputs["min_score"] = bar["min_score"]
+    gate_bar = fact(hostvars, first, BAR, {})
+    if isinstance(gate_bar, dict) and gate_bar.get("min_score") is not None:
+        inputs["min_score"] = gate_bar["min_score"]
     return inputs
 
 

@@ -41,4 +41,3 @@ def test_refusals():
         metrics_engines("spark-a", HOSTVARS, "replicas")
     with pytest.raises(AnsibleFilterError, match="vllm_port"):
         metrics_engines(["x"], {"x": {"vllm_port": "eighty"}}, "replicas")
-

@@ -211,8 +211,8 @@ def test_a_switch_read_read_hosts_decides_as_one_given_its_inputs(run_module):
 
 
 def test_the_records_and_a_restart_read_read_hosts(run_module):
-    result, runs = through_the_action(run_module, dict({k: v for k, v in RECORD.items() if k != "records"},
-                                                                            read_hosts=True), HOSTVARS)
+    args = dict({k: v for k, v in RECORD.items() if k != "records"}, read_hosts=True)
+    result, runs = through_the_action(run_module, args, HOSTVARS)
     assert runs[0]["records"] == {"spark-a": HOSTVARS["spark-a"]["__vllm_switch_record_seen"], "spark-b": {}}
     assert result == run_module(module, dict(RECORD, records=runs[0]["records"])).result
     _result, runs = through_the_action(run_module, {"procedure": "restart", "host": "spark-a", "engines": ["spark-a", "spark-b"],
