@@ -161,16 +161,15 @@ def check_watchdog(v, observed):
             hosts=[host], variables=[name for name, _bound, _inclusive in _WATCHDOG_BOUNDS])
     hosts = [_text(name) for name in _list(v.get("_vllm_watchdog_split_hosts"))]
     if v.get("vllm_watchdog_topology") == "split" and not watchdog_split_ok(v, hosts):
-        errors.add("watchdog_split", (
-            "The split watchdog needs two or more machines in group '%s' (now %s) with %s and vllm_watchdog_split_head "
-            "(%s) among them, this host's direct-link address vllm_link_address (now '%s'; gather facts or set it), "
-            "vllm_watchdog_status_port in 1-65535 (%s) and vllm_watchdog_pair_ack_timeout, vllm_watchdog_pair_skew "
-            "> 0 s." % (v.get("vllm_watchdog_split_group"), ", ".join(hosts) or "none", host,
-                        v.get("vllm_watchdog_split_head"), v.get("vllm_link_address", ""),
-                        v.get("vllm_watchdog_status_port"))),
-            hosts=[host], variables=["vllm_watchdog_split_group", "vllm_watchdog_split_head", "vllm_link_address",
-                                     "vllm_watchdog_status_port", "vllm_watchdog_pair_ack_timeout",
-                                     "vllm_watchdog_pair_skew"])
+        values = (v.get("vllm_watchdog_split_group"), ", ".join(hosts) or "none", host,
+                  v.get("vllm_watchdog_split_head"), v.get("vllm_link_address", ""), v.get("vllm_watchdog_status_port"))
+        message = ("The split watchdog needs two or more machines in group '%s' (now %s) with %s and "
+                   "vllm_watchdog_split_head (%s) among them, this host's direct-link address vllm_link_address (now "
+                   "'%s'; gather facts or set it), vllm_watchdog_status_port in 1-65535 (%s) and "
+                   "vllm_watchdog_pair_ack_timeout, vllm_watchdog_pair_skew > 0 s." % values)
+        errors.add("watchdog_split", message, hosts=[host],
+                   variables=["vllm_watchdog_split_group", "vllm_watchdog_split_head", "vllm_link_address",
+                              "vllm_watchdog_status_port", "vllm_watchdog_pair_ack_timeout", "vllm_watchdog_pair_skew"])
     return errors
 
 
