@@ -58,7 +58,7 @@ _IPV4 = re.compile(r"^([0-9]{1,3}\.){3}[0-9]{1,3}(/[0-9]{1,2})?$")
 
 
 def _list(value):
-    return [item for item in value] if isinstance(value, (list, tuple)) else []
+    return list(value) if isinstance(value, (list, tuple)) else []
 
 
 # ------------------------------------------------------------------------------- split
