@@ -51,8 +51,8 @@ class ActionModule(ActionBase):
         result["changed"] = False
         try:
             topology, source = se.topology(units_of(plain(args["units"])), args["topology"], inventory)
-            result.update(topology=topology, topology_source=source,
-                          engines=metrics_engines(hostvars, engines, topology))
+            listed = metrics_engines(hostvars, engines, topology)
+            result.update(topology=topology, topology_source=source, engines=listed, targets=se.targets(listed))
         except (ValueError, VllmArgsError) as error:
             result.update(failed=True, msg=str(error))
         return result

@@ -37,3 +37,25 @@ def topology(units, override=None, inventory=None):
     if chosen not in TOPOLOGIES:
         raise ValueError("metrics_topology (or the inventory's topology) must be replicas or split, not '%s'." % chosen)
     return chosen, source
+
+
+def view(metrics, source):
+    """The lines metrics.yml prints: what was read and from which topology, then the module's table.
+
+    ``metrics`` is the ``vllm_metrics`` module's result, ``source`` where its topology came from (:func:`topology`).
+    """
+    engines = metrics.get("engines") or []
+    down = [engine.get("name") for engine in engines if not engine.get("reachable")]
+    restarted = [engine.get("name") for engine in engines if engine.get("restarted")]
+    line = "topology: %s (from %s); %s of %d engine(s) read" % (
+        metrics.get("topology"), source, (metrics.get("total") or {}).get("engines_counted"), len(engines))
+    if down:
+        line += ", not readable: " + ", ".join(down)
+    if restarted:
+        line += ", restarted between reads: " + ", ".join(restarted)
+    return [line] + list(metrics.get("table") or [])
+
+
+def targets(engines):
+    """``[{name, url}]`` of :func:`_host_inputs.metrics_engines`' entries: what ``vllm_metrics`` reads."""
+    return [{key: engine[key] for key in ("name", "url") if key in engine} for engine in engines or ()]

@@ -98,4 +98,10 @@ engines:
       description: C(http://address:port).
       type: str
       sample: http://10.0.0.11:8000
+targets:
+  description: RV(engines) with C(name) and C(url) only, what M(factory_floor.llm.vllm_metrics) reads.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{name: spark-a, url: "http://10.0.0.11:8000"}]
 """

@@ -33,3 +33,20 @@ def test_a_topology_that_is_neither_is_refused(override, inventory):
         se.topology({}, override, inventory)
     assert str(refused.value) == ("metrics_topology (or the inventory's topology) must be replicas or split, not '%s'."
                                   % (override or inventory))
+
+
+def test_the_view_says_what_was_read_then_the_table():
+    metrics = {"topology": "replicas", "total": {"engines_counted": 1}, "table": ["engine  tokens/s", "spark-a  12.5"],
+               "engines": [{"name": "spark-a", "reachable": True, "restarted": True},
+                           {"name": "spark-b", "reachable": False, "restarted": False},
+                           {"name": "spark-c", "reachable": False}]}
+    assert se.view(metrics, se.FROM_UNITS) == [
+        "topology: replicas (from the engine units active now); 1 of 3 engine(s) read, not readable: spark-b, spark-c, "
+        "restarted between reads: spark-a", "engine  tokens/s", "spark-a  12.5"]
+    assert se.view({"topology": "split", "total": {"engines_counted": 1}, "engines": [{"name": "a", "reachable": True}],
+                    "table": []}, se.FROM_OVERRIDE) == ["topology: split (from metrics_topology); 1 of 1 engine(s) read"]
+
+
+def test_the_targets_are_each_engines_name_and_url():
+    assert se.targets([{"name": "a", "address": "10.0.0.1", "port": 8000, "url": "http://10.0.0.1:8000"}]) == [
+        {"name": "a", "url": "http://10.0.0.1:8000"}]
