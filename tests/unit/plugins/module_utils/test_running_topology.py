@@ -10,7 +10,8 @@ import pytest
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _running_topology as rt
 
-ON, OFF = "active", "inactive"
+ON = "active"
+OFF = "inactive"
 
 
 @pytest.mark.parametrize("units, runs", [

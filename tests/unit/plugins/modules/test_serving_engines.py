@@ -23,7 +23,8 @@ HOSTVARS = {
     "spark-c": {"ansible_host": "c.lab", "vllm_listen_host": "10.0.0.13", "vllm_port": "8002"},
     "spark-d": {},
 }
-ON, OFF = "active", "inactive"
+ON = "active"
+OFF = "inactive"
 
 
 def run(args, engines=("spark-a", "spark-b", "spark-c", "spark-d"), hostvars=None, topology="replicas", check_mode=False):
