@@ -242,7 +242,7 @@ layout:
 prometheus_hosts:
   description:
     - Where the engines publish their scrape targets (C(vllm_prometheus_hosts), read from the inventory) - the engine
-      hosts that set it, and the names it lists that the inventory does not (refused: the task fails naming them).
+      hosts that set it, and the names it lists that the inventory does not (refused - the task fails naming them).
   returned: when O(groups) is left out (read from the inventory) and the layout passes
   type: dict
   contains:
