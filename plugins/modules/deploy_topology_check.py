@@ -137,4 +137,8 @@ model_message:
   returned: success
   type: str
   sample: ""
+inventory:
+  description: M(factory_floor.llm.topology_record)'s - what the inventory must say for C(deploy.yml) to agree with O(topology).
+  returned: success
+  type: dict
 """
