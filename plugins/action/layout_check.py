@@ -19,7 +19,8 @@ Without ``groups``, the plugin reads the layout itself from the inventory (``gro
 ``hostvars`` as the task sees them, ``_layout.inventory_input``): the groups the check needs,
 each of their hosts' ``HOST_VARS`` and API key variables (``api_keys``, a no_log option). It
 then also returns ``prometheus_hosts`` (``_layout.prometheus_hosts``): the engine hosts that set
-``vllm_prometheus_hosts`` and the names there the inventory does not list.
+``vllm_prometheus_hosts`` and the names there the inventory does not list; once the layout passed, it fails
+naming those (``_layout.prometheus_hosts_errors``).
 """
 
 from __future__ import annotations
@@ -128,6 +129,9 @@ class ActionModule(ActionBase):
         if found and "errors" in outcome:  # (without errors the module failed on its arguments: its msg says why)
             errors = [error for error in found if not _reported(error, outcome["errors"])] + outcome["errors"]
             result.update(failed=True, changed=False, errors=errors, msg=format_errors(errors))
-        if prometheus is not None and not result.get("failed"):  # read by the next check, after this one passed
+        if prometheus is not None and not result.get("failed"):  # checked after the layout passed
             result["prometheus_hosts"] = prometheus
+            refused = layout.prometheus_hosts_errors(prometheus)
+            if refused:
+                result.update(failed=True, errors=refused, msg=refused[0]["message"])
         return result

@@ -35,6 +35,12 @@ options:
     type: list
     elements: str
     default: []
+  named:
+    description:
+      - Variable name to its value, for the role's named duration settings (C(monitoring_out_of_rotation_for)) - each
+        must be a Prometheus duration, checked first and refused naming the variable.
+    type: dict
+    default: {}
 """
 
 EXAMPLES = r"""
@@ -73,12 +79,12 @@ def _plain(value):
     return value
 
 
-def alert_rules(rules, durations=None, thresholds=None, skip_groups=None):
+def alert_rules(rules, durations=None, thresholds=None, skip_groups=None, named=None):
     """Filter entry point."""
     if not isinstance(rules, Mapping):
         raise AnsibleFilterError("alert_rules expects the parsed rules file (a dict), got %s" % type(rules).__name__)
     try:
-        return apply(_plain(rules), _plain(durations), _plain(thresholds), _plain(skip_groups))
+        return apply(_plain(rules), _plain(durations), _plain(thresholds), _plain(skip_groups), _plain(named))
     except RuleSettingError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 

@@ -75,10 +75,20 @@ def _number(value):
     return number if math.isfinite(number) else None
 
 
-def apply(rules, durations=None, thresholds=None, skip_groups=None):
+def check_named(named):
+    """Raises RuleSettingError for the first of ``named`` (``{variable: value}``, a role's named duration settings such
+    as ``monitoring_out_of_rotation_for``) that is not a Prometheus duration, naming that variable."""
+    for variable, value in (named or {}).items():
+        if not is_duration(value):
+            raise RuleSettingError("%s is '%s': a Prometheus duration, such as 30m, 1h or 1h30m." % (variable, value))
+
+
+def apply(rules, durations=None, thresholds=None, skip_groups=None, named=None):
     """A copy of ``rules`` (a parsed rules file) with ``durations`` (``{alert: duration}``, its ``for:``),
     ``thresholds`` (``{alert: number}``, the number its expression ends with) and without the groups
-    named in ``skip_groups``. Raises RuleSettingError, naming every wrong setting, before changing anything."""
+    named in ``skip_groups``. Raises RuleSettingError, naming every wrong setting, before changing anything;
+    first the ``named`` duration variables (:func:`check_named`), on their own."""
+    check_named(named)
     durations, thresholds, skip_groups = durations or {}, thresholds or {}, skip_groups or []
     if not isinstance(skip_groups, (list, tuple)):
         raise RuleSettingError("%s must be a list of rule group names, not %r" % (VAR_SKIP, skip_groups))

@@ -520,3 +520,17 @@ def prometheus_hosts(engines, hostvars, inventory):
     setters = [host for host in engines or [] if host in hostvars and "vllm_prometheus_hosts" in hostvars[host]]
     named = _unique(_flat([hostvars[host]["vllm_prometheus_hosts"] for host in setters]))
     return {"setters": setters, "unlisted": [name for name in named if name not in (inventory or [])]}
+
+
+def prometheus_hosts_errors(found):
+    """The refusal of :func:`prometheus_hosts`' ``unlisted`` names (one error, or none): topology_record publishes scrape
+    targets on those hosts by delegation, and a name the inventory does not list would fail there after the engines
+    changed."""
+    unlisted, setters = list(found.get("unlisted") or []), list(found.get("setters") or [])
+    if not unlisted:
+        return []
+    them = "it" if len(unlisted) == 1 else "them"
+    message = ("vllm_prometheus_hosts names %s, which the inventory does not list (set for %s): add %s to the inventory, "
+               "or remove %s from vllm_prometheus_hosts." % (", ".join(unlisted), ", ".join(setters), them, them))
+    return [{"check": "prometheus_hosts", "hosts": sorted(set(setters)), "variables": ["vllm_prometheus_hosts"],
+             "message": message}]

@@ -17,6 +17,9 @@ address:port) and sorts each peer of one local port into:
 from __future__ import annotations
 
 import ipaddress
+import re
+
+from urllib.parse import urlsplit
 
 
 def _split_endpoint(text: str) -> tuple[str, int]:
@@ -75,3 +78,18 @@ def classify(connections: list[dict], allowed: list[str]) -> list[dict]:
             row = rows[address] = {"address": address, "class": kind, "connections": 0}
         row["connections"] += 1
     return sorted(rows.values(), key=lambda r: (r["class"] != "other", r["address"]))
+
+
+def own_address(probe_url: str | None) -> list[str]:
+    """``[address]`` when the engine's own host reaches it at an address (``vllm_probe_url``'s host is an IPv4 or IPv6
+    address: vLLM listens on one address of its own, and the host's own checks - the watchdog, health waits - come from
+    there, like loopback); ``[]`` for a name or nothing."""
+    host = urlsplit(probe_url or "").hostname or ""
+    return [host] if re.match(r"^[0-9.]+$", host) or ":" in host else []
+
+
+def report(peers: list[dict], others: list[str]) -> str:
+    """The peers line after ``host:port:`` - each peer's address, class and connections, or ``no connections``, then
+    the clients that bypass the proxy."""
+    line = str(["%s %s %s" % (p["address"], p["class"], p["connections"]) for p in peers]) if peers else "no connections"
+    return line + ("; BYPASSING THE PROXY: " + ", ".join(others) if others else "")

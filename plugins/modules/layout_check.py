@@ -66,7 +66,8 @@ options:
       - "Left out, the module's action plugin reads the layout from the inventory on the controller (C(groups) and
         C(hostvars) as the task sees them): these groups, and for each of their hosts O(hostvars) and O(api_keys),
         which it fills itself (what the given ones say is then not read). The result then also holds
-        RV(prometheus_hosts)."
+        RV(prometheus_hosts), and once the layout passed the task fails naming the names there the inventory does not
+        list (topology_record publishes scrape targets on them by delegation, after the engines changed)."
     type: dict
   hostvars:
     description:
@@ -241,8 +242,7 @@ layout:
 prometheus_hosts:
   description:
     - Where the engines publish their scrape targets (C(vllm_prometheus_hosts), read from the inventory) - the engine
-      hosts that set it, and the names it lists that the inventory does not (the C(vllm) role's C(layout) entry point
-      refuses those).
+      hosts that set it, and the names it lists that the inventory does not (refused - the task fails naming them).
   returned: when O(groups) is left out (read from the inventory) and the layout passes
   type: dict
   contains:

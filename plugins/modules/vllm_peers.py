@@ -41,6 +41,12 @@ options:
     type: list
     elements: str
     default: []
+  probe_url:
+    description:
+      - The URL this host's own checks reach vLLM at (the C(vllm) role's C(_vllm_probe_url)). When its host is an IPv4 or
+        IPv6 address (vLLM listens on one address of its own, C(vllm_listen_host)), that address is allowed too, as
+        loopback is - the watchdog and the health waits connect from there. A name, or unset, adds nothing.
+    type: str
   fail_on_other:
     description:
       - Fail when any V(other) peer holds a connection, listing them.
@@ -92,11 +98,18 @@ connections:
   returned: always
   type: int
   sample: 3
+report:
+  description:
+    - One line - each peer's address, class and connections (or V(no connections)), then the clients that bypass the
+      proxy after C(; BYPASSING THE PROXY:).
+  returned: always
+  type: str
+  sample: "['10.89.0.4 allowed 2', '127.0.0.1 loopback 1']"
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._peers import classify, parse_ss
+from ansible_collections.factory_floor.llm.plugins.module_utils._peers import classify, own_address, parse_ss, report
 
 
 def main():
@@ -104,11 +117,13 @@ def main():
         argument_spec=dict(
             port=dict(type="int", required=True),
             allowed=dict(type="list", elements="str", default=[]),
+            probe_url=dict(type="str"),
             fail_on_other=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
     port = module.params["port"]
+    allowed = list(module.params["allowed"]) + own_address(module.params["probe_url"])
     if not 0 < port < 65536:
         module.fail_json(msg="port must be a TCP port (1-65535), got %d" % port)
     ss = module.get_bin_path("ss", required=True)
@@ -117,14 +132,14 @@ def main():
         module.fail_json(msg="ss failed (rc=%d): %s" % (rc, err.strip()))
     try:
         connections = parse_ss(out, port)
-        peers = classify(connections, module.params["allowed"])
+        peers = classify(connections, allowed)
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     others = [p["address"] for p in peers if p["class"] == "other"]
-    result = dict(changed=False, peers=peers, others=others, connections=len(connections))
+    result = dict(changed=False, peers=peers, others=others, connections=len(connections), report=report(peers, others))
     if others and module.params["fail_on_other"]:
         module.fail_json(msg="clients bypass the proxy: %s hold connections to port %d directly; only loopback and %s may"
-                         % (", ".join(others), port, ", ".join(module.params["allowed"]) or "nobody else"), **result)
+                         % (", ".join(others), port, ", ".join(allowed) or "nobody else"), **result)
     module.exit_json(**result)
 
 

@@ -112,9 +112,10 @@ def test_it_runs_deploys_inventory_checks():
 
 def test_it_reads_what_the_hosts_run_as_deploy_does():
     # The same module and arguments as deploy.yml's topology check: one reading of "what runs".
-    deploy = _load(os.path.join(ROOT, "roles", "site_deploy", "tasks", "topology_check.yml"))
-    [theirs] = [task["factory_floor.llm.topology_record"] for task in deploy
-                if "factory_floor.llm.topology_record" in task and "units" in task["factory_floor.llm.topology_record"]]
+    deploy = _load(os.path.join(ROOT, "roles", "site_deploy", "tasks", "deploy_preflight.yml"))
+    # deploy_topology_check runs topology_record on the host with its own arguments, then decides.
+    [theirs] = [task["factory_floor.llm.deploy_topology_check"] for task in deploy
+                if "factory_floor.llm.deploy_topology_check" in task]
     ours = [task for where, task, action in every_task()
             if where == "playbooks/site_check.yml" and action == "factory_floor.llm.topology_record"]
     assert len(ours) == 1 and ours[0]["factory_floor.llm.topology_record"] == theirs

@@ -99,3 +99,12 @@ def test_the_monitoring_roles_named_defaults_are_the_files_values():
     assert ar.threshold(alerts["VLLMTimeToFirstTokenHigh"]["expr"]) == defaults["monitoring_ttft_p95_seconds"]
     assert defaults["monitoring_queue_waiting_max"] == "{{ site_max_num_seqs }}"
     assert ar.threshold(alerts["VLLMQueueDeep"]["expr"]) == site["site_max_num_seqs"]
+
+
+@pytest.mark.parametrize("value", ["30 minutes", "", 30, None])
+def test_a_named_window_that_is_no_duration_is_refused_first_naming_its_variable(value):
+    with pytest.raises(ar.RuleSettingError) as caught:
+        ar.apply(shipped(), durations={"Nope": "1m"}, named={"monitoring_out_of_rotation_for": value})
+    assert str(caught.value) == ("monitoring_out_of_rotation_for is '%s': a Prometheus duration, such as 30m, 1h or "
+                                 "1h30m." % value)
+    assert ar.apply(shipped(), named={"monitoring_out_of_rotation_for": "1h30m"}) == ar.apply(shipped())

@@ -116,12 +116,15 @@ PLAY = """
         engine_hosts: "{{ groups['gb10'] }}"
         proxy_hosts: "{{ groups['proxy'] }}"
       register: status
+    - factory_floor.llm.serving_engines:
+        topology: replicas
+      register: serving
     - ansible.builtin.copy:
         dest: %s
         mode: "0644"
         content: >-
           {{ {'plan': plan, 'status': status,
-              'engines': groups['gb10'] | factory_floor.llm.metrics_engines(hostvars, 'replicas'),
+              'engines': serving.engines,
               'restart': groups['gb10'] | factory_floor.llm.restart_announcement(hostvars)} | to_json }}
 """
 

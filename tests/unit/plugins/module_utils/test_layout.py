@@ -23,6 +23,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._layout import (
     is_loopback,
     machine_of,
     prometheus_hosts,
+    prometheus_hosts_errors,
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -391,3 +392,18 @@ def test_prometheus_hosts_names_the_setters_and_the_names_the_inventory_lacks():
     assert prometheus_hosts(["spark-1", "spark-2", "spark-3"], hostvars, ["spark-1", "spark-2", "spark-3", "mon"]) == {
         "setters": ["spark-1", "spark-3"], "unlisted": ["mon-2"]}
     assert prometheus_hosts(None, hostvars, []) == {"setters": [], "unlisted": []}
+
+
+@pytest.mark.parametrize("found, message", [
+    ({"setters": [], "unlisted": []}, None),
+    ({"setters": ["spark-2"], "unlisted": ["mon-1"]},
+     "vllm_prometheus_hosts names mon-1, which the inventory does not list (set for spark-2): add it to the inventory, "
+     "or remove it from vllm_prometheus_hosts."),
+    ({"setters": ["spark-1", "spark-2"], "unlisted": ["mon-1", "mon-2"]},
+     "vllm_prometheus_hosts names mon-1, mon-2, which the inventory does not list (set for spark-1, spark-2): add them "
+     "to the inventory, or remove them from vllm_prometheus_hosts."),
+])
+def test_prometheus_hosts_the_inventory_lacks_are_one_refusal(found, message):
+    errors = prometheus_hosts_errors(found)
+    assert [error["message"] for error in errors] == ([message] if message else [])
+    assert all(error["check"] == "prometheus_hosts" and error["variables"] == ["vllm_prometheus_hosts"] for error in errors)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._peers import classify, parse_ss
+from ansible_collections.factory_floor.llm.plugins.module_utils._peers import classify, own_address, parse_ss, report
 
 # What `ss -Htn state established` printed on a lab replica (iproute2 6.1), plus
 # an IPv6 and an IPv4-mapped line, and a connection on another port.
@@ -55,3 +55,23 @@ def test_classify_rejects_a_name():
 
 def test_nothing_connected():
     assert classify(parse_ss("", 8000), []) == []
+
+
+@pytest.mark.parametrize("url, own", [
+    ("http://127.0.0.1:8000", ["127.0.0.1"]),
+    ("http://10.0.0.11:8000", ["10.0.0.11"]),
+    ("http://[fd00::11]:8000", ["fd00::11"]),
+    ("http://spark-a.lab:8000", []),
+    ("", []),
+    (None, []),
+])
+def test_the_engines_own_address_is_allowed_when_it_is_one(url, own):
+    assert own_address(url) == own
+
+
+def test_the_report_line():
+    peers = [{"address": "10.9.9.9", "class": "other", "connections": 1},
+             {"address": "127.0.0.1", "class": "loopback", "connections": 2}]
+    assert report(peers, ["10.9.9.9"]) == ("['10.9.9.9 other 1', '127.0.0.1 loopback 2']; BYPASSING THE PROXY: "
+                                           "10.9.9.9")
+    assert report([], []) == "no connections"

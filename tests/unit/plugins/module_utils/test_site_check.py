@@ -161,7 +161,8 @@ def test_filter_judges_the_link_with_the_link_checks_own_rules():
 
 
 # ------------------------------------------------------------------ what the hosts are on, next to the inventory
-# What deploy.yml's preflight compares (roles/site_deploy/tasks/topology_check.yml): the topology_record module's result on
+# What deploy.yml's preflight compares (factory_floor.llm.deploy_topology_check in roles/site_deploy/tasks/
+# deploy_preflight.yml): the topology_record module's result on
 # each engine host - its record and which engine unit runs - against the inventory's topology and model.
 
 SOURCES = ["/srv/ff/inventory/site"]

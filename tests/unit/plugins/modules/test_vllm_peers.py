@@ -46,3 +46,13 @@ def test_a_client_that_bypasses_the_proxy_fails_when_asked(ss, run_module):
                                        "_ansible_check_mode": True})
     assert code == 1 and result["changed"] is False
     assert result["msg"].startswith("clients bypass the proxy: 10.89.0.9 hold connections to port 8000 directly")
+
+
+def test_the_engines_own_address_is_allowed_and_the_line_says_who_bypasses(ss, run_module):
+    code, result = run_module(module, {"port": 8000, "allowed": ["10.89.0.4"], "probe_url": "http://10.89.0.9:8000",
+                                       "fail_on_other": True})
+    assert code == 0, result
+    assert result["others"] == []
+    assert result["report"] == "['10.89.0.4 allowed 1', '10.89.0.9 allowed 1', '127.0.0.1 loopback 1']"
+    code, result = run_module(module, {"port": 8000, "allowed": ["10.89.0.4"], "probe_url": "http://spark-a:8000"})
+    assert result["report"].endswith("; BYPASSING THE PROXY: 10.89.0.9")
