@@ -161,7 +161,7 @@ def sample(engines, fetch, window, interval=DEFAULT_INTERVAL, sleep=time.sleep, 
     if interval > window:
         raise ProfileError("interval (%gs) is longer than window (%gs): the profile needs at least two samples"
                            % (interval, window))
-    rounds = int(math.floor(window / interval + 1e-9))
+    rounds = int(math.floor(window / interval + 1e-9)) + 1
     offsets = [interval * i for i in range(rounds)] + [window]
     if offsets[-1] - offsets[-2] < 1e-9:
         offsets.pop()
