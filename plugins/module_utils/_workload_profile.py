@@ -192,7 +192,7 @@ def _seconds(name, value):
         value = float(value)
     except (TypeError, ValueError):
         raise ProfileError("%s must be a number of seconds, got %r" % (name, value)) from None
-    if not value > 0 or math.isinf(value):
+    if math.isnan(value) or math.isinf(value) or value <= 0:
         raise ProfileError("%s must be a positive number of seconds, got %r" % (name, value))
     return value
 

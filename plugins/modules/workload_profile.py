@@ -276,7 +276,9 @@ profile:
           type: dict
           sample: {p50: 3225.9, p90: 17703.2, p95: 34457.4, p99: 152196.1, mean: 9584.4, count: 7314, max_at_most: 200000}
         output_length_tokens:
-          description: Output length of the requests finished in the window (C(vllm:request_generation_tokens)), keys as RV(profile.total.prompt_length_tokens). Tokens.
+          description:
+            - Output length of the requests finished in the window (C(vllm:request_generation_tokens)), keys as
+              RV(profile.total.prompt_length_tokens). Tokens.
           type: dict
           sample: {p50: 334.2, p90: 912.4, p95: 1272.4, p99: 1975.6, mean: 399.1, count: 7314, max_at_most: 5000}
         ttft_seconds:
@@ -333,7 +335,9 @@ def main():
             },
             "window": {"type": "float", "required": True},
             "interval": {"type": "float", "default": wp.DEFAULT_INTERVAL},
-            "long_context_tokens": {"type": "list", "elements": "int", "default": list(wp.DEFAULT_LONG_CONTEXT_TOKENS)},
+            # Token counts, not credentials.
+            "long_context_tokens": {"type": "list", "elements": "int", "default": list(wp.DEFAULT_LONG_CONTEXT_TOKENS),
+                                    "no_log": False},
             "dest": {"type": "path"},
             "timeout": {"type": "float", "default": vllm_metrics.DEFAULT_TIMEOUT},
             "api_key": {"type": "str", "no_log": True},
@@ -387,7 +391,8 @@ def main():
             except OSError as exc:
                 module.fail_json(msg="workload_profile: writing %s failed: %s" % (dest, exc))
         if os.path.exists(dest):  # in check mode it only predicts
-            changed = module.set_fs_attributes_if_different(module.load_file_common_arguments(params, path=dest), changed)
+            file_args = module.load_file_common_arguments(params, path=dest)
+            changed = module.set_fs_attributes_if_different(file_args, changed)
         result.update(changed=changed, dest=dest)
     module.exit_json(**result)
 
