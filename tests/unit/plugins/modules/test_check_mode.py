@@ -32,6 +32,7 @@ WRITES = {
     "tool_call_test": ("test_tool_call_test.py", "test_check_mode_sends_nothing_and_says_what_a_run_would"),
     "concurrency_sweep": ("test_concurrency_sweep.py", "test_check_mode_sends_no_load"),
     "command_progress": ("test_command_progress.py", "test_check_mode_runs_nothing"),
+    "workload_profile": ("test_workload_profile.py", "test_reads_every_engine_and_writes_the_profile_unless_checking"),
 }
 
 
