@@ -12,6 +12,8 @@ role's defaults and vars, the registered ``__memory_guard_model``) and, for the 
 * ``preflight(v)``: every setting the role cannot work with - the model's figures, the slice and
   start check, the watch, each declared workload, a name declared twice - as errors naming the
   variable (``check``, ``variables``, ``message``);
+* ``outside(v, where)``: the workload services that run outside the slice (``Slice=`` moves a service only when it
+  starts), from ``systemctl show`` of each, and the line that says so unless they are restarted now;
 * ``pinned(v)``: the share the inventory pins (a ``vllm_gpu_memory_utilization`` this role did not set);
 * ``share(v, plan, pinned_plan)``: the refusal of a plan that does not describe the host or of a pin
   above what the host allows, else the share the engines get, what the start check counts and the
@@ -28,7 +30,7 @@ import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-CHECKS = ("preflight", "compute", "share")
+CHECKS = ("preflight", "compute", "share", "outside")
 
 _FIGURES = ("inventory_hostname", "_memory_guard_weights_gib", "_memory_guard_min_kv_gib", "memory_guard_activation_gib",
             "memory_guard_os_reserve_gib", "memory_guard_headroom_gib", "memory_guard_device_total_gib",
@@ -41,14 +43,17 @@ VARIABLES = {
                              "memory_guard_watch_interval", "memory_guard_watch_floor_gib",
                              "memory_guard_watch_resume_gib", "memory_guard_watch_settle", "memory_guard_workloads",
                              "_memory_guard_slice_prefix"),
-    "compute": _FIGURES + ("_memory_guard_module_workloads", "_memory_guard_running_unit",
+    "compute": _FIGURES + ("memory_guard_workloads", "_memory_guard_running_unit",
                            "memory_guard_share_hysteresis_gib"),
-    "share": _FIGURES + ("_memory_guard_module_workloads", "_memory_guard_running_unit",
+    "share": _FIGURES + ("memory_guard_workloads", "_memory_guard_running_unit",
                          "memory_guard_share_hysteresis_gib", "vllm_gpu_memory_utilization", "__memory_guard_applied",
                          "memory_guard_set_gpu_memory_utilization", "memory_guard_start_need_gib"),
+    "outside": ("memory_guard_slice", "memory_guard_restart_workloads"),
 }
 OPTIONAL = frozenset(("vllm_gpu_memory_utilization", "__memory_guard_applied"))
 
+# The keys of a workload that factory_floor.llm.gpu_memory_utilization takes.
+MODULE_KEYS = ("name", "unit", "slice", "peak_gib", "priority")
 SYSTEMD_SLICES = ("-.slice", "system.slice", "user.slice", "machine.slice")
 # The engine roles take a fraction strictly below 1 (the vllm role's preflight).
 ENGINE_MAX_SHARE = 0.99
@@ -197,11 +202,16 @@ def format_errors(errors):
     return " ".join("(%d) %s" % (number, error["message"]) for number, error in enumerate(errors, 1))
 
 
+def module_workloads(workloads):
+    """The declared workloads with only the keys ``gpu_memory_utilization`` takes (the watch's own keys left out)."""
+    return [{key: value for key, value in item.items() if key in MODULE_KEYS} for item in workloads or []]
+
+
 def module_args(v, engine_log="", gpu_memory_utilization=None):
     """``factory_floor.llm.gpu_memory_utilization``'s arguments: this host's share (with the running engine's share
     kept and what vLLM measured at its last start), or, with ``gpu_memory_utilization``, what the engine takes at
     that share."""
-    args = dict(host=v["inventory_hostname"], workloads=v["_memory_guard_module_workloads"],
+    args = dict(host=v["inventory_hostname"], workloads=module_workloads(v["memory_guard_workloads"]),
                 os_reserve_gib=v["memory_guard_os_reserve_gib"], headroom_gib=v["memory_guard_headroom_gib"],
                 weights_gib=v["_memory_guard_weights_gib"], activation_gib=v["memory_guard_activation_gib"],
                 cuda_graph_gib=v["memory_guard_cuda_graph_gib"], non_torch_gib=v["memory_guard_non_torch_gib"],
@@ -306,3 +316,18 @@ def share(v, plan, pinned_plan=None):
                   "No engine start in the journal yet to compare the declared figures with."))
     return {"refusal": refusal, "applied": applied, "pinned": pin, "need_gib": need, "need_source": source,
             "message": message}
+
+
+def outside(v, where):
+    """The workload services that run (active, reloading, activating) outside ``memory_guard_slice``, from the
+    registered loop ``where`` of ``systemctl show --property=Slice --property=ActiveState <unit>``: ``units``, and
+    ``message`` - what the role prints, empty when there is none or ``memory_guard_restart_workloads`` restarts them."""
+    slice_name = _text(v["memory_guard_slice"])
+    units = [result["item"]["unit"] for result in (where or {}).get("results") or []
+             if re.search(r"(?m)^ActiveState=(active|reloading|activating)$", result.get("stdout") or "")
+             and not re.search(r"(?m)^Slice=%s$" % re.escape(slice_name), result.get("stdout") or "")]
+    message = ""
+    if units and not boolean(v["memory_guard_restart_workloads"], strict=False):
+        message = ("Running outside %s until their next restart: %s. Their own MemoryHigh=/MemoryMax= apply already. "
+                   "Set memory_guard_restart_workloads to restart them now." % (slice_name, ", ".join(units)))
+    return {"units": units, "message": message}

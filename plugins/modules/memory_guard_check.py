@@ -32,6 +32,8 @@ description:
     the inventory pins above what the host allows, computed again at the pin; else the share the engines get (at most
     0.99, the engine roles' limit) and what the start check counts. The role's tasks set the facts and fail with
     RV(share.refusal)."
+  - "O(check=outside) names the workload services that run outside C(memory_guard_slice) now (RV(units)), from
+    O(where); C(Slice=) moves a service only when it starts. It runs nothing on the host."
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:
@@ -42,13 +44,18 @@ options:
     description: Which decision.
     type: str
     required: true
-    choices: [preflight, compute, share]
+    choices: [preflight, compute, share, outside]
   engine_log:
     description:
       - What the engines' journal said at their last start on this host (the lines about vLLM's memory), for
         O(check=compute) and O(check=share); empty when no engine has run here.
     type: str
     default: ""
+  where:
+    description:
+      - For O(check=outside), the registered loop of C(systemctl show --property=Slice --property=ActiveState <unit>)
+        over the workloads that name a unit (each result's C(item) the workload).
+    type: dict
 seealso:
   - module: factory_floor.llm.gpu_memory_utilization
 """
@@ -93,6 +100,18 @@ errors:
       description: What is refused and what to change.
       type: str
       sample: "memory_guard_workloads on spark-a declares a name twice: ['db', 'db']."
+units:
+  description: O(check=outside)'s workload services that run outside C(memory_guard_slice), in declared order.
+  returned: when O(check=outside)
+  type: list
+  elements: str
+  sample: [postgresql.service]
+message:
+  description:
+    - O(check=outside)'s line naming them, to print; empty when there is none or C(memory_guard_restart_workloads)
+      restarts them now.
+  returned: when O(check=outside)
+  type: str
 share:
   description: What the share gives (O(check=share)); the rest of the result is M(factory_floor.llm.gpu_memory_utilization)'s.
   returned: when O(check=share) and the computation succeeded

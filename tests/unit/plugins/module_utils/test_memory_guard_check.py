@@ -193,3 +193,27 @@ def test_without_a_share_the_start_check_counts_the_model():
     assert "not set (memory_guard_set_gpu_memory_utilization is false)" in out["message"]
     out = mg.share(variables("share", memory_guard_start_need_gib=50), PLAN)
     assert out["need_gib"] == 50.0 and out["need_source"] == "memory_guard_start_need_gib"
+
+
+def test_the_computation_gets_the_workloads_keys_it_takes():
+    workload = dict(DB, priority=2, memory_high_gib=7, action="pause")
+    args = mg.module_args(variables("compute", memory_guard_workloads=[workload]))
+    assert args["workloads"] == [{"name": "db", "unit": "postgresql.service", "peak_gib": 8, "priority": 2}]
+
+
+def _shown(unit, state, slice_name):
+    return {"item": {"name": unit, "unit": unit}, "stdout": "Slice=%s\nActiveState=%s" % (slice_name, state)}
+
+
+def test_the_services_running_outside_the_slice_are_named_until_their_restart():
+    where = {"results": [_shown("a.service", "active", "system.slice"),
+                         _shown("b.service", "inactive", "system.slice"),
+                         _shown("c.service", "activating", "factory-floor-workloads.slice"),
+                         _shown("d.service", "reloading", "factory-floor-workloads-x.slice")]}
+    out = mg.outside(variables("outside"), where)
+    assert out == {"units": ["a.service", "d.service"],
+                   "message": "Running outside factory-floor-workloads.slice until their next restart: a.service, "
+                              "d.service. Their own MemoryHigh=/MemoryMax= apply already. Set "
+                              "memory_guard_restart_workloads to restart them now."}
+    assert mg.outside(variables("outside", memory_guard_restart_workloads=True), where)["message"] == ""
+    assert mg.outside(variables("outside"), {"results": []}) == {"units": [], "message": ""}

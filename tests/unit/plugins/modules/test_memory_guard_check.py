@@ -85,6 +85,12 @@ def test_a_plan_refused_is_not_computed_again_at_the_pin_and_a_failed_computatio
     assert result["failed"] and result["msg"] == "the model does not fit" and "share" not in result
 
 
+def test_outside_reads_the_registered_loop_and_runs_nothing_on_the_host():
+    where = {"results": [{"item": {"unit": "a.service"}, "stdout": "Slice=system.slice\nActiveState=active"}]}
+    result, calls = run({"check": "outside", "where": where})
+    assert calls == [] and result["units"] == ["a.service"] and result["message"].startswith("Running outside")
+
+
 def test_an_undefined_variable_is_named():
     with pytest.raises(AnsibleActionFail, match="memory_guard_check preflight reads memory_guard_slice, which is not"):
         run({"check": "preflight"}, drop=["memory_guard_slice"])
@@ -115,4 +121,5 @@ def test_the_role_runs_each_check_where_it_decided_before():
         for task in tasks + [inner for task in tasks for inner in task.get("block") or []]:
             if "factory_floor.llm.memory_guard_check" in task:
                 where.add((name, task["factory_floor.llm.memory_guard_check"]["check"]))
-    assert where == {("preflight.yml", "preflight"), ("plan.yml", "share"), ("status.yml", "compute")}
+    assert where == {("preflight.yml", "preflight"), ("plan.yml", "share"), ("status.yml", "compute"),
+                     ("move.yml", "outside")}
