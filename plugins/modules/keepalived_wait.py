@@ -95,7 +95,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.factory_floor.llm.plugins.module_utils._keepalived_wait import curl_argv, failure
 
 
-def wait(module, argv, timeout, sleep=time.sleep):
+def wait(module, argv, timeout, sleep=None):
     """Ask until 200 or ``timeout`` more tries failed; (status, stderr, tries)."""
     tries = 0
     while True:
@@ -104,7 +104,7 @@ def wait(module, argv, timeout, sleep=time.sleep):
         status = out.strip()
         if status == "200" or tries > timeout:
             return status, err, tries
-        sleep(1)
+        (sleep or time.sleep)(1)
 
 
 def run_module():

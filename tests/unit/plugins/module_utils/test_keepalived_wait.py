@@ -3,16 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """The keepalived role's wait for the floating address (``_keepalived_wait``): the request a client makes, the
-refusal's words, and the module's polling (tests/unit/roles/test_keepalived_wait.py runs it against loopback)."""
+refusal's words (the module: tests/unit/plugins/modules/test_keepalived_wait.py; the role's task against loopback:
+tests/unit/roles/test_keepalived_wait.py)."""
 
 from __future__ import annotations
-
-from unittest import mock
 
 import pytest
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _keepalived_wait as kw
-from ansible_collections.factory_floor.llm.plugins.modules import keepalived_wait
 
 HEAD = ["curl", "--silent", "--show-error", "--noproxy", "*", "--max-time", "2", "--output", "/dev/null",
         "--write-out", "%{http_code}"]
@@ -43,13 +41,3 @@ def test_the_refusal_names_the_address_the_request_the_status_and_curls_error():
 def test_a_long_error_is_cut_at_a_word_as_jinjas_truncate():
     assert kw.truncate("x" * 205) == "x" * 205
     assert kw.truncate("word " * 60) == " ".join(["word"] * 39) + "..."
-
-
-def test_the_module_asks_until_200_or_the_timeout():
-    module = mock.MagicMock()
-    module.run_command.side_effect = [(7, "000", "refused"), (0, "503", ""), (0, "200", "")]
-    sleep = mock.MagicMock()
-    assert keepalived_wait.wait(module, ["curl"], 5, sleep=sleep) == ("200", "", 3)
-    assert sleep.call_count == 2
-    module.run_command.side_effect = [(7, "000", "refused")] * 3
-    assert keepalived_wait.wait(module, ["curl"], 2, sleep=sleep) == ("000", "refused", 3)
