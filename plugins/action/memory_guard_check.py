@@ -6,7 +6,7 @@
 
 The action plugin reads the variables a check needs itself, as the task sees them
 (``_memory_guard_check.VARIABLES``: inventory, the role's defaults and vars, the registered
-model figures). ``preflight`` and ``outside`` run nothing on the host; ``compute`` and ``share`` run
+model figures). ``preflight``, ``outside`` and ``stale`` run nothing on the host; ``compute`` and ``share`` run
 ``factory_floor.llm.gpu_memory_utilization`` there (read-only, also in check mode), ``share`` a
 second time at a share the inventory pins. The decisions are
 ``plugins/module_utils/_memory_guard_check.py``'s; the documentation is
@@ -25,6 +25,7 @@ ARGUMENT_SPEC = dict(
     check=dict(type="str", required=True, choices=list(mg.CHECKS)),
     engine_log=dict(type="str", default=""),
     where=dict(type="dict"),
+    found=dict(type="dict"),
 )
 SHARE = "factory_floor.llm.gpu_memory_utilization"
 
@@ -58,6 +59,9 @@ class ActionModule(ActionBase):
         variables = self.read_variables(name)
         if name == "outside":
             result.update(changed=False, **mg.outside(variables, args["where"]))
+            return result
+        if name == "stale":
+            result.update(changed=False, paths=mg.stale(variables, args["found"]))
             return result
         if name == "preflight":
             errors = mg.preflight(variables)

@@ -14,6 +14,7 @@ role's defaults and vars, the registered ``__memory_guard_model``) and, for the 
   variable (``check``, ``variables``, ``message``);
 * ``outside(v, where)``: the workload services that run outside the slice (``Slice=`` moves a service only when it
   starts), from ``systemctl show`` of each, and the line that says so unless they are restarted now;
+* ``stale(v, found)``: the workload drop-ins the role wrote for a workload no longer declared;
 * ``pinned(v)``: the share the inventory pins (a ``vllm_gpu_memory_utilization`` this role did not set);
 * ``share(v, plan, pinned_plan)``: the refusal of a plan that does not describe the host or of a pin
   above what the host allows, else the share the engines get, what the start check counts and the
@@ -30,7 +31,7 @@ import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-CHECKS = ("preflight", "compute", "share", "outside")
+CHECKS = ("preflight", "compute", "share", "outside", "stale")
 
 _FIGURES = ("inventory_hostname", "_memory_guard_weights_gib", "_memory_guard_min_kv_gib", "memory_guard_activation_gib",
             "memory_guard_os_reserve_gib", "memory_guard_headroom_gib", "memory_guard_device_total_gib",
@@ -49,6 +50,7 @@ VARIABLES = {
                          "memory_guard_share_hysteresis_gib", "vllm_gpu_memory_utilization", "__memory_guard_applied",
                          "memory_guard_set_gpu_memory_utilization", "memory_guard_start_need_gib"),
     "outside": ("memory_guard_slice", "memory_guard_restart_workloads"),
+    "stale": ("memory_guard_workloads", "_memory_guard_unit_dir", "_memory_guard_dropin"),
 }
 OPTIONAL = frozenset(("vllm_gpu_memory_utilization", "__memory_guard_applied"))
 
@@ -331,3 +333,12 @@ def outside(v, where):
         message = ("Running outside %s until their next restart: %s. Their own MemoryHigh=/MemoryMax= apply already. "
                    "Set memory_guard_restart_workloads to restart them now." % (slice_name, ", ".join(units)))
     return {"units": units, "message": message}
+
+
+def stale(v, found):
+    """The paths of ``found`` (a registered ``find`` of the role's workload drop-ins) that belong to no declared
+    workload's unit or slice: a workload taken out of the inventory loses its drop-in."""
+    declared = {"%s/%s.d/%s" % (v["_memory_guard_unit_dir"], _given(item.get("unit")) or _given(item.get("slice")),
+                                v["_memory_guard_dropin"])
+                for item in v["memory_guard_workloads"] or [] if _given(item.get("unit")) or _given(item.get("slice"))}
+    return [entry["path"] for entry in (found or {}).get("files") or [] if entry["path"] not in declared]

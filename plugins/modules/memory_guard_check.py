@@ -34,6 +34,8 @@ description:
     RV(share.refusal)."
   - "O(check=outside) names the workload services that run outside C(memory_guard_slice) now (RV(units)), from
     O(where); C(Slice=) moves a service only when it starts. It runs nothing on the host."
+  - "O(check=stale) names the workload drop-ins the role wrote (O(found)) that belong to no declared workload's unit or
+    slice any more (RV(paths)), for the role to remove. It runs nothing on the host."
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:
@@ -44,7 +46,7 @@ options:
     description: Which decision.
     type: str
     required: true
-    choices: [preflight, compute, share, outside]
+    choices: [preflight, compute, share, outside, stale]
   engine_log:
     description:
       - What the engines' journal said at their last start on this host (the lines about vLLM's memory), for
@@ -55,6 +57,11 @@ options:
     description:
       - For O(check=outside), the registered loop of C(systemctl show --property=Slice --property=ActiveState <unit>)
         over the workloads that name a unit (each result's C(item) the workload).
+    type: dict
+  found:
+    description:
+      - For O(check=stale), the registered C(ansible.builtin.find) of the role's workload drop-ins under the unit
+        directory.
     type: dict
 seealso:
   - module: factory_floor.llm.gpu_memory_utilization
@@ -112,6 +119,12 @@ message:
       restarts them now.
   returned: when O(check=outside)
   type: str
+paths:
+  description: O(check=stale)'s drop-ins of workloads no longer declared, to remove.
+  returned: when O(check=stale)
+  type: list
+  elements: str
+  sample: [/etc/systemd/system/mysql.service.d/60-factory-floor-memory-guard.conf]
 share:
   description: What the share gives (O(check=share)); the rest of the result is M(factory_floor.llm.gpu_memory_utilization)'s.
   returned: when O(check=share) and the computation succeeded

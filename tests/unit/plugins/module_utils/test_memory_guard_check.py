@@ -217,3 +217,15 @@ def test_the_services_running_outside_the_slice_are_named_until_their_restart():
                               "memory_guard_restart_workloads to restart them now."}
     assert mg.outside(variables("outside", memory_guard_restart_workloads=True), where)["message"] == ""
     assert mg.outside(variables("outside"), {"results": []}) == {"units": [], "message": ""}
+
+
+def test_the_drop_ins_of_workloads_no_longer_declared_are_stale():
+    drop = "60-factory-floor-memory-guard.conf"
+    found = {"files": [{"path": "/etc/systemd/system/postgresql.service.d/" + drop},
+                       {"path": "/etc/systemd/system/mysql.service.d/" + drop},
+                       {"path": "/etc/systemd/system/builds.slice.d/" + drop}]}
+    workloads = [DB, {"name": "builds", "slice": "builds.slice", "peak_gib": 4}]
+    assert mg.stale(variables("stale", memory_guard_workloads=workloads), found) == [
+        "/etc/systemd/system/mysql.service.d/" + drop]
+    assert len(mg.stale(variables("stale"), found)) == 3
+    assert mg.stale(variables("stale"), {"files": []}) == []
