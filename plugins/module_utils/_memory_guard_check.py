@@ -269,13 +269,13 @@ def _ceil2(value):
 
 
 def share(v, plan, pinned_plan=None):
-    """What the share gives: ``refusal`` (a message, or None), ``applied`` (the share to set as
+    """What the share gives: ``refusal`` (a message, empty when there is none), ``applied`` (the share to set as
     ``vllm_gpu_memory_utilization``, or None), ``need_gib`` and ``need_source`` (what the start check counts and why)
     and ``message`` (the line the role prints)."""
     host = v["inventory_hostname"]
     pin = pinned(v)
     pinned_plan = pinned_plan or {}
-    refusal = plan_refusal(host, plan) or pin_refusal(host, pin, pinned_plan)
+    refusal = plan_refusal(host, plan) or pin_refusal(host, pin, pinned_plan) or ""
     computed = _float(plan.get("gpu_memory_utilization"))
     set_share = boolean(v["memory_guard_set_gpu_memory_utilization"], strict=False)
     applied = min(computed, ENGINE_MAX_SHARE) if set_share and pin is None else None

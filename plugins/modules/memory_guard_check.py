@@ -131,7 +131,7 @@ share:
   type: dict
   contains:
     refusal:
-      description: Why the plan or the inventory's pin is refused, naming what to change; null when neither is.
+      description: Why the plan or the inventory's pin is refused, naming what to change; empty when neither is.
       type: str
     applied:
       description:

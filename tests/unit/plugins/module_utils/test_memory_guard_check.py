@@ -136,7 +136,7 @@ PLAN = {"gpu_memory_utilization": 0.8, "max_gpu_memory_utilization": 0.8, "start
 
 def test_a_computed_share_is_given_to_the_engines_and_counted_by_the_start_check():
     out = mg.share(variables("share"), PLAN)
-    assert out["refusal"] is None and out["applied"] == 0.8 and out["pinned"] is None
+    assert out["refusal"] == "" and out["applied"] == 0.8 and out["pinned"] is None
     assert out["need_gib"] == 103.0
     assert out["need_source"] == ("what vLLM asks at gpu_memory_utilization 0.8 (computed) + 5.6 GiB outside its "
                                   "share (memory_guard_cuda_context_gib)")
@@ -160,7 +160,7 @@ def test_a_pin_is_the_operators_and_counted_at_the_pin():
     v = variables("share", vllm_gpu_memory_utilization=0.7)
     assert mg.pinned(v) == 0.7
     out = mg.share(v, PLAN, {"gpu_memory_utilization": 0.7, "start_need_gib": 90.79})
-    assert out["applied"] is None and out["pinned"] == 0.7 and out["need_gib"] == 90.79 and out["refusal"] is None
+    assert out["applied"] is None and out["pinned"] == 0.7 and out["need_gib"] == 90.79 and out["refusal"] == ""
     assert "for the engines: 0.7 (pinned in the inventory);" in out["message"]
     assert "gpu_memory_utilization 0.7 (pinned in the inventory) + 5.6 GiB" in out["need_source"]
     # The share this role set earlier in the run is not a pin.

@@ -68,7 +68,7 @@ def test_compute_returns_the_computation_of_the_host():
 
 def test_share_decides_and_computes_a_pin_again_at_the_pin():
     result, calls = run({"check": "share"}, results=[PLAN])
-    assert len(calls) == 1 and result["share"]["applied"] == 0.8 and result["share"]["refusal"] is None
+    assert len(calls) == 1 and result["share"]["applied"] == 0.8 and result["share"]["refusal"] == ""
     refused = {"failed": True, "msg": "0.9 leaves too little."}
     result, calls = run({"check": "share"}, results=[PLAN, refused], vllm_gpu_memory_utilization=0.9)
     assert calls[1][1]["gpu_memory_utilization"] == 0.9 and "running_unit" not in calls[1][1]
