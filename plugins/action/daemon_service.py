@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """factory_floor.llm.daemon_service: start and enable a daemon's unit, and restart it when it does not run on its
-files as they are on disk. Runs ``factory_floor.llm.systemd_unit_info`` (read-only, also in check mode) and
+files as they are on disk; or (``state: absent``) stop it and remove its files when the role installed it. Runs ``factory_floor.llm.systemd_unit_info`` (read-only, also in check mode) and
 ``ansible.builtin.systemd_service`` on the host; the rule is ``plugins/module_utils/_daemon_service.py``'s and the
 documentation ``plugins/modules/daemon_service.py``."""
 
@@ -18,6 +18,8 @@ ARGUMENT_SPEC = dict(
     files=dict(type="list", elements="str", default=[]),
     changed=dict(type="bool", default=False),
     unit_changed=dict(type="bool", default=False),
+    state=dict(type="str", default="present", choices=["present", "absent"]),
+    marker=dict(type="str"),
 )
 INFO = "factory_floor.llm.systemd_unit_info"
 SYSTEMD = "ansible.legacy.systemd_service"
@@ -39,12 +41,33 @@ class ActionModule(ActionBase):
         finally:
             self._task.check_mode = check_mode
 
+    def remove(self, result, args, task_vars):
+        """Stop it and remove its files, when its marker says the role installed it."""
+        marker = args["marker"] or (args["files"] or [""])[0]
+        found = self._execute_module(module_name="ansible.legacy.stat", module_args={"path": marker},
+                                     task_vars=task_vars)
+        result.update(changed=False, removed=[])
+        for module, module_args in ds.removal(bool((found.get("stat") or {}).get("exists")), args["unit"],
+                                              args["files"]):
+            step = self._execute_module(module_name="ansible.legacy." + module, module_args=module_args,
+                                        task_vars=task_vars)
+            if step.get("failed"):
+                result.update(failed=True, msg=step.get("msg"))
+                return result
+            if step.get("changed"):
+                result["changed"] = True
+            if module == "file":
+                result["removed"].append(module_args["path"])
+        return result
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         unit = args["unit"]
         try:
+            if args["state"] == "absent":
+                return self.remove(result, args, task_vars)
             info = self.read_info(args, task_vars)
             result.update(changed=False, info=info, started=None, restarted=None)
             if info.get("failed"):

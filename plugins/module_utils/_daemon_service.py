@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""When a daemon's unit is started, reloaded and restarted: the rule of ``factory_floor.llm.daemon_service``.
+"""When a daemon's unit is started, reloaded, restarted and removed: the rule of ``factory_floor.llm.daemon_service``.
 
 A daemon runs on the files as they are on disk now, whatever run wrote them: ``systemd_unit_info`` says whether
 systemd has read its unit (``need_daemon_reload``) and whether its process started before one of its files changed
@@ -29,3 +29,14 @@ def restarts(started, info, changed):
     does not run on its files as they are on disk (``info``'s ``restart``) or this run ``changed`` one of them (what
     check mode, which writes nothing, predicts)."""
     return not started and (bool((info or {}).get("restart")) or bool(changed))
+
+
+def removal(marker_exists, unit, files):
+    """The steps that take out a daemon this role installed, in order, as (module, arguments): nothing when its marker
+    (its unit file, or a drop-in of the role's) is gone - a daemon the role never installed is left alone - else stop
+    and disable it, remove its files, and make systemd forget the unit."""
+    if not marker_exists:
+        return []
+    return ([("systemd_service", {"name": unit, "state": "stopped", "enabled": False})]
+            + [("file", {"path": path, "state": "absent"}) for path in files]
+            + [("systemd_service", {"daemon_reload": True})])

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: daemon_service
-short_description: Start and enable a daemon's unit, and restart it when it does not run on its files as they are on disk
+short_description: Start a daemon's unit and restart it when it does not run on its files on disk; or remove it
 version_added: 0.1.0
 description:
   - "Asks M(factory_floor.llm.systemd_unit_info) (read-only, also in check mode) whether systemd has read O(unit) as it
@@ -19,6 +19,9 @@ description:
   - "A run interrupted after it wrote the files and before the restart would otherwise leave the old process running
     on the old code or configuration: the next run, which changes no file, still restarts it."
   - "In check mode with O(unit_changed) nothing is started: the unit file was not written."
+  - "With O(state=absent): when O(marker) exists (the role installed the daemon), stops and disables O(unit), removes
+    O(files) and makes systemd forget the unit (C(daemon-reload)); without it nothing is touched - a daemon the role
+    never installed is left alone."
   - "The C(factory_floor.llm.memory_guard) role's watch and the C(factory_floor.llm.keepalived) role's watch use it."
 author:
   - Factory Floor maintainers (@factory-floor)
@@ -50,6 +53,14 @@ options:
     description: This run changed the daemon's unit file.
     type: bool
     default: false
+  state:
+    description: V(present) runs it on its current files; V(absent) takes it out.
+    type: str
+    default: present
+    choices: [present, absent]
+  marker:
+    description: With O(state=absent), the file whose presence says the role installed the daemon; default the first of O(files).
+    type: str
 seealso:
   - module: factory_floor.llm.systemd_unit_info
 """
@@ -61,6 +72,12 @@ EXAMPLES = r"""
     files: [/etc/systemd/system/factory-floor-memory-guard.service, /etc/factory-floor/memory-guard.json]
     changed: "{{ __config is changed }}"
     unit_changed: "{{ __unit_file is changed }}"
+
+- name: Stop and remove the watch, when this role installed it
+  factory_floor.llm.daemon_service:
+    unit: factory-floor-memory-guard.service
+    files: [/etc/systemd/system/factory-floor-memory-guard.service, /etc/factory-floor/memory-guard.json]
+    state: absent
 """
 
 RETURN = r"""
@@ -70,14 +87,19 @@ changed:
   type: bool
 info:
   description: M(factory_floor.llm.systemd_unit_info)'s result for O(unit) (C(need_daemon_reload), C(restart), C(units)).
-  returned: always
+  returned: with O(state=present)
   type: dict
 started:
   description: C(ansible.builtin.systemd_service)'s result of the start; null when nothing was started (check mode, a new unit).
-  returned: always
+  returned: with O(state=present)
   type: dict
 restarted:
   description: C(ansible.builtin.systemd_service)'s result of the restart; null when it was not restarted.
-  returned: always
+  returned: with O(state=present)
   type: dict
+removed:
+  description: The files of O(files) removed (or, in check mode, to remove); empty when the marker is gone.
+  returned: with O(state=absent)
+  type: list
+  elements: str
 """

@@ -87,6 +87,31 @@ def test_a_failed_start_fails_with_its_message():
     assert len(calls) == 2 and result["failed"] and result["msg"] == "Unit not found"
 
 
+def test_removal_stops_removes_and_reloads_only_what_the_role_installed():
+    files = ["/etc/systemd/system/" + UNIT, "/etc/factory-floor/memory-guard.json"]
+    assert ds.removal(False, UNIT, files) == []
+    assert ds.removal(True, UNIT, files) == [
+        ("systemd_service", {"name": UNIT, "state": "stopped", "enabled": False}),
+        ("file", {"path": files[0], "state": "absent"}), ("file", {"path": files[1], "state": "absent"}),
+        ("systemd_service", {"daemon_reload": True})]
+
+
+def test_state_absent_looks_for_the_marker_first():
+    files = ["/etc/keepalived/keepalived.conf", "/etc/systemd/system/keepalived.service.d/ff.conf"]
+    args = {"unit": "keepalived.service", "files": files, "marker": files[1], "state": "absent"}
+    result, calls = run(args, [{"stat": {"exists": False}}], check_mode=True)
+    assert calls == [("ansible.legacy.stat", {"path": files[1]}, True)] and result["changed"] is False
+    result, calls = run(args, [{"stat": {"exists": True}}] + [{"changed": True}] * 4)
+    assert [call[0] for call in calls] == ["ansible.legacy.stat", "ansible.legacy.systemd_service",
+                                           "ansible.legacy.file", "ansible.legacy.file",
+                                           "ansible.legacy.systemd_service"]
+    assert result["changed"] is True and result["removed"] == files
+    # Without a marker, the first file (the unit file) is it.
+    _result, calls = run({"unit": UNIT, "files": ["/etc/systemd/system/" + UNIT], "state": "absent"},
+                         [{"stat": {"exists": False}}])
+    assert calls[0][1] == {"path": "/etc/systemd/system/" + UNIT}
+
+
 def test_the_documentation_is_the_argument_spec():
     with open(os.path.join(ROOT, "plugins", "modules", "daemon_service.py"), encoding="utf-8") as handle:
         text = handle.read()
