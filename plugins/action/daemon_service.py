@@ -3,9 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """factory_floor.llm.daemon_service: start and enable a daemon's unit, and restart it when it does not run on its
-files as they are on disk; or (``state: absent``) stop it and remove its files when the role installed it. Runs ``factory_floor.llm.systemd_unit_info`` (read-only, also in check mode) and
-``ansible.builtin.systemd_service`` on the host; the rule is ``plugins/module_utils/_daemon_service.py``'s and the
-documentation ``plugins/modules/daemon_service.py``."""
+files as they are on disk; or (``state: absent``) stop it and remove its files when the role installed it.
+
+Runs ``factory_floor.llm.systemd_unit_info`` (read-only, also in check mode), ``ansible.builtin.systemd_service``,
+``stat`` and ``file`` on the host; the rule is ``plugins/module_utils/_daemon_service.py``'s and the documentation
+``plugins/modules/daemon_service.py``."""
 
 from __future__ import annotations
 

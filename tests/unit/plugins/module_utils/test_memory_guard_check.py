@@ -34,8 +34,8 @@ DB = {"name": "db", "unit": "postgresql.service", "peak_gib": 8}
 
 def test_the_defaults_pass():
     assert mg.preflight(variables("preflight")) == []
-    assert mg.preflight(variables("preflight", memory_guard_workloads=[DB, dict(DB, name="builds", unit=None,
-                                                                                 slice="builds.slice")])) == []
+    builds = dict(DB, name="builds", unit=None, slice="builds.slice")
+    assert mg.preflight(variables("preflight", memory_guard_workloads=[DB, builds])) == []
 
 
 @pytest.mark.parametrize("inventory", [
