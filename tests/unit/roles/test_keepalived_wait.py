@@ -61,15 +61,13 @@ class Healthz:
 
 
 def wait_tasks():
-    """The role's wait and its check, as run.yml has them."""
+    """The role's wait (factory_floor.llm.keepalived_wait, which fails itself), as run.yml has it."""
     with open(os.path.join(ROOT, "roles", "keepalived", "tasks", "run.yml"), encoding="utf-8") as handle:
         tasks = yaml.safe_load(handle)
     names = [t.get("name", "") for t in tasks]
     first = [i for i, name in enumerate(names) if name.startswith("Wait until the floating address")]
     assert len(first) == 1, names
-    wait = tasks[first[0]:first[0] + 2]
-    assert wait[-1]["name"].startswith("Check that the floating address"), names
-    return wait
+    return tasks[first[0]:first[0] + 1]
 
 
 def run_wait(tmp_path, port, **settings):

@@ -18,6 +18,7 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ansible_collections.factory_floor.llm.plugins.module_utils import _memory_guard_check as mg
 from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, role_variables
 
 READ = {"weights_gib": 23.67, "weights_source": "11 checkpoint file(s) in /m / 2 ranks", "min_kv_gib": 6.0,
@@ -49,9 +50,10 @@ def test_a_value_the_inventory_sets_is_kept():
 
 def test_nothing_read_and_nothing_set_is_none_which_the_preflight_refuses():
     assert resolve("_memory_guard_weights_gib", __memory_guard_model={"skipped": True}) is None
-    with open(os.path.join(ROOT, "roles/memory_guard/tasks/preflight.yml"), encoding="utf-8") as handle:
-        preflight = yaml.safe_load(handle)
-    assert "_memory_guard_weights_gib is not none" in preflight[1]["ansible.builtin.assert"]["that"]
+    variables = {name: resolve(name, __memory_guard_model={"skipped": True}) for name in mg.VARIABLES["preflight"]
+                 if name != "inventory_hostname"}
+    (error,) = mg.preflight(dict(variables, inventory_hostname="spark-a"))
+    assert error["check"] == "figures" and "Now: weights  (unknown)" in error["message"]
 
 
 @pytest.mark.parametrize("inventory, model, tp", [

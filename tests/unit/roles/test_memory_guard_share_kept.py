@@ -18,6 +18,7 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ansible_collections.factory_floor.llm.plugins.module_utils import _memory_guard_check as mg
 from ansible_collections.factory_floor.llm.plugins.module_utils import _site_check as sc
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory_plan import plan_hosts
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory_report import reasoning_lines
@@ -34,13 +35,13 @@ def variables(**inventory):
     return found
 
 
-def template(text, **inventory):
-    return Templar(loader=DataLoader(), variables=variables(**inventory)).template(trust_as_template(text))
-
-
-def task(path, name):
-    with open(os.path.join(ROOT, "roles/memory_guard/tasks", path), encoding="utf-8") as handle:
-        return next(t for t in yaml.safe_load(handle) if t.get("name") == name)
+def read(check, **inventory):
+    """What factory_floor.llm.memory_guard_check reads for ``check``, as the role's task sees it."""
+    found = variables(inventory_hostname="spark-a", __memory_guard_model={"weights_gib": 1, "min_kv_gib": 1},
+                      **inventory)
+    templar = Templar(loader=DataLoader(), variables=found)
+    return {name: templar.template(trust_as_template("{{ %s }}" % name)) for name in mg.VARIABLES[check]
+            if name in found}
 
 
 @pytest.mark.parametrize("inventory, unit", [
@@ -52,11 +53,10 @@ def task(path, name):
     (dict(topology="split", switch_to="replicas"), "vllm-replica.service"),
 ])
 def test_the_share_kept_is_the_one_of_the_engine_this_run_configures(inventory, unit):
-    args = task("compute.yml", "Compute this host's share for vLLM from what else runs on it")[
-        "factory_floor.llm.gpu_memory_utilization"]
-    assert template(args["running_unit"], **inventory) == unit
-    assert float(template(args["hysteresis_gib"], **inventory)) == 4.0
-    assert float(template(args["hysteresis_gib"], memory_guard_share_hysteresis_gib=0, **inventory)) == 0.0
+    args = mg.module_args(read("compute", **inventory))
+    assert args["running_unit"] == unit
+    assert float(args["hysteresis_gib"]) == 4.0
+    assert float(mg.module_args(read("compute", memory_guard_share_hysteresis_gib=0, **inventory))["hysteresis_gib"]) == 0.0
 
 
 def trial_plan():
@@ -68,10 +68,8 @@ def trial_plan():
 
 
 def test_a_device_total_the_host_does_not_have_is_refused_naming_the_variable_and_shown_by_the_site_check():
-    refuse = task("plan.yml", "Refuse a memory plan that does not describe this host")["ansible.builtin.assert"]
     plan = trial_plan()
-    assert template("{{ %s }}" % refuse["that"], __memory_guard_plan=plan) is False
-    msg = " ".join(template(refuse["fail_msg"], inventory_hostname="spark-a", __memory_guard_plan=plan).split())
+    msg = mg.share(read("share"), plan)["refusal"]
     assert msg.startswith("spark-a: the memory plan does not describe this host: device total 121.70 GiB "
                           "(device_total_gib) is 5.2 times host spark-a's MemTotal 23.54 GiB")
     assert "Set memory_guard_device_total_gib to what CUDA reports on this host" in msg
@@ -93,5 +91,4 @@ def test_a_device_total_the_host_does_not_have_is_refused_naming_the_variable_an
 
 
 def test_a_plan_that_describes_the_host_passes():
-    refuse = task("plan.yml", "Refuse a memory plan that does not describe this host")["ansible.builtin.assert"]
-    assert template("{{ %s }}" % refuse["that"], __memory_guard_plan={"problems": []}) is True
+    assert mg.plan_refusal("spark-a", {"problems": []}) is None

@@ -145,13 +145,11 @@ DAEMONS = [
     ("roles/nginx_proxy/tasks/run.yml", "{{ _nginx_proxy_checker_unit }}", "__nginx_proxy_checker_unit_info",
      common(_nginx_proxy_checker_unit="factory-floor-upstream.service", __site_host_programs=UNCHANGED,
             __nginx_proxy_checker_config=UNCHANGED, __nginx_proxy_checker_unit_file=UNCHANGED)),
-    ("roles/memory_guard/tasks/watch.yml", "{{ _memory_guard_watch_unit }}", "__memory_guard_watch_unit_info",
-     common(_memory_guard_watch_unit="factory-floor-memory-guard.service", _memory_guard_watch_on=True,
-            __site_host_programs=UNCHANGED, __memory_guard_watch_config=UNCHANGED, __memory_guard_watch_unit_file=UNCHANGED)),
 ]
+# The memory guard's and keepalived's watches: factory_floor.llm.daemon_service (test_daemon_service.py).
 
 
-@pytest.mark.parametrize("path, unit, info, values", DAEMONS, ids=["watchdog", "checker", "memory-watch"])
+@pytest.mark.parametrize("path, unit, info, values", DAEMONS, ids=["watchdog", "checker"])
 def test_a_daemon_an_interrupted_run_left_on_its_old_files_is_reloaded_and_restarted(path, unit, info, values):
     values = dict(values, **{info: stale(unit)})
     start = systemd_task(path, name=unit, state="started")
@@ -163,7 +161,7 @@ def test_a_daemon_an_interrupted_run_left_on_its_old_files_is_reloaded_and_resta
                                              start["register"]: UNCHANGED}))
 
 
-@pytest.mark.parametrize("path, unit, info, values", DAEMONS, ids=["watchdog", "checker", "memory-watch"])
+@pytest.mark.parametrize("path, unit, info, values", DAEMONS, ids=["watchdog", "checker"])
 def test_the_daemons_files_are_the_ones_it_runs(path, unit, info, values):
     # The module is asked about the unit the role starts, with its code, configuration and unit file.
     reads = [task for task in tasks(path) if "factory_floor.llm.systemd_unit_info" in task and task["register"] == info]
@@ -259,15 +257,7 @@ PACKAGE = ["/usr/local/lib/factory-floor/_host/__init__.py", "/usr/local/lib/fac
     ("roles/nginx_proxy/tasks/run.yml",
      dict(_nginx_proxy_checker_unit="factory-floor-upstream.service", _nginx_proxy_config_dir="/etc/factory-floor"),
      "factory-floor-upstream.service", ["/etc/factory-floor/upstream.json"]),
-    ("roles/memory_guard/tasks/watch.yml",
-     dict(_memory_guard_watch_unit="factory-floor-memory-guard.service", _memory_guard_unit_dir="/etc/systemd/system",
-          _memory_guard_watch_config="/etc/factory-floor/memory-guard.json"),
-     "factory-floor-memory-guard.service", ["/etc/factory-floor/memory-guard.json"]),
-    ("roles/keepalived/tasks/watch.yml",
-     dict(_keepalived_watch_unit="factory-floor-keepalived-watch.service",
-          _keepalived_watch_config="/etc/factory-floor/keepalived-watch.json"),
-     "factory-floor-keepalived-watch.service", ["/etc/factory-floor/keepalived-watch.json"]),
-], ids=["watchdog", "checker", "memory-watch", "keepalived-watch"])
+], ids=["watchdog", "checker"])
 def test_a_daemon_is_asked_about_every_file_it_was_started_from(path, values, unit, own_files):
     (task,) = [task for task in info_tasks(path) if task[INFO]["units"] != ["nginx.service"]]
     asked_for = asked(task, common(_site_host_files=PACKAGE, **values))
