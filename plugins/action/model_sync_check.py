@@ -9,7 +9,8 @@ The ``vllm`` role's ``model_sync`` entry point reads the hosts (``model_manifest
 ``hostvars``: the plan (``plan``: each engine host's SSH and link variables,
 ``_model_sync.plan_hostvars``), the room on the targets (``space``) and whether the copies
 equal the source (``copies``), each from the targets' ``model_manifest`` results registered
-under ``listing``. The decisions are ``plugins/module_utils/_model_sync.py``'s and
+under ``listing``; and before the copy, the source's listing (``source``) and the SSH probes (``reach``). The
+decisions are ``plugins/module_utils/_model_sync.py``'s and
 ``_model_manifest.py``'s, through the filters that have always made them (the same messages).
 Nothing runs on a host. The module's documentation is ``plugins/modules/model_sync_check.py``.
 """
@@ -29,7 +30,9 @@ PLAN_OPTIONS = ("source", "path", "source_path", "delete", "checksum", "dry_run"
                 "ssh_args", "rsync_path")
 
 ARGUMENT_SPEC = dict(
-    check=dict(type="str", required=True, choices=["plan", "space", "copies"]),
+    check=dict(type="str", required=True, choices=["plan", "space", "copies", "source", "reach"]),
+    play_hosts=dict(type="list", elements="str"),
+    results=dict(type="list", elements="dict", default=[]),
     engine_group=dict(type="str", default="gb10"),
     source=dict(type="str"),
     path=dict(type="str"),
@@ -55,7 +58,16 @@ def decide(args, groups, hostvars):
     if name == "plan":
         engines = list(groups.get(args["engine_group"]) or [])
         given = plain({key: args[key] for key in PLAN_OPTIONS if args.get(key) is not None})
-        return model_sync_plan(dict(given, engines=engines, hostvars=plain(ms.plan_hostvars(engines, hostvars))))
+        planned = model_sync_plan(dict(given, engines=engines, hostvars=plain(ms.plan_hostvars(engines, hostvars))))
+        if args.get("play_hosts") is not None:
+            planned["left_out"] = ms.left_out(planned["targets"], args["play_hosts"])
+        return planned
+    if name == "source":
+        message = ms.source_refusal(args["source"], args["source_path"], plain(args["source_manifest"] or {}))
+        return {"ok": not message, "message": message}
+    if name == "reach":
+        message = ms.reach_refusal(args["source"], plain(args["results"]))
+        return {"ok": not message, "message": message}
     listings = plain(ms.registered(args["targets"], hostvars, args["listing"]))
     if name == "space":
         return model_sync_space(plain(args["source_files"] or {}), ms.space_targets(listings), args["path"],

@@ -28,6 +28,10 @@ description:
     P(factory_floor.llm.model_sync_space#filter) filter's verdict."
   - "O(check=copies): fails, naming the files and the hosts, when a target's copy (its O(listing)) differs from the
     source's (O(source_manifest)); the P(factory_floor.llm.model_manifest_diff#filter) filter's verdict."
+  - "O(check=source): fails when the source's listing (O(source_manifest), unhashed) holds no file at
+    O(source_path), saying where to point O(source) instead. O(check=reach): fails, naming each target and what to set
+    up, when the source could not log in to a target over SSH without a password (O(results), the probes' command
+    results, C(item) the plan's target)."
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:
@@ -38,7 +42,7 @@ options:
     description: Which decision (see the description).
     type: str
     required: true
-    choices: [plan, space, copies]
+    choices: [plan, space, copies, source, reach]
   engine_group:
     description: The engine hosts' group (C(site_engine_group)). Read by V(plan).
     type: str
@@ -54,7 +58,7 @@ options:
   source_path:
     description:
       - Where the model is on the source, an absolute path (C(model_sync_source_path)); empty for O(path) (V(plan)).
-        For V(copies), the plan's RV(source_path).
+        For V(copies) and V(source), the plan's RV(source_path).
     type: str
   delete:
     description: Delete on the targets what the source lacks (C(model_sync_delete), rsync's C(--delete)). V(plan).
@@ -93,6 +97,17 @@ options:
   source_manifest:
     description: The source's M(factory_floor.llm.model_manifest) result, hashed. V(copies).
     type: dict
+  play_hosts:
+    description:
+      - V(plan) - the hosts of this run (C(ansible_play_hosts)); RV(left_out) then names the plan's targets that are not
+        among them (C(--limit), or not answering). Omitted, not checked.
+    type: list
+    elements: str
+  results:
+    description: V(reach) - the SSH probes' results, a loop's C(results) over the plan's targets.
+    type: list
+    elements: dict
+    default: []
   margin_bytes:
     description: Bytes to keep free on a target beyond the copy (C(model_sync_free_margin_bytes)). V(space).
     type: int
@@ -161,6 +176,12 @@ targets:
   type: list
   elements: dict
   sample: [{host: spark-2, address: 10.10.0.2, via: "the direct link (vllm_link_address)", argv: [rsync, "..."]}]
+left_out:
+  description: V(plan) with O(play_hosts) - the refusal of a run that leaves out a target, for the role to fail with; empty
+    when every target is in the run.
+  returned: when O(check=plan) and O(play_hosts) is given
+  type: str
+  sample: ""
 problems:
   description: V(space), V(copies) - what is wrong, per host (empty when RV(ok)).
   returned: when O(check=space) or O(check=copies) and the check passes
@@ -173,7 +194,7 @@ hosts:
   type: dict
   sample: {spark-2: {needed: 17179869184, available: 107374182400, mount: /}}
 message:
-  description: V(space), V(copies) - a title and one line per problem; on a refusal the task's C(msg).
+  description: V(space), V(copies), V(source), V(reach) - a title and one line per problem; on a refusal the task's C(msg).
   returned: when O(check=space) or O(check=copies) and the check passes
   type: str
   sample: ""

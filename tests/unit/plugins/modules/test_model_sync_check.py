@@ -157,9 +157,9 @@ def test_the_role_reads_what_it_registered():
         tasks = yaml.safe_load(handle)
     registered = {task.get("register") for task in tasks}
     calls = [task["factory_floor.llm.model_sync_check"] for task in tasks if "factory_floor.llm.model_sync_check" in task]
-    assert [call["check"] for call in calls] == ["plan", "space", "copies"]
-    for call in calls[1:]:
-        assert call["listing"] in registered
+    assert [call["check"] for call in calls] == ["plan", "source", "space", "reach", "copies"]
+    for call in calls:
+        assert call.get("listing", "__model_sync") in registered
     assert set(calls[0]) - {"check", "engine_group"} <= set(ARGUMENT_SPEC)
 
 
@@ -200,3 +200,21 @@ def test_the_entry_point_refuses_a_plan_and_a_left_out_target_from_the_registere
     rc, output = _playbook(tmp_path, "-e", "model_sync_path=/models/x", "--limit", "spark-1")
     assert rc != 0
     assert "spark-2 would receive the model but is not in this run (--limit, or not answering)." in output
+
+
+def test_the_source_and_reach_refusals_read_as_the_fail_tasks_that_said_them():
+    result = run({"check": "source", "source": "spark-a", "source_path": PATH, "source_manifest": {"msg": "gone"}})
+    assert result["failed"] is True and result["msg"] == ms.source_refusal("spark-a", PATH, {"msg": "gone"})
+    assert "failed" not in run({"check": "source", "source": "spark-a", "source_path": PATH,
+                                "source_manifest": {"files": {"config.json": 1}}})
+    probes = [{"item": {"host": "spark-b", "via": "x"}, "rc": 255, "stderr": "denied"}]
+    result = run({"check": "reach", "source": "spark-a", "results": probes})
+    assert result["failed"] is True and result["msg"].startswith("spark-a cannot log in to spark-b over SSH")
+    assert "failed" not in run({"check": "reach", "source": "spark-a", "results": [dict(probes[0], rc=0)]})
+
+
+def test_the_plan_names_a_target_left_out_of_the_run():
+    result = run({"check": "plan", "engine_group": "gb10", "path": PATH, "play_hosts": ["spark-a"]})
+    assert "failed" not in result and result["left_out"].startswith("spark-b would receive the model but is not")
+    assert run({"check": "plan", "engine_group": "gb10", "path": PATH, "play_hosts": ["spark-a", "spark-b"]})[
+        "left_out"] == ""
