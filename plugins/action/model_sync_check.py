@@ -17,14 +17,23 @@ Nothing runs on a host. The module's documentation is ``plugins/modules/model_sy
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.factory_floor.llm.plugins.filter.model_manifest_diff import model_manifest_diff
 from ansible_collections.factory_floor.llm.plugins.filter.model_sync_plan import model_sync_plan
 from ansible_collections.factory_floor.llm.plugins.filter.model_sync_space import model_sync_space
 from ansible_collections.factory_floor.llm.plugins.module_utils import _model_sync as ms
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._task_variables import TaskVariablesAction
 from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain
 
+# The plan's options not given to the task: the role's variable of each (its defaults/main.yml, the inventory, -e).
+PLAN_VARIABLES = dict(engine_group=("site_engine_group", "gb10"), source=("model_sync_source", ""),
+                      path=("model_sync_path", ""), source_path=("model_sync_source_path", ""),
+                      delete=("model_sync_delete", False), checksum=("model_sync_checksum", True),
+                      dry_run=("ansible_check_mode", False), ssh_user=("model_sync_ssh_user", ""),
+                      ssh_key_file=("model_sync_ssh_key_file", ""), ssh_args=("model_sync_ssh_args", []),
+                      rsync_path=("model_sync_rsync_path", "rsync"), play_hosts=("ansible_play_hosts", None))
+BOOLEANS = ("delete", "checksum", "dry_run")
 # The plan's options, as the model_sync_plan filter takes them.
 PLAN_OPTIONS = ("source", "path", "source_path", "delete", "checksum", "dry_run", "ssh_user", "ssh_key_file",
                 "ssh_args", "rsync_path")
@@ -33,7 +42,7 @@ ARGUMENT_SPEC = dict(
     check=dict(type="str", required=True, choices=["plan", "space", "copies", "source", "reach"]),
     play_hosts=dict(type="list", elements="str"),
     results=dict(type="list", elements="dict", default=[]),
-    engine_group=dict(type="str", default="gb10"),
+    engine_group=dict(type="str"),
     source=dict(type="str"),
     path=dict(type="str"),
     source_path=dict(type="str"),
@@ -76,18 +85,29 @@ def decide(args, groups, hostvars):
                                          listings))
 
 
-class ActionModule(ActionBase):
+class ActionModule(TaskVariablesAction):
     """Decides on the controller; its documentation is the module factory_floor.llm.model_sync_check's."""
 
-    _supports_check_mode = True
-    _requires_connection = False
-    TRANSFERS_FILES = False
+    def plan_args(self, args):
+        """``args`` with each plan option the task leaves out read from its variable; the path, when neither gives
+        one, is the model of the topology that runs (the vllm role's ``_vllm_topologies``)."""
+        for option, (name, default) in PLAN_VARIABLES.items():
+            if args.get(option) is None:
+                args[option] = self.variable(name, default)
+        for option in BOOLEANS:
+            args[option] = boolean(args[option], strict=False)
+        if not args["path"]:
+            topology = self.variable("topology", "") or "replicas"
+            args["path"] = self.variable("_vllm_topologies", {}).get(topology, {}).get("model") or ""
+        return args
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
         task_vars = task_vars or {}
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        if args["check"] == "plan":
+            args = self.plan_args(args)
         outcome = decide(args, task_vars.get("groups") or {}, task_vars.get("hostvars") or {})
         if args["check"] != "plan" and not outcome["ok"]:
             # A refusal reads as the fail task that said it before: its message, nothing else.

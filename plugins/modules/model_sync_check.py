@@ -21,7 +21,11 @@ description:
     O(delete), C(--dry-run) with O(dry_run)). Reads each engine host's C(vllm_link_address), C(ansible_host),
     C(ansible_port), C(ansible_user), C(ansible_ssh_private_key_file) and C(ansible_ssh_common_args). Never fails:
     RV(ok) and RV(errors) say whether the copy can be planned (the P(factory_floor.llm.model_sync_plan#filter)
-    filter's plan)."
+    filter's plan). Each plan option the task leaves out is read from the role's variable, as the task sees it -
+    O(source) from C(model_sync_source), O(path) from C(model_sync_path) (empty, the model of C(topology) in the
+    C(vllm) role's C(_vllm_topologies)), O(source_path), O(delete), O(checksum), O(ssh_user), O(ssh_key_file),
+    O(ssh_args), O(rsync_path) from C(model_sync_<option>), O(dry_run) from C(ansible_check_mode), O(play_hosts) from
+    C(ansible_play_hosts)."
   - "O(check=space): fails, naming each target, when a target of O(targets) lacks the room - every file it lacks,
     plus its largest file it has (rsync writes a changed file beside the old one), plus O(margin_bytes), in bytes,
     against the free bytes of the filesystem that holds O(path) (each target's O(listing) C(filesystem)); the
@@ -44,9 +48,8 @@ options:
     required: true
     choices: [plan, space, copies, source, reach]
   engine_group:
-    description: The engine hosts' group (C(site_engine_group)). Read by V(plan).
+    description: The engine hosts' group. Read by V(plan). Default, C(site_engine_group), else C(gb10).
     type: str
-    default: gb10
   source:
     description:
       - The host that holds the model (C(model_sync_source)) - an engine host, or C(controller); empty for the first

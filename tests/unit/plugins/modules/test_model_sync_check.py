@@ -52,14 +52,16 @@ HOSTVARS = {
 GROUPS = {"all": ["spark-a", "spark-b", "gw"], "gb10": ["spark-a", "spark-b"]}
 
 
-def run(args, hostvars=None, check_mode=False):
-    """The action plugin's run, as a task with ``args`` on a play whose hosts have ``hostvars``."""
+def run(args, hostvars=None, check_mode=False, variables=None):
+    """The action plugin's run, as a task with ``args`` on a play whose hosts have ``hostvars``, the task's own
+    variables ``variables``."""
     task = mock.MagicMock(args=dict(args), check_mode=check_mode, async_val=0,
                           action="factory_floor.llm.model_sync_check")
     connection = mock.MagicMock()
     connection._shell.tmpdir = None
+    templar = Templar(loader=DataLoader(), variables=dict(variables or {}))
     variables = {"groups": GROUPS, "hostvars": HOSTVARS if hostvars is None else hostvars}
-    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), Templar(loader=DataLoader()), None)
+    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
     return action.run(task_vars=variables)
 
 
@@ -218,3 +220,16 @@ def test_the_plan_names_a_target_left_out_of_the_run():
     assert "failed" not in result and result["left_out"].startswith("spark-b would receive the model but is not")
     assert run({"check": "plan", "engine_group": "gb10", "path": PATH, "play_hosts": ["spark-a", "spark-b"]})[
         "left_out"] == ""
+
+
+def test_the_plan_reads_the_roles_variables_the_task_leaves_out():
+    variables = {"model_sync_delete": "true", "ansible_check_mode": True, "model_sync_ssh_user": "copier",
+                 "topology": "replicas", "_vllm_topologies": {"replicas": {"model": PATH}},
+                 "ansible_play_hosts": ["spark-a"], "site_engine_group": "gb10"}
+    result = run({"check": "plan"}, variables=variables)
+    (target,) = result["targets"]
+    assert result["path"] == PATH and "--delete" in target["argv"] and "--dry-run" in target["argv"]
+    assert any("-l copier" in arg for arg in target["argv"]) and result["left_out"].startswith("spark-b would receive")
+    # What the task gives wins over the variable.
+    result = run({"check": "plan", "path": "/models/other", "delete": False}, variables=variables)
+    assert result["path"] == "/models/other" and "--delete" not in result["targets"][0]["argv"]
