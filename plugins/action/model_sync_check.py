@@ -68,6 +68,9 @@ def decide(args, groups, hostvars):
         engines = list(groups.get(args["engine_group"]) or [])
         given = plain({key: args[key] for key in PLAN_OPTIONS if args.get(key) is not None})
         planned = model_sync_plan(dict(given, engines=engines, hostvars=plain(ms.plan_hostvars(engines, hostvars))))
+        for target in planned["targets"]:
+            if target.get("address"):
+                target["probe"] = ms.ssh_probe(target)
         if args.get("play_hosts") is not None:
             planned["left_out"] = ms.left_out(planned["targets"], args["play_hosts"])
         return planned

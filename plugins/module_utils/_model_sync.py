@@ -321,6 +321,13 @@ def copies(source, source_path, source_manifest, listings):
 # ------------------------------------------------------------------ refusals before the copy
 
 
+def ssh_probe(target):
+    """The command that logs in to ``target`` (a plan's target with an address) the way its rsync will - the same
+    ``--rsh`` - and runs ``true``: whether the source reaches it without a password."""
+    rsh = next(arg for arg in target["argv"] if arg.startswith("--rsh="))[len("--rsh="):]
+    return rsh.split(" ") + [target["address"], "true"]
+
+
 def left_out(targets, play_hosts):
     """The refusal of a run whose hosts (``play_hosts``) leave out a target of the plan (``targets``: its target
     dicts): "" when every target is in the run."""

@@ -174,7 +174,9 @@ path:
   type: str
   sample: /models/Qwen3-8B
 targets:
-  description: V(plan) - each target - C(host), C(address) (null for a local copy), C(via) (in words), C(argv) (rsync's).
+  description:
+    - V(plan) - each target - C(host), C(address) (null for a local copy), C(via) (in words), C(argv) (rsync's), and with
+      an address C(probe) (the argv that logs in the way rsync will, with its C(--rsh), and runs C(true)).
   returned: when O(check=plan)
   type: list
   elements: dict

@@ -277,3 +277,10 @@ def test_targets_the_source_cannot_reach_are_refused_naming_what_to_set_up(sourc
         "ForwardAgent=yes), or copy from the controller (-e model_sync_source=controller). model_sync_ssh_user, "
         "model_sync_ssh_key_file and model_sync_ssh_args choose the user, the key and further ssh options."
         % (source, TARGETS[1]["via"], TARGETS[0]["via"], words, source))
+
+
+def test_the_ssh_probe_logs_in_as_the_rsync_will():
+    (target,) = ms.plan(["spark-1", "spark-2"], {"spark-2": {"ansible_host": "192.0.2.2", "ansible_user": "ops"}},
+                        path="/models/x")["targets"]
+    assert ms.ssh_probe(target) == ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new", "-l", "ops",
+                                    "192.0.2.2", "true"]

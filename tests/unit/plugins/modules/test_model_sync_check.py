@@ -73,9 +73,12 @@ def test_the_plan_reads_each_engine_hosts_ssh_and_link_variables_only(check_mode
     (target,) = result["targets"]
     assert target["host"] == "spark-b" and target["address"] == "10.89.8.11"
     assert ("--dry-run" in target["argv"]) is check_mode
-    # The same plan the filter made from the engine hosts' variables.
-    assert result["targets"] == ms.plan(["spark-a", "spark-b"], ms.plan_hostvars(["spark-a", "spark-b"], HOSTVARS),
-                                        path=PATH, dry_run=check_mode)["targets"]
+    # The same plan the filter made from the engine hosts' variables, each target with the SSH probe of its rsync.
+    planned = ms.plan(["spark-a", "spark-b"], ms.plan_hostvars(["spark-a", "spark-b"], HOSTVARS), path=PATH,
+                      dry_run=check_mode)["targets"]
+    assert result["targets"] == [dict(one, probe=ms.ssh_probe(one)) for one in planned]
+    rsh = next(arg for arg in target["argv"] if arg.startswith("--rsh=ssh "))
+    assert target["probe"] == rsh[len("--rsh="):].split(" ") + ["10.89.8.11", "true"]
 
 
 def test_a_plan_that_cannot_be_made_is_returned_for_the_role_to_refuse():
