@@ -73,7 +73,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 errors:
-  description: V(plan) - the refusals, the first that applies (empty when the sweep may run); RV(msg) says the same.
+  description: V(plan) - the refusals, the first that applies (empty when the sweep may run); the task's C(msg) says the same.
   returned: when O(check=plan)
   type: list
   elements: str

@@ -100,7 +100,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 errors:
-  description: The refusals, the first that applies (empty when the check passes); RV(msg) says the same.
+  description: The refusals, the first that applies (empty when the check passes); the task's C(msg) says the same.
   returned: always
   type: list
   elements: str
