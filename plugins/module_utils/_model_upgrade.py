@@ -143,3 +143,41 @@ def served_errors(host, build, models, container, after):
                     % (host, CONTAINER, seen.get("image") or "nothing", seen.get("image_id") or "no container", after,
                        build["image"], expected or "not on the host")]
     return []
+
+
+# ------------------------------------------------------------------ what a failure notes for the report
+
+
+def _truncate(text, length, end="..."):
+    """Jinja's ``truncate(length)``: whole words, ``end`` appended, 5 characters of leeway."""
+    text = str(text)
+    if len(text) <= length + 5:
+        return text
+    return text[:length - len(end)].rsplit(" ", 1)[0] + end
+
+
+def failed_note(host, failed, gate, at):
+    """The note of an upgrade that failed on ``host`` at ``at`` (epoch seconds): the gate's verdict (``gate``,
+    tool_gate_result) and the reason - the gate's message when it rejected the candidate, else the failed task's
+    (``failed``, ansible_failed_result)."""
+    gate = gate or {}
+    why = gate.get("message") if not gate.get("passed", True) else (failed or {}).get("msg", "upgrade failed")
+    return {"failed": True, "gate": gate, "events": {"failed": at}, "reason": "%s: %s" % (host, _truncate(why, 900))}
+
+
+def rollback_failed_note(host, failed, noted):
+    """The note of a rollback of ``host`` that could not start (``failed``, ansible_failed_result), after what it
+    noted so far (``noted``, maintenance_window_host)."""
+    return {"restore_failed": True,
+            "reason": "%s rollback of %s failed: %s" % ((noted or {}).get("reason", ""), host,
+                                                         _truncate((failed or {}).get("msg", ""), 400))}
+
+
+def restore_note(host, restored, noted):
+    """The note of a restore (``restored``, model_upgrade_restore_result: ok, at, msg): when the old build served
+    again, or why it could not be put back, after the reason noted so far (``noted``, maintenance_window_host)."""
+    if restored.get("ok"):
+        return {"events": {"restored": restored.get("at")}}
+    return {"restore_failed": True,
+            "reason": "%s Putting the old model back on %s failed: %s" % (
+                (noted or {}).get("reason", host + ":"), host, _truncate(restored.get("msg", ""), 400))}
