@@ -41,6 +41,7 @@ PLAN_OPTIONS = ("source", "path", "source_path", "delete", "checksum", "dry_run"
 ARGUMENT_SPEC = dict(
     check=dict(type="str", required=True, choices=["plan", "space", "copies", "source", "reach"]),
     play_hosts=dict(type="list", elements="str"),
+    plan=dict(type="dict"),
     results=dict(type="list", elements="dict", default=[]),
     engine_group=dict(type="str"),
     source=dict(type="str"),
@@ -73,7 +74,17 @@ def decide(args, groups, hostvars):
                 target["probe"] = ms.ssh_probe(target)
         if args.get("play_hosts") is not None:
             planned["left_out"] = ms.left_out(planned["targets"], args["play_hosts"])
+        planned["target_hosts"] = [target["host"] for target in planned["targets"]]
+        planned["hosts"] = ([planned["source"]] if planned["source"] in engines else []) + [
+            host for host in planned["target_hosts"] if host != planned["source"]]
         return planned
+    if args.get("plan"):
+        # The plan's source, paths and targets, where the task does not give them.
+        planned = plain(args["plan"])
+        for key in ("source", "source_path", "path"):
+            if args.get(key) is None:
+                args[key] = planned.get(key)
+        args["targets"] = args["targets"] or [target["host"] for target in planned.get("targets") or []]
     if name == "source":
         message = ms.source_refusal(args["source"], args["source_path"], plain(args["source_manifest"] or {}))
         return {"ok": not message, "message": message}

@@ -106,6 +106,11 @@ options:
         among them (C(--limit), or not answering). Omitted, not checked.
     type: list
     elements: str
+  plan:
+    description:
+      - V(source), V(space), V(reach), V(copies) - what V(plan) returned; O(source), O(source_path), O(path) and
+        O(targets) the task leaves out are the plan's.
+    type: dict
   results:
     description: V(reach) - the SSH probes' results, a loop's C(results) over the plan's targets.
     type: list
@@ -181,6 +186,18 @@ targets:
   type: list
   elements: dict
   sample: [{host: spark-2, address: 10.10.0.2, via: "the direct link (vllm_link_address)", argv: [rsync, "..."]}]
+target_hosts:
+  description: V(plan) - the targets' inventory names.
+  returned: when O(check=plan)
+  type: list
+  elements: str
+  sample: [spark-2]
+hosts:
+  description: V(plan) - the inventory hosts rsync runs on or writes to - the source (an engine host) and the targets.
+  returned: when O(check=plan)
+  type: list
+  elements: str
+  sample: [spark-1, spark-2]
 left_out:
   description: V(plan) with O(play_hosts) - the refusal of a run that leaves out a target, for the role to fail with; empty
     when every target is in the run.

@@ -236,3 +236,16 @@ def test_the_plan_reads_the_roles_variables_the_task_leaves_out():
     # What the task gives wins over the variable.
     result = run({"check": "plan", "path": "/models/other", "delete": False}, variables=variables)
     assert result["path"] == "/models/other" and "--delete" not in result["targets"][0]["argv"]
+
+
+def test_the_later_checks_take_the_source_paths_and_targets_from_the_plan():
+    planned = run({"check": "plan", "engine_group": "gb10", "path": PATH})
+    assert planned["target_hosts"] == ["spark-b"] and planned["hosts"] == ["spark-a", "spark-b"]
+    result = run({"check": "source", "plan": planned, "source_manifest": {}})
+    assert result["msg"] == ms.source_refusal("spark-a", PATH, {})
+    needed = {"spark-b": {"__before": {"files": {}, "filesystem": {"available": 1, "mount": "/"}}}}
+    result = run({"check": "space", "plan": planned, "listing": "__before", "source_files": SOURCE},
+                 hostvars=needed)
+    assert result["failed"] is True and "spark-b" in result["msg"]
+    controller = run({"check": "plan", "engine_group": "gb10", "path": PATH, "source": "controller"})
+    assert controller["hosts"] == ["spark-a", "spark-b"] == controller["target_hosts"]
