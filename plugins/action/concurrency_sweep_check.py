@@ -34,6 +34,8 @@ REPORT_READ = dict(inventory_hostname="", tune_target_seconds=None, tune_target_
 class ActionModule(TaskVariablesAction):
     """Decides on the controller; its documentation is the module factory_floor.llm.concurrency_sweep_check's."""
 
+    _supports_check_mode = True  # it reads only
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect

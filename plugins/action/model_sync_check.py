@@ -102,6 +102,8 @@ def decide(args, groups, hostvars):
 class ActionModule(TaskVariablesAction):
     """Decides on the controller; its documentation is the module factory_floor.llm.model_sync_check's."""
 
+    _supports_check_mode = True  # it reads only
+
     def plan_args(self, args):
         """``args`` with each plan option the task leaves out read from its variable; the path, when neither gives
         one, is the model of the topology that runs (the vllm role's ``_vllm_topologies``)."""

@@ -37,6 +37,8 @@ READ = dict(model_upgrade_model="", model_upgrade_image="", model_upgrade_allow_
 class ActionModule(TaskVariablesAction):
     """Runs the check on the controller; its documentation is the module factory_floor.llm.model_upgrade_check's."""
 
+    _supports_check_mode = True  # it reads only
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect

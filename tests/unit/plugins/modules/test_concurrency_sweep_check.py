@@ -35,10 +35,10 @@ VARIABLES = {
 }
 
 
-def run(args, variables=None):
+def run(args, variables=None, check_mode=False):
     """The action plugin's run, with Ansible's templar over ``variables`` as the task's."""
     variables = dict(VARIABLES, **(variables or {}))
-    task = mock.MagicMock(args=dict(args), check_mode=False, async_val=0,
+    task = mock.MagicMock(args=dict(args), check_mode=check_mode, async_val=0,
                           action="factory_floor.llm.concurrency_sweep_check")
     connection = mock.MagicMock()
     connection._shell.tmpdir = None
@@ -47,8 +47,9 @@ def run(args, variables=None):
     return action.run(task_vars=variables)
 
 
-def test_the_plan_reads_the_knobs_and_the_inventorys_cap():
-    result = run({"check": "plan"}, {"tune_concurrency": [1, 4]})
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_the_plan_reads_the_knobs_and_the_inventorys_cap(check_mode):
+    result = run({"check": "plan"}, {"tune_concurrency": [1, 4]}, check_mode=check_mode)
     assert "failed" not in result and result["url"] == "http://127.0.0.1:8000" and result["cap"] == 4
     assert result["load_host"] == "spark-a"
 

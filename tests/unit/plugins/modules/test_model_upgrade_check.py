@@ -36,10 +36,10 @@ VARIABLES = {
 }
 
 
-def run(args, variables=None):
+def run(args, variables=None, check_mode=False):
     """The action plugin's run, with Ansible's templar over ``variables`` as the task's."""
     variables = dict(VARIABLES, **(variables or {}))
-    task = mock.MagicMock(args=dict(args), check_mode=False, async_val=0, action="factory_floor.llm.model_upgrade_check")
+    task = mock.MagicMock(args=dict(args), check_mode=check_mode, async_val=0, action="factory_floor.llm.model_upgrade_check")
     connection = mock.MagicMock()
     connection._shell.tmpdir = None
     templar = Templar(loader=DataLoader(), variables=variables)
@@ -47,8 +47,9 @@ def run(args, variables=None):
     return action.run(task_vars=variables)
 
 
-def test_the_request_reads_the_variables_and_returns_the_settings():
-    result = run({"check": "request"})
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_the_request_reads_the_variables_and_returns_the_settings(check_mode):
+    result = run({"check": "request"}, check_mode=check_mode)
     assert "failed" not in result and result["errors"] == []
     assert result["replica"]["candidate"] == {"model": "/models/new", "tool_call_parser": "hermes", "chat_template": ""}
     assert result["replica"]["old"]["model"] == "/models/old"
