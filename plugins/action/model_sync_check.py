@@ -75,7 +75,7 @@ def decide(args, groups, hostvars):
         if args.get("play_hosts") is not None:
             planned["left_out"] = ms.left_out(planned["targets"], args["play_hosts"])
         planned["target_hosts"] = [target["host"] for target in planned["targets"]]
-        planned["hosts"] = ([planned["source"]] if planned["source"] in engines else []) + [
+        planned["copy_hosts"] = ([planned["source"]] if planned["source"] in engines else []) + [
             host for host in planned["target_hosts"] if host != planned["source"]]
         return planned
     if args.get("plan"):

@@ -192,7 +192,7 @@ target_hosts:
   type: list
   elements: str
   sample: [spark-2]
-hosts:
+copy_hosts:
   description: V(plan) - the inventory hosts rsync runs on or writes to - the source (an engine host) and the targets.
   returned: when O(check=plan)
   type: list

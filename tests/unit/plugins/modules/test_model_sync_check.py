@@ -240,7 +240,7 @@ def test_the_plan_reads_the_roles_variables_the_task_leaves_out():
 
 def test_the_later_checks_take_the_source_paths_and_targets_from_the_plan():
     planned = run({"check": "plan", "engine_group": "gb10", "path": PATH})
-    assert planned["target_hosts"] == ["spark-b"] and planned["hosts"] == ["spark-a", "spark-b"]
+    assert planned["target_hosts"] == ["spark-b"] and planned["copy_hosts"] == ["spark-a", "spark-b"]
     result = run({"check": "source", "plan": planned, "source_manifest": {}})
     assert result["msg"] == ms.source_refusal("spark-a", PATH, {})
     needed = {"spark-b": {"__before": {"files": {}, "filesystem": {"available": 1, "mount": "/"}}}}
@@ -248,4 +248,4 @@ def test_the_later_checks_take_the_source_paths_and_targets_from_the_plan():
                  hostvars=needed)
     assert result["failed"] is True and "spark-b" in result["msg"]
     controller = run({"check": "plan", "engine_group": "gb10", "path": PATH, "source": "controller"})
-    assert controller["hosts"] == ["spark-a", "spark-b"] == controller["target_hosts"]
+    assert controller["copy_hosts"] == ["spark-a", "spark-b"] == controller["target_hosts"]
