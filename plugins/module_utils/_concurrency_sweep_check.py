@@ -18,6 +18,9 @@ import re
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
 
+# Who wrote the inventory's vllm_max_num_seqs line: the mark that line has always carried (a checkout's name of the
+# playbook, whichever way it ran), not a playbook to run - so not playbook_name's.
+WRITER = "tune-concurrency.yml"
 BATCH_UNSET = "unset (vLLM's default: 2048 on GB10, where it cannot read the device's memory)"
 
 
@@ -128,8 +131,8 @@ def report(v, planned, sweep):
              "profiles": sweep.get("profiles"), "levels": sweep.get("levels"),
              "max_num_batched_tokens": None if _unset(planned["batched"]) else _int(planned["batched"]),
              "recommendation": recommendation}
-    line = "vllm_max_num_seqs: %s  # tune-concurrency.yml, %s, shares %s" % (
-        seqs, target or "no latency target", json.dumps(recommendation.get("shares")))
+    line = "vllm_max_num_seqs: %s  # %s, %s, shares %s" % (
+        seqs, WRITER, target or "no latency target", json.dumps(recommendation.get("shares")))
     refusal = ""
     if write and seqs is None and sweep.get("load_sent"):
         refusal = ("No level met the target, so nothing was written to %s. See the reasoning above; relax "
