@@ -168,9 +168,8 @@ def failed_note(host, failed, gate, at):
 def rollback_failed_note(host, failed, noted):
     """The note of a rollback of ``host`` that could not start (``failed``, ansible_failed_result), after what it
     noted so far (``noted``, maintenance_window_host)."""
-    return {"restore_failed": True,
-            "reason": "%s rollback of %s failed: %s" % ((noted or {}).get("reason", ""), host,
-                                                         _truncate((failed or {}).get("msg", ""), 400))}
+    why = _truncate((failed or {}).get("msg", ""), 400)
+    return {"restore_failed": True, "reason": "%s rollback of %s failed: %s" % ((noted or {}).get("reason", ""), host, why)}
 
 
 def restore_note(host, restored, noted):
