@@ -9,28 +9,41 @@ The ``vllm`` role's ``model_sync`` entry point reads the hosts (``model_manifest
 ``hostvars``: the plan (``plan``: each engine host's SSH and link variables,
 ``_model_sync.plan_hostvars``), the room on the targets (``space``) and whether the copies
 equal the source (``copies``), each from the targets' ``model_manifest`` results registered
-under ``listing``. The decisions are ``plugins/module_utils/_model_sync.py``'s and
+under ``listing``; and before the copy, the source's listing (``source``) and the SSH probes (``reach``). The
+decisions are ``plugins/module_utils/_model_sync.py``'s and
 ``_model_manifest.py``'s, through the filters that have always made them (the same messages).
 Nothing runs on a host. The module's documentation is ``plugins/modules/model_sync_check.py``.
 """
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.factory_floor.llm.plugins.filter.model_manifest_diff import model_manifest_diff
 from ansible_collections.factory_floor.llm.plugins.filter.model_sync_plan import model_sync_plan
 from ansible_collections.factory_floor.llm.plugins.filter.model_sync_space import model_sync_space
 from ansible_collections.factory_floor.llm.plugins.module_utils import _model_sync as ms
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._task_variables import TaskVariablesAction
 from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain
 
+# The plan's options not given to the task: the role's variable of each (its defaults/main.yml, the inventory, -e).
+PLAN_VARIABLES = dict(engine_group=("site_engine_group", "gb10"), source=("model_sync_source", ""),
+                      path=("model_sync_path", ""), source_path=("model_sync_source_path", ""),
+                      delete=("model_sync_delete", False), checksum=("model_sync_checksum", True),
+                      dry_run=("ansible_check_mode", False), ssh_user=("model_sync_ssh_user", ""),
+                      ssh_key_file=("model_sync_ssh_key_file", ""), ssh_args=("model_sync_ssh_args", []),
+                      rsync_path=("model_sync_rsync_path", "rsync"), play_hosts=("ansible_play_hosts", None))
+BOOLEANS = ("delete", "checksum", "dry_run")
 # The plan's options, as the model_sync_plan filter takes them.
 PLAN_OPTIONS = ("source", "path", "source_path", "delete", "checksum", "dry_run", "ssh_user", "ssh_key_file",
                 "ssh_args", "rsync_path")
 
 ARGUMENT_SPEC = dict(
-    check=dict(type="str", required=True, choices=["plan", "space", "copies"]),
-    engine_group=dict(type="str", default="gb10"),
+    check=dict(type="str", required=True, choices=["plan", "space", "copies", "source", "reach"]),
+    play_hosts=dict(type="list", elements="str"),
+    plan=dict(type="dict"),
+    results=dict(type="list", elements="dict", default=[]),
+    engine_group=dict(type="str"),
     source=dict(type="str"),
     path=dict(type="str"),
     source_path=dict(type="str"),
@@ -55,7 +68,29 @@ def decide(args, groups, hostvars):
     if name == "plan":
         engines = list(groups.get(args["engine_group"]) or [])
         given = plain({key: args[key] for key in PLAN_OPTIONS if args.get(key) is not None})
-        return model_sync_plan(dict(given, engines=engines, hostvars=plain(ms.plan_hostvars(engines, hostvars))))
+        planned = model_sync_plan(dict(given, engines=engines, hostvars=plain(ms.plan_hostvars(engines, hostvars))))
+        for target in planned["targets"]:
+            if target.get("address"):
+                target["probe"] = ms.ssh_probe(target)
+        if args.get("play_hosts") is not None:
+            planned["left_out"] = ms.left_out(planned["targets"], args["play_hosts"])
+        planned["target_hosts"] = [target["host"] for target in planned["targets"]]
+        planned["copy_hosts"] = ([planned["source"]] if planned["source"] in engines else []) + [
+            host for host in planned["target_hosts"] if host != planned["source"]]
+        return planned
+    if args.get("plan"):
+        # The plan's source, paths and targets, where the task does not give them.
+        planned = plain(args["plan"])
+        for key in ("source", "source_path", "path"):
+            if args.get(key) is None:
+                args[key] = planned.get(key)
+        args["targets"] = args["targets"] or [target["host"] for target in planned.get("targets") or []]
+    if name == "source":
+        message = ms.source_refusal(args["source"], args["source_path"], plain(args["source_manifest"] or {}))
+        return {"ok": not message, "message": message}
+    if name == "reach":
+        message = ms.reach_refusal(args["source"], plain(args["results"]))
+        return {"ok": not message, "message": message}
     listings = plain(ms.registered(args["targets"], hostvars, args["listing"]))
     if name == "space":
         return model_sync_space(plain(args["source_files"] or {}), ms.space_targets(listings), args["path"],
@@ -64,18 +99,31 @@ def decide(args, groups, hostvars):
                                          listings))
 
 
-class ActionModule(ActionBase):
+class ActionModule(TaskVariablesAction):
     """Decides on the controller; its documentation is the module factory_floor.llm.model_sync_check's."""
 
-    _supports_check_mode = True
-    _requires_connection = False
-    TRANSFERS_FILES = False
+    _supports_check_mode = True  # it reads only
+
+    def plan_args(self, args):
+        """``args`` with each plan option the task leaves out read from its variable; the path, when neither gives
+        one, is the model of the topology that runs (the vllm role's ``_vllm_topologies``)."""
+        for option, (name, default) in PLAN_VARIABLES.items():
+            if args.get(option) is None:
+                args[option] = self.variable(name, default)
+        for option in BOOLEANS:
+            args[option] = boolean(args[option], strict=False)
+        if not args["path"]:
+            topology = self.variable("topology", "") or "replicas"
+            args["path"] = self.variable("_vllm_topologies", {}).get(topology, {}).get("model") or ""
+        return args
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
         task_vars = task_vars or {}
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        if args["check"] == "plan":
+            args = self.plan_args(args)
         outcome = decide(args, task_vars.get("groups") or {}, task_vars.get("hostvars") or {})
         if args["check"] != "plan" and not outcome["ok"]:
             # A refusal reads as the fail task that said it before: its message, nothing else.

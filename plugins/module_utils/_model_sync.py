@@ -316,3 +316,51 @@ def copies(source, source_path, source_manifest, listings):
     found = {"source %s:%s" % (source, source_path): source_manifest}
     found.update((host, result or {}) for host, result in listings.items())
     return found
+
+
+# ------------------------------------------------------------------ refusals before the copy
+
+
+def ssh_probe(target):
+    """The command that logs in to ``target`` (a plan's target with an address) the way its rsync will - the same
+    ``--rsh`` - and runs ``true``: whether the source reaches it without a password."""
+    rsh = next(arg for arg in target["argv"] if arg.startswith("--rsh="))[len("--rsh="):]
+    return rsh.split(" ") + [target["address"], "true"]
+
+
+def left_out(targets, play_hosts):
+    """The refusal of a run whose hosts (``play_hosts``) leave out a target of the plan (``targets``: its target
+    dicts): "" when every target is in the run."""
+    hosts = [target["host"] for target in targets or []]
+    missing = [host for host in hosts if host not in (play_hosts or [])]
+    if not missing:
+        return ""
+    return ("%s would receive the model but %s not in this run (--limit, or not answering). Nothing was copied."
+            % (", ".join(missing), "is" if len(hosts) == 1 else "are"))
+
+
+def source_refusal(source, source_path, manifest):
+    """The refusal of a source whose listing (``manifest``, model_manifest's result) holds no file: "" otherwise."""
+    manifest = manifest or {}
+    if manifest.get("files"):
+        return ""
+    return ("The source %s has no model directory at %s (%s). Nothing was copied: set model_sync_source to the host "
+            "that holds the model (or controller), or model_sync_source_path to where it is there."
+            % (source, source_path, manifest.get("msg", "no manifest")))
+
+
+def reach_refusal(source, results):
+    """The refusal of targets the source cannot log in to over SSH without a password: ``results`` are the SSH
+    probes' command results (a loop's, ``item`` the plan's target); "" when each answered."""
+    unreached = [result for result in results or [] if "skipped" not in result and result.get("rc") != 0]
+    if not unreached:
+        return ""
+    return ("%s cannot log in to %s over SSH without a password (%s: %s). Nothing was copied. rsync runs on the "
+            "source as %s: put that user's public key (ssh-keygen -t ed25519 on %s) in the target user's "
+            "~/.ssh/authorized_keys, or forward your SSH agent (ansible_ssh_common_args: -o ForwardAgent=yes), or copy "
+            "from the controller (-e model_sync_source=controller). model_sync_ssh_user, model_sync_ssh_key_file and "
+            "model_sync_ssh_args choose the user, the key and further ssh options."
+            % (source, ", ".join(str(r["item"]["host"]) for r in unreached),
+               "; ".join(str(r["item"]["via"]) for r in unreached),
+               "; ".join(str(r.get("stderr") or "").strip() for r in unreached),
+               "you, with your own SSH key" if source == CONTROLLER else "the user Ansible connects as there", source))

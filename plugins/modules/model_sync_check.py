@@ -21,13 +21,21 @@ description:
     O(delete), C(--dry-run) with O(dry_run)). Reads each engine host's C(vllm_link_address), C(ansible_host),
     C(ansible_port), C(ansible_user), C(ansible_ssh_private_key_file) and C(ansible_ssh_common_args). Never fails:
     RV(ok) and RV(errors) say whether the copy can be planned (the P(factory_floor.llm.model_sync_plan#filter)
-    filter's plan)."
+    filter's plan). Each plan option the task leaves out is read from the role's variable, as the task sees it -
+    O(source) from C(model_sync_source), O(path) from C(model_sync_path) (empty, the model of C(topology) in the
+    C(vllm) role's C(_vllm_topologies)), O(source_path), O(delete), O(checksum), O(ssh_user), O(ssh_key_file),
+    O(ssh_args), O(rsync_path) from C(model_sync_<option>), O(dry_run) from C(ansible_check_mode), O(play_hosts) from
+    C(ansible_play_hosts)."
   - "O(check=space): fails, naming each target, when a target of O(targets) lacks the room - every file it lacks,
     plus its largest file it has (rsync writes a changed file beside the old one), plus O(margin_bytes), in bytes,
     against the free bytes of the filesystem that holds O(path) (each target's O(listing) C(filesystem)); the
     P(factory_floor.llm.model_sync_space#filter) filter's verdict."
   - "O(check=copies): fails, naming the files and the hosts, when a target's copy (its O(listing)) differs from the
     source's (O(source_manifest)); the P(factory_floor.llm.model_manifest_diff#filter) filter's verdict."
+  - "O(check=source): fails when the source's listing (O(source_manifest), unhashed) holds no file at
+    O(source_path), saying where to point O(source) instead. O(check=reach): fails, naming each target and what to set
+    up, when the source could not log in to a target over SSH without a password (O(results), the probes' command
+    results, C(item) the plan's target)."
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:
@@ -38,11 +46,10 @@ options:
     description: Which decision (see the description).
     type: str
     required: true
-    choices: [plan, space, copies]
+    choices: [plan, space, copies, source, reach]
   engine_group:
-    description: The engine hosts' group (C(site_engine_group)). Read by V(plan).
+    description: The engine hosts' group. Read by V(plan). Default, C(site_engine_group), else C(gb10).
     type: str
-    default: gb10
   source:
     description:
       - The host that holds the model (C(model_sync_source)) - an engine host, or C(controller); empty for the first
@@ -54,7 +61,7 @@ options:
   source_path:
     description:
       - Where the model is on the source, an absolute path (C(model_sync_source_path)); empty for O(path) (V(plan)).
-        For V(copies), the plan's RV(source_path).
+        For V(copies) and V(source), the plan's RV(source_path).
     type: str
   delete:
     description: Delete on the targets what the source lacks (C(model_sync_delete), rsync's C(--delete)). V(plan).
@@ -93,6 +100,22 @@ options:
   source_manifest:
     description: The source's M(factory_floor.llm.model_manifest) result, hashed. V(copies).
     type: dict
+  play_hosts:
+    description:
+      - V(plan) - the hosts of this run (C(ansible_play_hosts)); RV(left_out) then names the plan's targets that are not
+        among them (C(--limit), or not answering). Omitted, not checked.
+    type: list
+    elements: str
+  plan:
+    description:
+      - V(source), V(space), V(reach), V(copies) - what V(plan) returned; O(source), O(source_path), O(path) and
+        O(targets) the task leaves out are the plan's.
+    type: dict
+  results:
+    description: V(reach) - the SSH probes' results, a loop's C(results) over the plan's targets.
+    type: list
+    elements: dict
+    default: []
   margin_bytes:
     description: Bytes to keep free on a target beyond the copy (C(model_sync_free_margin_bytes)). V(space).
     type: int
@@ -156,11 +179,31 @@ path:
   type: str
   sample: /models/Qwen3-8B
 targets:
-  description: V(plan) - each target - C(host), C(address) (null for a local copy), C(via) (in words), C(argv) (rsync's).
+  description:
+    - V(plan) - each target - C(host), C(address) (null for a local copy), C(via) (in words), C(argv) (rsync's), and with
+      an address C(probe) (the argv that logs in the way rsync will, with its C(--rsh), and runs C(true)).
   returned: when O(check=plan)
   type: list
   elements: dict
   sample: [{host: spark-2, address: 10.10.0.2, via: "the direct link (vllm_link_address)", argv: [rsync, "..."]}]
+target_hosts:
+  description: V(plan) - the targets' inventory names.
+  returned: when O(check=plan)
+  type: list
+  elements: str
+  sample: [spark-2]
+copy_hosts:
+  description: V(plan) - the inventory hosts rsync runs on or writes to - the source (an engine host) and the targets.
+  returned: when O(check=plan)
+  type: list
+  elements: str
+  sample: [spark-1, spark-2]
+left_out:
+  description: V(plan) with O(play_hosts) - the refusal of a run that leaves out a target, for the role to fail with; empty
+    when every target is in the run.
+  returned: when O(check=plan) and O(play_hosts) is given
+  type: str
+  sample: ""
 problems:
   description: V(space), V(copies) - what is wrong, per host (empty when RV(ok)).
   returned: when O(check=space) or O(check=copies) and the check passes
@@ -173,7 +216,7 @@ hosts:
   type: dict
   sample: {spark-2: {needed: 17179869184, available: 107374182400, mount: /}}
 message:
-  description: V(space), V(copies) - a title and one line per problem; on a refusal the task's C(msg).
+  description: V(space), V(copies), V(source), V(reach) - a title and one line per problem; on a refusal the task's C(msg).
   returned: when O(check=space) or O(check=copies) and the check passes
   type: str
   sample: ""

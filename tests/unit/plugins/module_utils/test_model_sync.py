@@ -226,3 +226,61 @@ def test_a_repaired_file_and_a_deletion_are_changes():
     r = ms.rsync_result(REPAIRED)
     assert r["changed"] and r["files_transferred"] == 1 and r["deleted"] == 1
     assert r["items"] == [">fc.t...... model.safetensors", "*deleting   stale.bin"]
+
+
+# ------------------------------------------------------------------ refusals before the copy
+
+TARGETS = [{"host": "spark-2", "address": "10.10.0.2", "via": "the direct link (vllm_link_address 10.10.0.2)"},
+           {"host": "spark-3", "address": "10.10.0.3", "via": "10.10.0.3 (ansible_host; no vllm_link_address on both ends)"}]
+
+
+def test_a_run_with_every_target_leaves_none_out():
+    assert ms.left_out(TARGETS, ["spark-1", "spark-2", "spark-3"]) == ""
+    assert ms.left_out([], ["spark-1"]) == ""
+
+
+def test_a_run_that_leaves_out_targets_is_refused_naming_them():
+    assert ms.left_out(TARGETS, ["spark-1", "spark-2"]) == (
+        "spark-3 would receive the model but are not in this run (--limit, or not answering). Nothing was copied.")
+    assert ms.left_out(TARGETS[:1], ["spark-1"]) == (
+        "spark-2 would receive the model but is not in this run (--limit, or not answering). Nothing was copied.")
+
+
+def test_a_source_with_the_model_passes():
+    assert ms.source_refusal("spark-1", "/models/x", {"files": {"config.json": 10}}) == ""
+
+
+@pytest.mark.parametrize("manifest, why", [({"files": {}, "msg": ""}, ""), ({"msg": "/models/x does not exist"},
+                                                                            "/models/x does not exist"),
+                                           ({}, "no manifest")])
+def test_a_source_without_the_model_is_refused(manifest, why):
+    assert ms.source_refusal("spark-1", "/models/x", manifest) == (
+        "The source spark-1 has no model directory at /models/x (%s). Nothing was copied: set model_sync_source to the "
+        "host that holds the model (or controller), or model_sync_source_path to where it is there." % why)
+
+
+def test_targets_the_source_reaches_pass():
+    results = [{"item": TARGETS[0], "rc": 0}, {"item": {"host": "spark-1", "address": None}, "skipped": True}]
+    assert ms.reach_refusal("spark-1", results) == ""
+
+
+@pytest.mark.parametrize("source, words", [("spark-1", "the user Ansible connects as there"),
+                                           ("controller", "you, with your own SSH key")])
+def test_targets_the_source_cannot_reach_are_refused_naming_what_to_set_up(source, words):
+    results = [{"item": TARGETS[0], "rc": 0},
+               {"item": TARGETS[1], "rc": 255, "stderr": "Permission denied (publickey).\n"},
+               {"item": TARGETS[0], "unreachable": True, "msg": "no SSH to the source"}]
+    assert ms.reach_refusal(source, results) == (
+        "%s cannot log in to spark-3, spark-2 over SSH without a password (%s; %s: Permission denied (publickey).; ). "
+        "Nothing was copied. rsync runs on the source as %s: put that user's public key (ssh-keygen -t ed25519 on %s) "
+        "in the target user's ~/.ssh/authorized_keys, or forward your SSH agent (ansible_ssh_common_args: -o "
+        "ForwardAgent=yes), or copy from the controller (-e model_sync_source=controller). model_sync_ssh_user, "
+        "model_sync_ssh_key_file and model_sync_ssh_args choose the user, the key and further ssh options."
+        % (source, TARGETS[1]["via"], TARGETS[0]["via"], words, source))
+
+
+def test_the_ssh_probe_logs_in_as_the_rsync_will():
+    (target,) = ms.plan(["spark-1", "spark-2"], {"spark-2": {"ansible_host": "192.0.2.2", "ansible_user": "ops"}},
+                        path="/models/x")["targets"]
+    assert ms.ssh_probe(target) == ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new", "-l", "ops",
+                                    "192.0.2.2", "true"]

@@ -52,14 +52,16 @@ HOSTVARS = {
 GROUPS = {"all": ["spark-a", "spark-b", "gw"], "gb10": ["spark-a", "spark-b"]}
 
 
-def run(args, hostvars=None, check_mode=False):
-    """The action plugin's run, as a task with ``args`` on a play whose hosts have ``hostvars``."""
+def run(args, hostvars=None, check_mode=False, variables=None):
+    """The action plugin's run, as a task with ``args`` on a play whose hosts have ``hostvars``, the task's own
+    variables ``variables``."""
     task = mock.MagicMock(args=dict(args), check_mode=check_mode, async_val=0,
                           action="factory_floor.llm.model_sync_check")
     connection = mock.MagicMock()
     connection._shell.tmpdir = None
+    templar = Templar(loader=DataLoader(), variables=dict(variables or {}))
     variables = {"groups": GROUPS, "hostvars": HOSTVARS if hostvars is None else hostvars}
-    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), Templar(loader=DataLoader()), None)
+    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
     return action.run(task_vars=variables)
 
 
@@ -71,9 +73,12 @@ def test_the_plan_reads_each_engine_hosts_ssh_and_link_variables_only(check_mode
     (target,) = result["targets"]
     assert target["host"] == "spark-b" and target["address"] == "10.89.8.11"
     assert ("--dry-run" in target["argv"]) is check_mode
-    # The same plan the filter made from the engine hosts' variables.
-    assert result["targets"] == ms.plan(["spark-a", "spark-b"], ms.plan_hostvars(["spark-a", "spark-b"], HOSTVARS),
-                                        path=PATH, dry_run=check_mode)["targets"]
+    # The same plan the filter made from the engine hosts' variables, each target with the SSH probe of its rsync.
+    planned = ms.plan(["spark-a", "spark-b"], ms.plan_hostvars(["spark-a", "spark-b"], HOSTVARS), path=PATH,
+                      dry_run=check_mode)["targets"]
+    assert result["targets"] == [dict(one, probe=ms.ssh_probe(one)) for one in planned]
+    rsh = next(arg for arg in target["argv"] if arg.startswith("--rsh=ssh "))
+    assert target["probe"] == rsh[len("--rsh="):].split(" ") + ["10.89.8.11", "true"]
 
 
 def test_a_plan_that_cannot_be_made_is_returned_for_the_role_to_refuse():
@@ -157,9 +162,9 @@ def test_the_role_reads_what_it_registered():
         tasks = yaml.safe_load(handle)
     registered = {task.get("register") for task in tasks}
     calls = [task["factory_floor.llm.model_sync_check"] for task in tasks if "factory_floor.llm.model_sync_check" in task]
-    assert [call["check"] for call in calls] == ["plan", "space", "copies"]
-    for call in calls[1:]:
-        assert call["listing"] in registered
+    assert [call["check"] for call in calls] == ["plan", "source", "space", "reach", "copies"]
+    for call in calls:
+        assert call.get("listing", "__model_sync") in registered
     assert set(calls[0]) - {"check", "engine_group"} <= set(ARGUMENT_SPEC)
 
 
@@ -200,3 +205,47 @@ def test_the_entry_point_refuses_a_plan_and_a_left_out_target_from_the_registere
     rc, output = _playbook(tmp_path, "-e", "model_sync_path=/models/x", "--limit", "spark-1")
     assert rc != 0
     assert "spark-2 would receive the model but is not in this run (--limit, or not answering)." in output
+
+
+def test_the_source_and_reach_refusals_read_as_the_fail_tasks_that_said_them():
+    result = run({"check": "source", "source": "spark-a", "source_path": PATH, "source_manifest": {"msg": "gone"}})
+    assert result["failed"] is True and result["msg"] == ms.source_refusal("spark-a", PATH, {"msg": "gone"})
+    assert "failed" not in run({"check": "source", "source": "spark-a", "source_path": PATH,
+                                "source_manifest": {"files": {"config.json": 1}}})
+    probes = [{"item": {"host": "spark-b", "via": "x"}, "rc": 255, "stderr": "denied"}]
+    result = run({"check": "reach", "source": "spark-a", "results": probes})
+    assert result["failed"] is True and result["msg"].startswith("spark-a cannot log in to spark-b over SSH")
+    assert "failed" not in run({"check": "reach", "source": "spark-a", "results": [dict(probes[0], rc=0)]})
+
+
+def test_the_plan_names_a_target_left_out_of_the_run():
+    result = run({"check": "plan", "engine_group": "gb10", "path": PATH, "play_hosts": ["spark-a"]})
+    assert "failed" not in result and result["left_out"].startswith("spark-b would receive the model but is not")
+    assert run({"check": "plan", "engine_group": "gb10", "path": PATH, "play_hosts": ["spark-a", "spark-b"]})[
+        "left_out"] == ""
+
+
+def test_the_plan_reads_the_roles_variables_the_task_leaves_out():
+    variables = {"model_sync_delete": "true", "ansible_check_mode": True, "model_sync_ssh_user": "copier",
+                 "topology": "replicas", "_vllm_topologies": {"replicas": {"model": PATH}},
+                 "ansible_play_hosts": ["spark-a"], "site_engine_group": "gb10"}
+    result = run({"check": "plan"}, variables=variables)
+    (target,) = result["targets"]
+    assert result["path"] == PATH and "--delete" in target["argv"] and "--dry-run" in target["argv"]
+    assert any("-l copier" in arg for arg in target["argv"]) and result["left_out"].startswith("spark-b would receive")
+    # What the task gives wins over the variable.
+    result = run({"check": "plan", "path": "/models/other", "delete": False}, variables=variables)
+    assert result["path"] == "/models/other" and "--delete" not in result["targets"][0]["argv"]
+
+
+def test_the_later_checks_take_the_source_paths_and_targets_from_the_plan():
+    planned = run({"check": "plan", "engine_group": "gb10", "path": PATH})
+    assert planned["target_hosts"] == ["spark-b"] and planned["copy_hosts"] == ["spark-a", "spark-b"]
+    result = run({"check": "source", "plan": planned, "source_manifest": {}})
+    assert result["msg"] == ms.source_refusal("spark-a", PATH, {})
+    needed = {"spark-b": {"__before": {"files": {}, "filesystem": {"available": 1, "mount": "/"}}}}
+    result = run({"check": "space", "plan": planned, "listing": "__before", "source_files": SOURCE},
+                 hostvars=needed)
+    assert result["failed"] is True and "spark-b" in result["msg"]
+    controller = run({"check": "plan", "engine_group": "gb10", "path": PATH, "source": "controller"})
+    assert controller["copy_hosts"] == ["spark-a", "spark-b"] == controller["target_hosts"]

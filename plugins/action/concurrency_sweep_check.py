@@ -1,0 +1,54 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""factory_floor.llm.concurrency_sweep_check, on the controller: the concurrency tuning's decisions around the sweep.
+
+The ``tune_concurrency`` role's tasks read the host (``vllm_engine_info``) and sweep (``concurrency_sweep``) and pass
+what they got; this plugin reads the ``tune_*`` variables and the others a check needs itself, as the task sees them,
+and decides with ``plugins/module_utils/_concurrency_sweep_check.py``. The module's documentation is
+``plugins/modules/concurrency_sweep_check.py``.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.factory_floor.llm.plugins.module_utils import _concurrency_sweep_check as sc
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._task_variables import TaskVariablesAction
+
+ARGUMENT_SPEC = dict(
+    check=dict(type="str", required=True, choices=["plan", "report"]),
+    engines=dict(type="list", elements="dict", default=[]),
+    plan=dict(type="dict", default={}),
+    sweep=dict(type="dict", default={}),
+)
+
+# What the checks read, with the default each takes where it is not defined.
+PLAN_READ = dict(inventory_hostname="", tune_concurrency=[], tune_profiles=[], tune_target_metric="",
+                 tune_write_path="", tune_allow_over_cap=False, tune_long_prompt_tokens=0, tune_load_host="",
+                 vllm_max_num_seqs=None, vllm_max_num_batched_tokens=None, nginx_proxy_backend_address="",
+                 playbook_dir=None)
+REPORT_READ = dict(inventory_hostname="", tune_target_seconds=None, tune_target_metric="", tune_write=False,
+                   tune_write_path="", tune_output_dir="")
+
+
+class ActionModule(TaskVariablesAction):
+    """Decides on the controller; its documentation is the module factory_floor.llm.concurrency_sweep_check's."""
+
+    _supports_check_mode = True  # it reads only
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp  # tmp no longer has any effect
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        if args["check"] == "plan":
+            v = self.variables(PLAN_READ, **PLAN_READ)
+            v["engines"] = self.variable("groups", {}).get(self.variable("site_engine_group", "gb10")) or []
+            v["url"] = self.variable("_site_vllm_endpoint.url", "")
+            outcome = sc.plan(v, args["engines"])
+            result.update(outcome, changed=False)
+            if outcome["errors"]:
+                result.update(failed=True, msg=outcome["errors"][0])
+            return result
+        outcome = sc.report(self.variables(REPORT_READ, **REPORT_READ), args["plan"], args["sweep"])
+        result.update(outcome, changed=False)
+        return result

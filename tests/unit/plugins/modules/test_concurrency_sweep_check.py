@@ -1,0 +1,86 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""``factory_floor.llm.concurrency_sweep_check`` through its action plugin: the variables it reads as the task sees
+them (templated), its refusal as the task's message, and its documentation against its argument spec. The decisions
+themselves are tests/unit/plugins/module_utils/test_concurrency_sweep_check.py's."""
+
+from __future__ import annotations
+
+import os
+import re
+from unittest import mock
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleActionFail
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from ansible_collections.factory_floor.llm.plugins.action.concurrency_sweep_check import ARGUMENT_SPEC, ActionModule
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+VARIABLES = {
+    "inventory_hostname": "spark-a", "playbook_dir": "/src/playbooks", "inventory_dir": "/inv",
+    "groups": {"gb10": ["spark-a", "spark-b"], "proxy": ["gw"]}, "site_engine_group": "gb10",
+    "tune_concurrency": [1, 4, 8], "tune_profiles": ["short", "long"], "tune_target_metric": "e2e",
+    # The entry point's block variables are templates: read as the task sees them.
+    "tune_load_host": trust_as_template("{{ inventory_hostname }}"),
+    "tune_write_path": trust_as_template("{{ inventory_dir }}/host_vars/{{ inventory_hostname }}.yml"),
+    "tune_long_prompt_tokens": 3000, "tune_write": False, "tune_target_seconds": None,
+    "tune_output_dir": "/src/build/tune-concurrency", "vllm_max_num_seqs": 4,
+    "_site_vllm_endpoint": {"url": "http://127.0.0.1:8000"},
+}
+
+
+def run(args, variables=None, check_mode=False):
+    """The action plugin's run, with Ansible's templar over ``variables`` as the task's."""
+    variables = dict(VARIABLES, **(variables or {}))
+    task = mock.MagicMock(args=dict(args), check_mode=check_mode, async_val=0,
+                          action="factory_floor.llm.concurrency_sweep_check")
+    connection = mock.MagicMock()
+    connection._shell.tmpdir = None
+    templar = Templar(loader=DataLoader(), variables=variables)
+    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
+    return action.run(task_vars=variables)
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_the_plan_reads_the_knobs_and_the_inventorys_cap(check_mode):
+    result = run({"check": "plan"}, {"tune_concurrency": [1, 4]}, check_mode=check_mode)
+    assert "failed" not in result and result["url"] == "http://127.0.0.1:8000" and result["cap"] == 4
+    assert result["load_host"] == "spark-a"
+
+
+def test_a_refused_plan_fails_with_its_message():
+    result = run({"check": "plan"})
+    assert result["failed"] is True and result["msg"].startswith("The highest level (8) is above the engine's")
+
+
+def test_the_report_reads_the_write_path_as_the_task_sees_it():
+    planned = run({"check": "plan"}, {"tune_concurrency": [1, 4]})
+    sweep = {"load_sent": True, "table": [], "engine": {"max_model_len": 8192}, "profiles": {}, "levels": [],
+             "recommendation": {"max_num_seqs": None, "reasoning": [], "shares": {}}}
+    result = run({"check": "report", "plan": planned, "sweep": sweep}, {"tune_write": True})
+    assert "failed" not in result
+    assert result["refusal"].startswith("No level met the target, so nothing was written to /inv/host_vars/spark-a.yml.")
+
+
+def test_an_unknown_check_is_refused_by_the_spec():
+    with pytest.raises(AnsibleActionFail, match="check"):
+        run({"check": "sweep"})
+
+
+def test_the_documentation_is_the_argument_spec():
+    with open(os.path.join(ROOT, "plugins", "modules", "concurrency_sweep_check.py"), encoding="utf-8") as handle:
+        text = handle.read()
+    options = yaml.safe_load(re.search(r'DOCUMENTATION = r"""(.*?)"""', text, re.S).group(1))["options"]
+    assert sorted(options) == sorted(ARGUMENT_SPEC)
+    for name, spec in ARGUMENT_SPEC.items():
+        assert options[name]["type"] == spec["type"], name
+        assert bool(options[name].get("required")) == bool(spec.get("required")), name
+        assert options[name].get("choices") == spec.get("choices"), name
+        assert options[name].get("default") == spec.get("default"), name
+    assert "def main" not in text

@@ -1,0 +1,99 @@
+# -*- coding: utf-8 -*-
+# Copyright: Factory Floor maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""``factory_floor.llm.model_upgrade_check`` through its action plugin: the variables it reads as the task sees them
+(templated), its refusal as the task's message, and its documentation against its argument spec. The decisions
+themselves are tests/unit/plugins/module_utils/test_model_upgrade.py's."""
+
+from __future__ import annotations
+
+import os
+import re
+from unittest import mock
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleActionFail
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from ansible_collections.factory_floor.llm.plugins.action.model_upgrade_check import ARGUMENT_SPEC, ActionModule
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+UNIT = "vllm-replica.service"
+VARIABLES = {
+    "inventory_hostname": "spark-a", "playbook_dir": "/src/playbooks", "topology": "replicas",
+    "groups": {"gb10": ["spark-a", "spark-b"], "proxy": ["gw"]}, "site_engine_group": "gb10",
+    "site_proxy_group": "proxy", "model_upgrade_model": "/models/new", "model_upgrade_image": "",
+    "vllm_model": "/models/old", "vllm_served_model_name": "qwen",
+    # A role default that is a template: read as the task sees it.
+    "model_upgrade_tool_call_parser": trust_as_template("{{ vllm_tool_call_parser }}"),
+    "vllm_tool_call_parser": "hermes",
+    "_site_topologies": {"replicas": {"unit": UNIT}},
+    "_site_vllm_endpoint": {"url": "http://127.0.0.1:8000"},
+}
+
+
+def run(args, variables=None, check_mode=False):
+    """The action plugin's run, with Ansible's templar over ``variables`` as the task's."""
+    variables = dict(VARIABLES, **(variables or {}))
+    task = mock.MagicMock(args=dict(args), check_mode=check_mode, async_val=0, action="factory_floor.llm.model_upgrade_check")
+    connection = mock.MagicMock()
+    connection._shell.tmpdir = None
+    templar = Templar(loader=DataLoader(), variables=variables)
+    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
+    return action.run(task_vars=variables)
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_the_request_reads_the_variables_and_returns_the_settings(check_mode):
+    result = run({"check": "request"}, check_mode=check_mode)
+    assert "failed" not in result and result["errors"] == []
+    assert result["replica"]["candidate"] == {"model": "/models/new", "tool_call_parser": "hermes", "chat_template": ""}
+    assert result["replica"]["old"]["model"] == "/models/old"
+
+
+def test_a_refused_request_fails_with_its_message():
+    result = run({"check": "request"}, {"groups": {"gb10": ["spark-a"], "proxy": ["gw"]}})
+    assert result["failed"] is True and result["msg"] == result["errors"][0]
+    assert "at least two replicas in group gb10 (1) behind a proxy (1)" in result["msg"]
+
+
+def test_the_replica_check_reads_the_noted_settings_and_the_endpoint():
+    settings = run({"check": "request"})["replica"]
+    image = {"image": {"ref": "vllm:v1", "id": "sha256:1"}, "running": {UNIT: {"image": "vllm:v1", "image_id": "sha256:1"}}}
+    down = {"status": "unreachable", "error": "connection refused"}
+    result = run({"check": "replica", "old_image": image, "new_image": image, "models": down},
+                 {"model_upgrade_replica": settings})
+    assert result["failed"] is True
+    assert result["msg"].startswith("spark-a does not serve qwen on port 8000 (connection refused); expected")
+    serving = {"status": "serving", "model_roots": {"qwen": "/models/old"}}
+    result = run({"check": "replica", "old_image": image, "new_image": image, "models": serving},
+                 {"model_upgrade_replica": settings})
+    assert "failed" not in result and result["replica"]["running_image"] == "sha256:1"
+
+
+def test_the_served_check_fails_with_its_message():
+    result = run({"check": "served", "model": "/models/new", "models": {"model_roots": {"qwen": "/models/old"}},
+                  "after": "the restart"})
+    assert result["msg"] == 'spark-a serves ["/models/old"] after the restart, not /models/new'
+
+
+def test_an_unknown_check_is_refused_by_the_spec():
+    with pytest.raises(AnsibleActionFail, match="check"):
+        run({"check": "upgrade"})
+
+
+def test_the_documentation_is_the_argument_spec():
+    with open(os.path.join(ROOT, "plugins", "modules", "model_upgrade_check.py"), encoding="utf-8") as handle:
+        text = handle.read()
+    options = yaml.safe_load(re.search(r'DOCUMENTATION = r"""(.*?)"""', text, re.S).group(1))["options"]
+    assert sorted(options) == sorted(ARGUMENT_SPEC)
+    for name, spec in ARGUMENT_SPEC.items():
+        assert options[name]["type"] == spec["type"], name
+        assert bool(options[name].get("required")) == bool(spec.get("required")), name
+        assert options[name].get("choices") == spec.get("choices"), name
+        assert options[name].get("default") == spec.get("default"), name
+    assert "def main" not in text
