@@ -13,6 +13,8 @@ looks at its name only, the ``drained`` entry point reads who wrote it (``{"hold
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Mapping
 
 
@@ -52,6 +54,29 @@ def is_list(value):
 def holder_content(holder):
     """A drain file naming who drained the engine, as the drain entry point writes it."""
     return json.dumps({"holder": holder}) + "\n"
+
+
+def holder_of(text):
+    """Who a drain file names: the drain entry point's JSON ``holder``, or the file's text (empty for a ``touch``)."""
+    text = text.strip()
+    return json.loads(text).get("holder", "") if text.startswith("{") else text
+
+
+def read_holders(drain_dir):
+    """``{engine: holder}`` of the drain files in ``drain_dir`` (its own regular files, not hidden ones, as
+    ``ansible.builtin.find`` lists them); a drain counts from the moment its file exists."""
+    holders = {}
+    try:
+        names = sorted(os.listdir(drain_dir))
+    except OSError:
+        return holders
+    for name in names:
+        path = os.path.join(drain_dir, name)
+        if name.startswith(".") or not stat.S_ISREG(os.lstat(path).st_mode):
+            continue
+        with open(path, encoding="utf-8") as handle:
+            holders[name] = holder_of(handle.read())
+    return holders
 
 
 def not_a_list(value):

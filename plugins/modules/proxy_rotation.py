@@ -20,6 +20,8 @@ description:
     in rotation."
   - "Without O(drain): waits until every engine of O(expect_in_rotation) is in rotation (O(wait_for=all)), failing
     with what the checker sees; or until any of them is (O(wait_for=any)), never failing - the caller decides."
+  - "With O(holders): reads only - which engines have a drain file and who drained each (RV(drained)); a drain counts
+    from the moment its file exists, whether or not the checker has applied it yet."
   - In check mode no drain file changes and no drain is waited for; the state is read as outside check mode.
 author:
   - Factory Floor maintainers (@factory-floor)
@@ -70,6 +72,10 @@ options:
     description: Where the drain files are (C(_nginx_proxy_drain_dir)); each is C(root:root), mode C(0644).
     type: path
     default: /etc/factory-floor/drain
+  holders:
+    description: Read the drain files' holders (RV(drained)) and the state, nothing else.
+    type: bool
+    default: false
   host:
     description: The proxy host's inventory name, for the messages.
     type: str
@@ -109,6 +115,13 @@ rotation:
   returned: always
   type: dict
   sample: {mode: replicas, in_rotation: [spark-a], drained: [spark-b], statuses: {spark-a: serving, spark-b: drained}}
+drained:
+  description:
+    - (O(holders)) Per engine with a drain file (its inventory name), who drained it - the O(drain_holder) the file
+      names, the text of a file without one, "" for an empty file (an operator's C(touch)).
+  returned: with holders
+  type: dict
+  sample: {spark-a: switch-model, spark-b: ""}
 found:
   description: Whether what was waited for came (always true unless O(wait_for=any) timed out).
   returned: always
@@ -176,12 +189,16 @@ def main():
             drain_dir=dict(type="path", default="/etc/factory-floor/drain"),
             host=dict(type="str", default=""),
             checker_unit=dict(type="str", default="factory-floor-upstream.service"),
+            holders=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
     params = module.params
     path, timeout, unit, host = params["state_file"], params["timeout"], params["checker_unit"], params["host"]
     drain = params["drain"]
+    if params["holders"]:
+        module.exit_json(changed=False, drained=pr.read_holders(params["drain_dir"]), rotation=pr.read_state(path) or {},
+                         found=True)
     if drain is None:
         expected, wait_for = params["expect_in_rotation"], params["wait_for"]
         # "any" of nothing asks nothing: one read. "all" waits for the state file at least.

@@ -79,3 +79,20 @@ def test_a_drain_the_checker_did_not_apply_is_named():
         "See journalctl -u u.")
     assert "put back in rotation spark-b (drained now: no state file)" in pr.drain_not_applied(
         None, ["spark-b"], False, "gateway", 30, "u")
+
+
+@pytest.mark.parametrize("text, holder", [
+    ('{"holder": "switch-model"}\n', "switch-model"), ("", ""), ("ops, by hand\n", "ops, by hand"), ("{}", ""),
+])
+def test_who_a_drain_file_names(text, holder):
+    assert pr.holder_of(text) == holder
+
+
+def test_the_holders_of_the_drain_files(tmp_path):
+    (tmp_path / "spark-a").write_text(pr.holder_content("switch-model"))
+    (tmp_path / "spark-b").write_text("")
+    (tmp_path / ".spark-c").write_text("hidden")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "spark-d").symlink_to(tmp_path / "spark-a")
+    assert pr.read_holders(str(tmp_path)) == {"spark-a": "switch-model", "spark-b": ""}
+    assert pr.read_holders(str(tmp_path / "none")) == {}

@@ -107,3 +107,10 @@ def test_the_rotation_read_never_fails(proxy, run_module, tmp_path):
     assert result["found"] is False and result.get("failed") is not True
     missing = run_module(proxy_rotation, dict(proxy["args"], state_file=str(tmp_path / "none"), wait_for="any")).result
     assert missing["rotation"] == {} and missing["found"] is True
+
+
+def test_the_holders_are_read_and_nothing_changes(proxy, run_module):
+    (proxy["dir"] / "spark-a").write_text(pr.holder_content("deploy"))
+    result = run_module(proxy_rotation, dict(proxy["args"], holders=True, _ansible_check_mode=True)).result
+    assert result["changed"] is False and result["drained"] == {"spark-a": "deploy"}
+    assert result["rotation"]["in_rotation"] == ["spark-a", "spark-b"]
