@@ -5,7 +5,8 @@
 """factory_floor.llm.tool_gate_scores, on the controller: look up or store the tool gate's scores there.
 
 The scores live on the controller (``tool_gate_store_dir``), whichever host ran the test; this plugin reads and
-writes them itself and never connects to the host. The logic is ``plugins/module_utils/_tool_gate_scores.py``'s;
+writes them itself and never connects to the host. ``state: spread`` writes every play host's ``tool_gate_spread``,
+which it reads from ``hostvars``. The logic is ``plugins/module_utils/_tool_gate_scores.py``'s;
 the documentation is ``plugins/modules/tool_gate_scores.py``'s.
 """
 
@@ -18,9 +19,10 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _tool_gate_scores as ts
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain
 
 ARGUMENT_SPEC = dict(
-    state=dict(type="str", required=True, choices=["lookup", "store"]),
+    state=dict(type="str", required=True, choices=["lookup", "store", "spread"]),
     store_dir=dict(type="path"),
     build_id=dict(type="str"),
     suite_digest=dict(type="str"),
@@ -32,7 +34,9 @@ ARGUMENT_SPEC = dict(
     role=dict(type="str", choices=["incumbent", "candidate"]),
     passed=dict(type="bool"),
 )
-NEEDS = {"lookup": ("store_dir", "build_id", "suite_digest"), "store": ("path", "build", "run", "host", "role")}
+NEEDS = {"lookup": ("store_dir", "build_id", "suite_digest"), "store": ("path", "build", "run", "host", "role"),
+         "spread": ("path",)}
+SPREAD_FACT = "tool_gate_spread"
 
 
 def store(path, content, check_mode=False):
@@ -73,7 +77,12 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail("Could not read the tool gate's scores in %s: %s" % (args["store_dir"], error))
             result.update(changed=False, found=found)
             return result
-        one = ts.record(args["build"], args["run"], args["host"], args["role"], args["passed"])
+        if args["state"] == "spread":
+            hostvars = (task_vars or {}).get("hostvars") or {}
+            one = {host: plain(hostvars[host].get(SPREAD_FACT)) if host in hostvars else None
+                   for host in (task_vars or {}).get("ansible_play_hosts") or []}
+        else:
+            one = ts.record(args["build"], args["run"], args["host"], args["role"], args["passed"])
         try:
             changed = store(args["path"], ts.text(one), self._task.check_mode)
         except OSError as error:

@@ -21,6 +21,9 @@ description:
     build, the host, the role, the verdict, the time (C(measured_at) UTC, C(measured_epoch) seconds) and the run's
     C(url), C(model), C(score) (0-100), C(total), C(passed_count), C(by_category), C(failed_cases) (with the raw
     answers), C(latency_mean) (seconds), C(suite_name), C(suite_digest)."
+  - "O(state=spread): writes every play host's C(tool_gate_spread) (the role's C(spread) entry point), read from
+    C(hostvars), as one JSON object by inventory name at O(path) - the figures to choose C(tool_gate_min_score) and
+    C(tool_gate_tolerance) from."
   - Runs on the controller (its action plugin); it never connects to the host.
 author:
   - Factory Floor maintainers (@factory-floor)
@@ -37,10 +40,10 @@ attributes:
     details: A store records the time it ran.
 options:
   state:
-    description: V(lookup) reads a build's stored score, V(store) writes one.
+    description: V(lookup) reads a build's stored score, V(store) writes one, V(spread) writes the play's spreads.
     type: str
     required: true
-    choices: [lookup, store]
+    choices: [lookup, store, spread]
   store_dir:
     description: (lookup) The directory of the scores on the controller (C(tool_gate_store_dir)).
     type: path
@@ -55,7 +58,7 @@ options:
     type: int
     default: 16
   path:
-    description: (store) Where to write the record on the controller.
+    description: (store, spread) Where to write the record (the figures) on the controller.
     type: path
   build:
     description: (store) The build measured, M(factory_floor.llm.tool_gate_build)'s RV(factory_floor.llm.tool_gate_build#module:build).
@@ -93,12 +96,12 @@ found:
   sample: {build_id: 5f0c1d3c9a0b7e0f, host: spark-a, role: incumbent, passed: null, score: 38.9, total: 18,
            measured_epoch: 1796000000.5}
 path:
-  description: (store) Where the record was written.
-  returned: with state store
+  description: (store, spread) Where the record (the figures) was written.
+  returned: with state store or spread
   type: str
   sample: /home/ops/.local/state/factory-floor/tool-gate/5f0c1d3c9a0b7e0f.0c1d3c9a0b7e0f5f.spark-a.json
 record:
-  description: (store) What was written.
-  returned: with state store
+  description: (store, spread) What was written.
+  returned: with state store or spread
   type: dict
 """

@@ -62,3 +62,17 @@ def test_a_score_that_cannot_be_read_is_named(tmp_path):
     (tmp_path / ("%s.%s.spark-a.json" % ("b" * 16, "d" * 16))).write_text("{")
     with pytest.raises(AnsibleActionFail, match="Could not read the tool gate's scores in %s" % tmp_path):
         run(dict(state="lookup", store_dir=str(tmp_path), build_id="b" * 64, suite_digest="d" * 64))
+
+
+def test_the_spread_of_every_play_host_in_one_file(tmp_path):
+    task = mock.MagicMock(args={"state": "spread", "path": str(tmp_path / "spread.json")}, check_mode=False,
+                          async_val=0, action="factory_floor.llm.tool_gate_scores")
+    connection = mock.MagicMock()
+    connection._shell.tmpdir = None
+    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), Templar(loader=DataLoader()), None)
+    task_vars = {"ansible_play_hosts": ["spark-a", "spark-b"],
+                 "hostvars": {"spark-a": {"tool_gate_spread": {"score": 38.9}}, "spark-b": {}}}
+    result = action.run(task_vars=task_vars)
+    assert result["changed"] is True
+    assert (tmp_path / "spread.json").read_text() == (
+        '{\n    "spark-a": {\n        "score": 38.9\n    },\n    "spark-b": null\n}\n')
