@@ -37,16 +37,17 @@ def variables(**changes):
     return found
 
 
-def run(task_vars, args=None):
-    task = mock.MagicMock(args=dict(args or {}), check_mode=False, async_val=0, action="factory_floor.llm.proxy_check")
+def run(task_vars, args=None, check_mode=False):
+    task = mock.MagicMock(args=dict(args or {}), check_mode=check_mode, async_val=0, action="factory_floor.llm.proxy_check")
     connection = mock.MagicMock()
     connection._shell.tmpdir = None
     templar = Templar(loader=DataLoader(), variables=task_vars)
     return ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None).run(task_vars=task_vars)
 
 
-def test_settings_that_can_work_pass_and_change_nothing():
-    result = run(variables())
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_settings_that_can_work_pass_and_change_nothing(check_mode):
+    result = run(variables(), check_mode=check_mode)
     assert result["changed"] is False and result["errors"] == [] and not result.get("failed")
 
 

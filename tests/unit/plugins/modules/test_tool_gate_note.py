@@ -38,16 +38,17 @@ def variables(**changes):
     return found
 
 
-def run(note, task_vars):
-    task = mock.MagicMock(args={"note": note}, check_mode=False, async_val=0, action="factory_floor.llm.tool_gate_note")
+def run(note, task_vars, check_mode=False):
+    task = mock.MagicMock(args={"note": note}, check_mode=check_mode, async_val=0, action="factory_floor.llm.tool_gate_note")
     connection = mock.MagicMock()
     connection._shell.tmpdir = None
     templar = Templar(loader=DataLoader(), variables=task_vars)
     return ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None).run(task_vars=task_vars)
 
 
-def test_a_verdict_below_the_minimum_fails_and_is_kept_apart():
-    result = run("verdict", variables())
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_a_verdict_below_the_minimum_fails_and_is_kept_apart(check_mode):
+    result = run("verdict", variables(), check_mode=check_mode)
     assert result["changed"] is False and result["value"]["passed"] is False
     assert result["value"]["record_file"].startswith("/store/failed/x.")
     assert result["message"] == result["value"]["message"]
