@@ -53,8 +53,8 @@ class ActionModule(ActionBase):
             return result, result["message"]
         build = var("tool_gate_build")
         if name == "not_measured":
-            return None, tn.not_measured(build["id"], var("tool_gate_model_path"), topology, topologies, gated,
-                                       int(var("_tool_gate_id_chars")))
+            return None, tn.not_measured(
+                build["id"], var("tool_gate_model_path"), topology, topologies, gated, int(var("_tool_gate_id_chars")))
         if name == "measured":
             return tn.measured(var("__tool_gate_run")), ""
         if name == "incumbent":

@@ -137,6 +137,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _proxy_rotation as pr
 
+
 def wait(path, timeout, done):
     """The state once ``done(state)``, or the last one read after ``timeout`` seconds; with ``found``."""
     deadline = time.monotonic() + max(0, timeout)

@@ -38,8 +38,8 @@ def test_the_incumbent_fact(found, score, measured_now, would_measure, would_sen
     ("/models/m", "split", ["replicas"], False,
      "(/models/m, split) with this suite; not measured: its topology is not in tool_gate_topologies (replicas)."),
     ("", "", [], False, "(model) with this suite; not measured: its topology is not in tool_gate_topologies (none)."),
-    ("m", "replicas", ["replicas"], True, "(m, replicas) with this suite; not measured: tool_gate_measure_incumbent is "
-                                         "false."),
+    ("m", "replicas", ["replicas"], True,
+     "(m, replicas) with this suite; not measured: tool_gate_measure_incumbent is false."),
 ])
 def test_why_the_incumbent_is_not_measured(model_path, topology, topologies, gated, words):
     message = tn.not_measured(BUILD, model_path, topology, topologies, gated)
