@@ -50,6 +50,7 @@ all:
         no_key: {nginx_proxy_api_key: ""}
         tls_half: {nginx_proxy_tls_certificate: /etc/ssl/proxy.crt}
         tls_both: {nginx_proxy_tls_certificate: /etc/ssl/proxy.crt, nginx_proxy_tls_certificate_key: /etc/ssl/proxy.key}
+        no_engine_group: {site_engine_group: engines}
 """ % {"key": KEY}
 
 PLAYBOOK = """
@@ -120,6 +121,11 @@ def test_a_header_name_nginx_would_drop_is_refused(outcome):
 def test_half_a_tls_setting_is_refused(outcome):
     failed, message = outcome[0]["tls_half"]
     assert failed and "nginx_proxy_tls_certificate_key" in message, message
+
+
+def test_an_engine_group_the_inventory_lacks_is_refused_by_name(outcome):
+    failed, message = outcome[0]["no_engine_group"]
+    assert failed and "in group 'engines' (site_engine_group; now: none)" in message, message
 
 
 @pytest.mark.parametrize("host", ["good", "no_key", "tls_both", "headers_own", "headers_none"])
