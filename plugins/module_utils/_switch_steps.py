@@ -21,3 +21,25 @@ def report_plan(plan, site=None, lost_locks=None, run="", rotation_error="", inv
     return dict(plan, inventory=site.get("inventory") or {}, site=site.get("site") or {},
                 record_errors=site.get("write_errors") or {}, lost_hosts=lost_hosts, lost_locks=lost_locks, run=run,
                 rotation_error=rotation_error or "", inventory_sources=list(inventory_sources or []))
+
+
+def _truncate(text, length, end="...", leeway=5):
+    """Jinja's ``truncate`` filter as Ansible configures it (whole words, ``...``, a leeway of 5 characters)."""
+    if len(text) <= length + leeway:
+        return text
+    return text[:length - len(end)].rsplit(" ", 1)[0] + end
+
+
+def gate_failure(failure, gate=None):
+    """Why an engine did not pass the switch's tool-calling gate, for the rollback: the gate's own message when it
+    ran and failed (``gate``, the tool_gate role's ``tool_gate_result``), else why it could not test the engine - the
+    test outlasting ``tool_gate_run_timeout`` (``failure``, the failed task's result, ``timedout``) or another error
+    - with that task's message. At most 900 characters."""
+    gate = gate if isinstance(gate, Mapping) else {}
+    failure = failure if isinstance(failure, Mapping) else {}
+    if not gate.get("passed", True):
+        why = str(gate.get("message"))
+    else:
+        why = "%s: %s" % ("the tool-calling test took longer than tool_gate_run_timeout" if "timedout" in failure
+                          else "the tool-calling gate could not test it", failure.get("msg", "no message"))
+    return _truncate(why, 900)
