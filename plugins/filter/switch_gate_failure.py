@@ -11,7 +11,7 @@ version_added: 0.1.0
 description:
   - Takes the failed task's result (C(ansible_failed_result) in a rescue) and returns the gate's own message when the
     gate ran and failed (O(gate) with C(passed) false), else C(the tool-calling test took longer than
-    tool_gate_run_timeout) (the result has C(timedout)) or C(the tool-calling gate could not test it), then C(: ) and
+    tool_gate_run_timeout) (the result has C(timedout)) or C(the tool-calling gate could not test it), then a colon and
     the task's message. At most 900 characters (whole words, C(...)).
   - Used by the C(switch_gate) entry point of the C(factory_floor.llm.topology_switch) role, for the rollback's reason.
 options:

@@ -65,8 +65,8 @@ def _noted(tmp_path, task, variables):
     {"ansible_failed_result": {"msg": "x " * 600}, "tool_gate_result": {"passed": True}},
 ])
 def test_a_gate_failure_is_noted_in_the_former_words(tmp_path, variables):
-    task = _task("roles/topology_switch/tasks/switch_gate.yml", "Note the failure for the rollback (the engines are "
-                                                                  "still out of the proxy)")
+    name = "Note the failure for the rollback (the engines are still out of the proxy)"
+    task = _task("roles/topology_switch/tasks/switch_gate.yml", name)
     before = time.time()
     got = _noted(tmp_path, task, dict(variables, maintenance_window_host={"events": {"serving": 1.0}}))
     noted = got["noted"]
