@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Mapping
 
 
@@ -48,3 +49,68 @@ def lock_path(host_vars, default):
     """A host's maintenance lock file: the one it noted (``LOCK_PATH_FACT``), else ``default``. ``host_vars``: its
     variables (Ansible's ``hostvars[host]``, or any mapping)."""
     return host_vars[LOCK_PATH_FACT] if LOCK_PATH_FACT in host_vars else default
+
+
+def truncate(text, length, end="...", leeway=5):
+    """Jinja's ``truncate`` filter as Ansible configures it (whole words, ``...``, a leeway of 5 characters)."""
+    if len(text) <= length + leeway:
+        return text
+    return text[:length - len(end)].rsplit(" ", 1)[0] + end
+
+
+def _merged(base, extra):
+    """``base | combine(extra, recursive=true)``: mappings merged key by key, any other value replaced."""
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _merged(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def noted(host, note=None, events=(), at=None):
+    """What a host noted during a run (the fact ``maintenance_window_host``) with ``note`` added (events: {name: epoch
+    seconds}; health, gate, reason, failed, ... - the switch_report module's hosts option) and each name of ``events``
+    noted at ``at`` (epoch seconds; a time the caller measured, else the controller's clock, now)."""
+    merged = _merged(host if isinstance(host, Mapping) else {}, note or {})
+    if events:
+        when = float(at) if at is not None else time.time()
+        merged = _merged(merged, {"events": {name: when for name in events}})
+    return merged
+
+
+def unlocked(results, host_vars, default_path, previous=None):
+    """Per host of a delegated release loop (its ``results``), ``{released, path, error}``, added to ``previous``: a
+    host that answered with no failure released this run's lock (or had none); one that did not keeps it, named with
+    why. ``host_vars``: Ansible's ``hostvars`` (each host's own lock file, ``lock_path``), else ``default_path``."""
+    summary = dict(previous or {})
+    for result in results or []:
+        if not isinstance(result, Mapping):
+            continue
+        host = result.get("item")
+        unreachable, failed = bool(result.get("unreachable")), bool(result.get("failed"))
+        error = ""
+        if unreachable or failed:
+            error = ("host unreachable: " if unreachable else "") + truncate(str(result.get("msg", "")), 200)
+        summary[host] = {"released": not unreachable and not failed,
+                         "path": lock_path(host_vars[host] if host in host_vars else {}, default_path),
+                         "error": error}
+    return summary
+
+
+def abort_message(unlocked_hosts, failure, note, check_mode, engine_hosts):
+    """What a run that stops after a failed step says (the ``abort`` entry point): what failed (``failure``, the
+    failed task's result), ``note`` (what the run left as it was) and where this run's lock was given back and where
+    it stays; under ``--check`` that no lock was taken."""
+    what = failure.get("msg") if isinstance(failure, Mapping) else None
+    head = "%s %s " % (what if what else "A step failed (see above).", note)
+    if check_mode:
+        return head + ("--check took no maintenance lock, so none was given back (a real run takes it on %s before it "
+                       "changes anything, and gives it back here)." % ", ".join(engine_hosts))
+    hosts = unlocked_hosts or {}
+    released = [host for host, state in hosts.items() if state.get("released")]
+    kept = [host for host, state in hosts.items() if not state.get("released")]
+    stays = ("; it stays on %s (not reachable): remove it there once this run is known ended" % ", ".join(kept)
+             if kept else "")
+    return head + "This run's maintenance lock was given back on %s%s." % (", ".join(released) or "no host", stays)

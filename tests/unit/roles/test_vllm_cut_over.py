@@ -2,7 +2,7 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""The switch's cut-over (the topology_switch role's ``cut_over`` entry point) in a real ansible-playbook run.
+"""The switch's cut-over (the topology_switch role's ``switch_cut_over`` entry point) in a real ansible-playbook run.
 
 One "engine host" on a local connection; ``systemctl`` is a stand-in on the PATH (and for
 ``factory_floor.llm.vllm_engine_info``) that starts nothing and says the unit's main process is
@@ -46,12 +46,10 @@ PLAYBOOK = """
     - name: Stop the old topology and start the new one
       ansible.builtin.include_role:
         name: factory_floor.llm.topology_switch
-        tasks_from: cut_over
+        tasks_from: switch_cut_over
       vars:
-        vllm_cut_over_unit: vllm-replica.service
-        vllm_cut_over_other_unit: vllm-split.service
-        vllm_cut_over_holder: switch-to-replicas
-        vllm_cut_over_gated: true
+        switch_to: replicas
+        vllm_switch_plan: {unit: vllm-replica.service, other_unit: vllm-split.service, other: split, gated: true}
     - name: Keep what it noted for the test
       ansible.builtin.copy:
         content: "{{ maintenance_window_host | default({}) | to_json }}"
@@ -78,7 +76,9 @@ def cut_over(tmp_path, runs, host_tz="UTC"):
         % sys.executable)
     (tmp_path / "play.yml").write_text(PLAYBOOK % {"host_tz": host_tz, "systemctl": systemctl, "proc": tmp_path / "proc",
                                                    "noted": tmp_path / "noted.json"})
-    extra = {"_vllm_unit_dir": str(tmp_path / "units"), "__vllm_argv": RENDERED, "__vllm_plan": {"fingerprint": DIGEST}}
+    # No watchdog unit to disable, no textfile directory: the old topology's watchdog is not there.
+    extra = {"_vllm_unit_dir": str(tmp_path / "units"), "_vllm_watchdog_unit_dir": str(tmp_path / "units"),
+             "vllm_watchdog_textfile_dir": "", "__vllm_argv": RENDERED, "__vllm_plan": {"fingerprint": DIGEST}}
     # The controller in UTC; the engine host's modules in host_tz (the play's environment).
     env = dict(os.environ, TZ="UTC", PATH="%s:%s" % (tmp_path / "bin", os.environ.get("PATH", "/usr/bin:/bin")),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build", "collections"),
