@@ -2,15 +2,9 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""What the nginx_proxy role reads of its backends and its drain files. Pure logic, standard library only."""
+"""Where the nginx proxy reaches its backends. Pure logic, standard library only."""
 
 from __future__ import annotations
-
-import base64
-import json
-import os
-import re
-from collections.abc import Mapping
 
 
 def backend_endpoints(backends, hostvars, default_port):
@@ -25,18 +19,3 @@ def backend_endpoints(backends, hostvars, default_port):
         endpoints.append("%s:%s" % (address, port))
     return endpoints
 
-
-def drain_holders(files):
-    """Who drained each engine, by the drain file's name (the engine's inventory name): ``files`` are the drain
-    files' ``slurp`` results (a loop's, each with its ``item.path``). A file holds the ``drain`` entry point's JSON
-    (its ``holder``), or any text, which is the holder (empty for an operator's ``touch``)."""
-    holders = {}
-    for file in files or []:
-        if not isinstance(file, Mapping):
-            continue
-        text = base64.b64decode(file.get("content") or "").decode("utf-8").strip()
-        holder = text
-        if re.match("[{]", text):
-            holder = json.loads(text).get("holder", "")
-        holders[os.path.basename(file["item"]["path"])] = holder
-    return holders
