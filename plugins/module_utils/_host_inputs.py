@@ -77,6 +77,22 @@ def switch_inputs(hostvars, engines, proxies=(), incumbent_host=""):
     return inputs
 
 
+def upgrade_inputs(hostvars, engines):
+    """switch_plan's arguments for a model upgrade (switch_model.yml): each engine host's stored tool-calling score
+    (``tool_gate_incumbent``) and maintenance note, and ``min_score`` from the bar (``tool_gate_bar``) of the first
+    engine host that holds one - left out when none does, or when that bar names no ``min_score``."""
+    engines = list(engines or ())
+    inputs = {"incumbents": per_host(hostvars, engines, INCUMBENT), "notes": per_host(hostvars, engines, NOTES)}
+    for host in engines:
+        bar = fact(hostvars, host, BAR, _MISSING)
+        if bar is _MISSING:
+            continue
+        if isinstance(bar, dict) and "min_score" in bar:
+            inputs["min_score"] = bar["min_score"]
+        break
+    return inputs
+
+
 def record_inputs(hostvars, engines):
     """switch_plan's ``records`` at the end of a switch: the topology record each engine host read then."""
     return {"records": per_host(hostvars, engines, RECORD_SEEN)}

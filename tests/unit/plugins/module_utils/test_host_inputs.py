@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _host_inputs as hi
@@ -151,3 +152,47 @@ def test_a_run_reads_each_hosts_facts_as_ansible_holds_them(tmp_path):
     assert seen["engines"] == [{"name": "spark-a", "address": "spark-a", "port": 8001, "url": "http://spark-a:8001"},
                                {"name": "spark-b", "address": "10.1.1.2", "port": 8000, "url": "http://10.1.1.2:8000"}]
     assert seen["restart"].startswith("Configuration changed on spark-b (image spark-b). ")
+
+
+# switch_model.yml's arguments before the switch_plan action plugin read them (read_hosts, procedure upgrade).
+OLD_UPGRADE = {
+    "incumbents": "{{ dict(groups['gb10'] | zip(groups['gb10'] | map('extract', hostvars)"
+                  " | map(attribute='tool_gate_incumbent', default={}))) }}",
+    "notes": "{{ dict(groups['gb10'] | zip(groups['gb10'] | map('extract', hostvars)"
+             " | map(attribute='maintenance_window_host', default={}))) }}",
+    "min_score": """{{ groups['gb10'] | map('extract', hostvars) | selectattr('tool_gate_bar', 'defined') | map(attribute='tool_gate_bar')
+             | map(attribute='min_score') | first | default(omit) }}""",
+}
+OMITTED = "<omitted>"
+
+
+def old_upgrade_inputs(hostvars, engines):
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    templar = Templar(loader=DataLoader(), variables={"groups": {"gb10": engines}, "hostvars": hostvars, "omit": OMITTED})
+    rendered = {key: templar.template(trust_as_template(text)) for key, text in OLD_UPGRADE.items()}
+    if rendered["min_score"] == OMITTED:
+        del rendered["min_score"]
+    return rendered
+
+
+@pytest.mark.parametrize("hostvars", [
+    HOSTVARS,
+    {"spark-a": {}, "spark-b": {}},
+    # The first engine host without a bar, the second with one; a bar of 0; a bar without min_score; a null score.
+    {"spark-a": {"maintenance_window_host": {"events": []}}, "spark-b": {"tool_gate_bar": {"min_score": 0}}},
+    {"spark-a": {"tool_gate_bar": {"min_score": 72.5}}, "spark-b": {"tool_gate_bar": {"min_score": 99.0}}},
+    {"spark-a": {"tool_gate_bar": {}}, "spark-b": {"tool_gate_bar": {"min_score": 99.0}}},
+    {"spark-a": {"tool_gate_bar": {"min_score": None}}, "spark-b": {"tool_gate_incumbent": None}},
+])
+def test_a_model_upgrade_reads_what_switch_model_yml_read(hostvars):
+    engines = ["spark-a", "spark-b"]
+    assert hi.upgrade_inputs(hostvars, engines) == old_upgrade_inputs(hostvars, engines)
+
+
+def test_a_model_upgrade_reads_the_first_bar_held():
+    read = hi.upgrade_inputs(HOSTVARS, ["spark-b", "spark-a"])
+    assert read == {"incumbents": {"spark-b": {"score": 91.0}, "spark-a": {}},
+                    "notes": {"spark-b": None, "spark-a": {"failed": True}}, "min_score": 80.0}
+    assert hi.upgrade_inputs(HOSTVARS, []) == {"incumbents": {}, "notes": {}}
