@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the controller's cross-host decisions read from the hosts' variables, on the controller.
 
-The action plugins of ``switch_plan`` and ``site_status`` call these with Ansible's ``hostvars``
+The action plugins of ``switch_plan`` and ``site_status`` (and the ``site_check_report`` filter) call these with Ansible's ``hostvars``
 (or a dict of dicts in the tests): each returns the module arguments the role tasks used to
 assemble in Jinja from every host's facts and registered results, read the same way - a host
 missing from ``hostvars``, or one that did not set the variable, gives that argument's empty
@@ -32,6 +32,10 @@ ROTATION = "nginx_proxy_rotation"
 # site_status: what each role's status entry point read on its hosts.
 ENGINE_STATUS = "vllm_status"
 PROXY_STATUS = "nginx_proxy_status"
+# site_check_report: what site_check.yml noted on each host, and the model manifest and link it read there.
+SITE_CHECK = "site_check"
+SITE_CHECK_MANIFEST = "__site_check_manifest"
+LINK_SEEN = "__vllm_split_link_seen"
 KEEPALIVED_STATUS = "keepalived_status"
 
 _MISSING = object()
@@ -91,6 +95,28 @@ def upgrade_inputs(hostvars, engines):
             inputs["min_score"] = bar["min_score"]
         break
     return inputs
+
+
+def site_check_inputs(hostvars, engines, proxies=()):
+    """The site check report's inputs (site_check.yml's last play): ``records``, each host's ``site_check`` record for
+    the engine and proxy hosts (each once, engine hosts first) that noted one; per engine host among them its
+    model manifest (``__site_check_manifest``) and the link it read (``__vllm_split_link_seen``), ``{}`` where it
+    has none; and the first of them's ``vllm_link_mtu`` (``mtu``, else null) and ``vllm_runtime`` (``runtime``,
+    else ``container``) - null and ``container`` when no engine host noted a record."""
+    engines = list(engines or ())
+    hosts = []
+    for host in engines + list(proxies or ()):
+        if host not in hosts and SITE_CHECK in hostvars[host]:
+            hosts.append(host)
+    checked = [host for host in hosts if host in engines]
+    first = checked[0] if checked else None
+    return {
+        "records": {host: hostvars[host][SITE_CHECK] for host in hosts},
+        "manifests": per_host(hostvars, checked, SITE_CHECK_MANIFEST),
+        "link": per_host(hostvars, checked, LINK_SEEN),
+        "mtu": fact(hostvars, first, "vllm_link_mtu", None),
+        "runtime": fact(hostvars, first, "vllm_runtime", "container") if first else "container",
+    }
 
 
 def record_inputs(hostvars, engines):

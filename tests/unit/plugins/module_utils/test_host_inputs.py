@@ -196,3 +196,57 @@ def test_a_model_upgrade_reads_the_first_bar_held():
     assert read == {"incumbents": {"spark-b": {"score": 91.0}, "spark-a": {}},
                     "notes": {"spark-b": None, "spark-a": {"failed": True}}, "min_score": 80.0}
     assert hi.upgrade_inputs(HOSTVARS, []) == {"incumbents": {}, "notes": {}}
+
+
+# site_check.yml's report task before the site_check_report filter read hostvars itself (its vars and arguments).
+OLD_SITE_CHECK_VARS = {
+    "__all": "{{ (groups['gb10'] + groups['proxy'] | default([])) | unique }}",
+    "__hosts": "{{ __all | map('extract', hostvars) | selectattr('site_check', 'defined')"
+               " | map(attribute='inventory_hostname') | list }}",
+    "__engines": "{{ __hosts | select('in', groups['gb10']) | list }}",
+}
+OLD_SITE_CHECK = {
+    "records": "{{ dict(__hosts | zip(__hosts | map('extract', hostvars) | map(attribute='site_check'))) }}",
+    "manifests": """{{ dict(__engines | zip(__engines | map('extract', hostvars)
+                                                | map(attribute='__site_check_manifest', default={}))) }}""",
+    "link": """{{ dict(__engines | zip(__engines | map('extract', hostvars)
+                                           | map(attribute='__vllm_split_link_seen', default={}))) }}""",
+    "mtu": "{{ (hostvars[__engines[0]].vllm_link_mtu | default(none)) if __engines else none }}",
+    "runtime": "{{ (hostvars[__engines[0]].vllm_runtime | default('container')) if __engines else 'container' }}",
+}
+
+
+def old_site_check_inputs(hostvars, groups):
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    hostvars = {host: dict(values, inventory_hostname=host) for host, values in hostvars.items()}
+    variables = {"groups": groups, "hostvars": hostvars}
+    variables.update({key: trust_as_template(text) for key, text in OLD_SITE_CHECK_VARS.items()})
+    templar = Templar(loader=DataLoader(), variables=variables)
+    return {key: templar.template(trust_as_template(text)) for key, text in OLD_SITE_CHECK.items()}
+
+
+SITE_HOSTVARS = {
+    "spark-a": {"site_check": {"reach": {"ok": True}}, "__site_check_manifest": {"files": 3}, "vllm_link_mtu": 9000,
+                "vllm_runtime": "container", "__vllm_split_link_seen": {"interface": "enp1"}},
+    "spark-b": {"site_check": {"reach": {"ok": False}}, "vllm_link_mtu": None, "vllm_runtime": "pip"},
+    "spark-c": {"vllm_runtime": "pip"},
+    "proxy-1": {"site_check": {"groups": ["proxy"]}},
+    "both-1": {"site_check": {"groups": ["engine", "proxy"]}, "vllm_runtime": "pip"},
+}
+
+
+@pytest.mark.parametrize("groups", [
+    {"gb10": ["spark-a", "spark-b", "spark-c"], "proxy": ["proxy-1"]},
+    # No proxy group; the first engine host without a record; a host in both groups; no record at all.
+    {"gb10": ["spark-c", "spark-b", "spark-a"]},
+    {"gb10": ["both-1", "spark-a"], "proxy": ["proxy-1", "both-1"]},
+    {"gb10": ["spark-c"], "proxy": []},
+    {"gb10": [], "proxy": ["proxy-1"]},
+])
+def test_the_site_check_report_reads_what_site_check_yml_read(groups):
+    read = hi.site_check_inputs(SITE_HOSTVARS, groups["gb10"], groups.get("proxy", []))
+    hostvars = {host: SITE_HOSTVARS[host] for host in groups["gb10"] + groups.get("proxy", [])}
+    assert read == old_site_check_inputs(hostvars, groups)
+    assert list(read["records"]) == list(old_site_check_inputs(hostvars, groups)["records"])
