@@ -119,6 +119,38 @@ def site_check_inputs(hostvars, engines, proxies=()):
     }
 
 
+def _flatten(items):
+    """Ansible's ``flatten`` filter: nested lists and tuples opened, null items (and the strings ``None``, ``null``)
+    left out."""
+    flat = []
+    for item in items:
+        if item is None or item in ("None", "null"):
+            continue
+        if isinstance(item, (list, tuple)):
+            flat.extend(_flatten(item))
+        else:
+            flat.append(item)
+    return flat
+
+
+def prometheus_hosts(hostvars, engines):
+    """The Prometheus hosts the engine hosts name (each one's ``vllm_prometheus_hosts``, a list) in that order, each
+    once - compared as Ansible's ``unique`` filter compares (case-insensitive for strings, the first spelling kept)."""
+    listed, seen = [], set()
+    for host in _flatten([fact(hostvars, host, "vllm_prometheus_hosts", []) for host in engines or ()]):
+        key = host.lower() if isinstance(host, str) else host
+        if key not in seen:
+            seen.add(key)
+            listed.append(host)
+    return listed
+
+
+def link_check_findings(hostvars, hosts, collective=None, transport=None):
+    """link_check.yml's findings file: each host's ``vllm_split_link`` (``{}`` where it has none), the collective's
+    report and the engine's transport report."""
+    return {"hosts": per_host(hostvars, hosts, "vllm_split_link"), "collective": collective, "transport": transport}
+
+
 def record_inputs(hostvars, engines):
     """switch_plan's ``records`` at the end of a switch: the topology record each engine host read then."""
     return {"records": per_host(hostvars, engines, RECORD_SEEN)}
