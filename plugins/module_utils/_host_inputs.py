@@ -99,19 +99,21 @@ def upgrade_inputs(hostvars, engines):
 
 def site_check_inputs(hostvars, engines, proxies=()):
     """The site check report's inputs (site_check.yml's last play): ``records``, each host's ``site_check`` record for
-    the engine and proxy hosts (each once, engine hosts first) that noted one; per engine host among them its
+    the engine and proxy hosts (each once, engine hosts first) that noted one, with its ``groups`` (``engine`` for an
+    engine host, then ``proxy`` for a proxy host) put first; per engine host among them its
     model manifest (``__site_check_manifest``) and the link it read (``__vllm_split_link_seen``), ``{}`` where it
     has none; and the first of them's ``vllm_link_mtu`` (``mtu``, else null) and ``vllm_runtime`` (``runtime``,
     else ``container``) - null and ``container`` when no engine host noted a record."""
-    engines = list(engines or ())
+    engines, proxies = list(engines or ()), list(proxies or ())
     hosts = []
-    for host in engines + list(proxies or ()):
+    for host in engines + proxies:
         if host not in hosts and SITE_CHECK in hostvars[host]:
             hosts.append(host)
     checked = [host for host in hosts if host in engines]
     first = checked[0] if checked else None
     return {
-        "records": {host: hostvars[host][SITE_CHECK] for host in hosts},
+        "records": {host: dict({"groups": (["engine"] if host in engines else []) + (["proxy"] if host in proxies else [])},
+                               **hostvars[host][SITE_CHECK]) for host in hosts},
         "manifests": per_host(hostvars, checked, SITE_CHECK_MANIFEST),
         "link": per_host(hostvars, checked, LINK_SEEN),
         "mtu": fact(hostvars, first, "vllm_link_mtu", None),

@@ -216,11 +216,23 @@ OLD_SITE_CHECK = {
 }
 
 
+# The groups each host's site_check record held (site_check.yml's third play) before the report filed them itself.
+OLD_SITE_CHECK_GROUPS = """{{ (['engine'] if inventory_hostname in groups['gb10'] else [])
+               + (['proxy'] if inventory_hostname in groups['proxy'] | default([]) else []) }}"""
+
+
 def old_site_check_inputs(hostvars, groups):
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar, trust_as_template
 
+    def old_groups(host):
+        templar = Templar(loader=DataLoader(), variables={"groups": groups, "inventory_hostname": host})
+        return templar.template(trust_as_template(OLD_SITE_CHECK_GROUPS))
+
     hostvars = {host: dict(values, inventory_hostname=host) for host, values in hostvars.items()}
+    for host, values in hostvars.items():
+        if "site_check" in values:
+            values["site_check"] = dict({"groups": old_groups(host)}, **values["site_check"])
     variables = {"groups": groups, "hostvars": hostvars}
     variables.update({key: trust_as_template(text) for key, text in OLD_SITE_CHECK_VARS.items()})
     templar = Templar(loader=DataLoader(), variables=variables)
