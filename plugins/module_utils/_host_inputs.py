@@ -35,6 +35,7 @@ PROXY_STATUS = "nginx_proxy_status"
 # site_check_report: what site_check.yml noted on each host, and the model manifest and link it read there.
 SITE_CHECK = "site_check"
 SITE_CHECK_MANIFEST = "__site_check_manifest"
+SITE_CHECK_INFO = "__site_check_info"
 LINK_SEEN = "__vllm_split_link_seen"
 KEEPALIVED_STATUS = "keepalived_status"
 
@@ -100,7 +101,9 @@ def upgrade_inputs(hostvars, engines):
 def site_check_inputs(hostvars, engines, proxies=()):
     """The site check report's inputs (site_check.yml's last play): ``records``, each host's ``site_check`` record for
     the engine and proxy hosts (each once, engine hosts first) that noted one, with its ``groups`` (``engine`` for an
-    engine host, then ``proxy`` for a proxy host) put first; per engine host among them its
+    engine host, then ``proxy`` for a proxy host) put first, and where the host registered ``__site_check_info``
+    (``site_host_info``'s result) that result as ``info`` and its OS, version, architecture (``ansible_facts``) and
+    virtualization as ``facts``; per engine host among them its
     model manifest (``__site_check_manifest``) and the link it read (``__vllm_split_link_seen``), ``{}`` where it
     has none; and the first of them's ``vllm_link_mtu`` (``mtu``, else null) and ``vllm_runtime`` (``runtime``,
     else ``container``) - null and ``container`` when no engine host noted a record."""
@@ -109,11 +112,24 @@ def site_check_inputs(hostvars, engines, proxies=()):
     for host in engines + proxies:
         if host not in hosts and SITE_CHECK in hostvars[host]:
             hosts.append(host)
+    records = {}
+    for host in hosts:
+        record = dict({"groups": (["engine"] if host in engines else []) + (["proxy"] if host in proxies else [])},
+                      **hostvars[host][SITE_CHECK])
+        if SITE_CHECK_INFO in hostvars[host]:
+            # What the host showed, where the check got as far as site_host_info: its facts and that module's result.
+            info = hostvars[host][SITE_CHECK_INFO]
+            facts = fact(hostvars, host, "ansible_facts", {}) or {}
+            record["facts"] = {"distribution": facts.get("distribution", ""),
+                               "distribution_version": facts.get("distribution_version", ""),
+                               "architecture": facts.get("architecture", ""),
+                               "virtualization": info["virtualization"]}
+            record["info"] = info
+        records[host] = record
     checked = [host for host in hosts if host in engines]
     first = checked[0] if checked else None
     return {
-        "records": {host: dict({"groups": (["engine"] if host in engines else []) + (["proxy"] if host in proxies else [])},
-                               **hostvars[host][SITE_CHECK]) for host in hosts},
+        "records": records,
         "manifests": per_host(hostvars, checked, SITE_CHECK_MANIFEST),
         "link": per_host(hostvars, checked, LINK_SEEN),
         "mtu": fact(hostvars, first, "vllm_link_mtu", None),

@@ -221,6 +221,15 @@ OLD_SITE_CHECK_GROUPS = """{{ (['engine'] if inventory_hostname in groups['gb10'
                + (['proxy'] if inventory_hostname in groups['proxy'] | default([]) else []) }}"""
 
 
+# ... and the facts and site_host_info's result it noted on each host that got as far (the runtime part stays).
+OLD_SITE_CHECK_READ = """{{ site_check | combine({
+               'facts': {'distribution': ansible_facts.distribution | default(''),
+                         'distribution_version': ansible_facts.distribution_version | default(''),
+                         'architecture': ansible_facts.architecture | default(''),
+                         'virtualization': __site_check_info.virtualization},
+               'info': __site_check_info}) }}"""
+
+
 def old_site_check_inputs(hostvars, groups):
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar, trust_as_template
@@ -233,24 +242,35 @@ def old_site_check_inputs(hostvars, groups):
     for host, values in hostvars.items():
         if "site_check" in values:
             values["site_check"] = dict({"groups": old_groups(host)}, **values["site_check"])
+        if "__site_check_info" in values:
+            templar = Templar(loader=DataLoader(), variables=values)
+            values["site_check"] = templar.template(trust_as_template(OLD_SITE_CHECK_READ))
     variables = {"groups": groups, "hostvars": hostvars}
     variables.update({key: trust_as_template(text) for key, text in OLD_SITE_CHECK_VARS.items()})
     templar = Templar(loader=DataLoader(), variables=variables)
     return {key: templar.template(trust_as_template(text)) for key, text in OLD_SITE_CHECK.items()}
 
 
+INFO = {"time": {"ntp_synchronized": True}, "virtualization": "podman", "units": {}, "ports": []}
 SITE_HOSTVARS = {
-    "spark-a": {"site_check": {"reach": {"ok": True}}, "__site_check_manifest": {"files": 3}, "vllm_link_mtu": 9000,
-                "vllm_runtime": "container", "__vllm_split_link_seen": {"interface": "enp1"}},
+    "spark-a": {"site_check": {"reach": {"ok": True}, "runtime": {"runtime": "container"}},
+                "__site_check_manifest": {"files": 3}, "vllm_link_mtu": 9000,
+                "vllm_runtime": "container", "__vllm_split_link_seen": {"interface": "enp1"},
+                "__site_check_info": INFO, "ansible_facts": {"distribution": "Ubuntu", "distribution_version": "24.04",
+                                                              "architecture": "aarch64"}},
     "spark-b": {"site_check": {"reach": {"ok": False}}, "vllm_link_mtu": None, "vllm_runtime": "pip"},
     "spark-c": {"vllm_runtime": "pip"},
-    "proxy-1": {"site_check": {"groups": ["proxy"]}},
+    # Facts without the OS's version, a null architecture; no facts at all.
+    "proxy-1": {"site_check": {"groups": ["proxy"]}, "__site_check_info": dict(INFO, virtualization="none"),
+                "ansible_facts": {"distribution": "Debian", "architecture": None}},
+    "spark-d": {"site_check": {"reach": {"ok": True}}, "__site_check_info": INFO},
     "both-1": {"site_check": {"groups": ["engine", "proxy"]}, "vllm_runtime": "pip"},
 }
 
 
 @pytest.mark.parametrize("groups", [
     {"gb10": ["spark-a", "spark-b", "spark-c"], "proxy": ["proxy-1"]},
+    {"gb10": ["spark-d", "spark-a"], "proxy": ["proxy-1"]},
     # No proxy group; the first engine host without a record; a host in both groups; no record at all.
     {"gb10": ["spark-c", "spark-b", "spark-a"]},
     {"gb10": ["both-1", "spark-a"], "proxy": ["proxy-1", "both-1"]},
