@@ -154,12 +154,19 @@ def _flatten(items):
 def prometheus_hosts(hostvars, engines):
     """The Prometheus hosts the engine hosts name (each one's ``vllm_prometheus_hosts``, a list) in that order, each
     once - compared as Ansible's ``unique`` filter compares (case-insensitive for strings, the first spelling kept)."""
+    named = _flatten([fact(hostvars, host, "vllm_prometheus_hosts", []) for host in engines or ()])
     listed, seen = [], set()
-    for host in _flatten([fact(hostvars, host, "vllm_prometheus_hosts", []) for host in engines or ()]):
-        key = host.lower() if isinstance(host, str) else host
-        if key not in seen:
-            seen.add(key)
-            listed.append(host)
+    try:
+        for host in named:
+            key = host.lower() if isinstance(host, str) else host
+            if key not in seen:
+                seen.add(key)
+                listed.append(host)
+    except TypeError:  # an unhashable item: Ansible's own unique, exact comparison
+        listed = []
+        for host in named:
+            if host not in listed:
+                listed.append(host)
     return listed
 
 

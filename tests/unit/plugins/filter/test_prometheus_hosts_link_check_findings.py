@@ -39,6 +39,8 @@ def render(text, **variables):
     ({"spark-a": {"vllm_prometheus_hosts": [["prom-2", None], "Prom-1"]}, "spark-b": {"vllm_prometheus_hosts": "prom-1"}},
      {"gb10": ["spark-a", "spark-b"]}),
     ({"spark-a": {"vllm_prometheus_hosts": ["prom-1", "null", "None"]}}, {"gb10": ["spark-a"]}),
+    # An item Jinja's unique cannot hash: Ansible's own unique, letter case kept.
+    ({"spark-a": {"vllm_prometheus_hosts": ["Prom-1", {"host": "x"}, "prom-1", {"host": "x"}]}}, {"gb10": ["spark-a"]}),
     ({}, {}),
     ({}, {"gb10": []}),
 ])
