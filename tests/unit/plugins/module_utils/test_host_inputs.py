@@ -256,8 +256,8 @@ SITE_HOSTVARS = {
     "spark-a": {"site_check": {"reach": {"ok": True}, "runtime": {"runtime": "container"}},
                 "__site_check_manifest": {"files": 3}, "vllm_link_mtu": 9000,
                 "vllm_runtime": "container", "__vllm_split_link_seen": {"interface": "enp1"},
-                "__site_check_info": INFO, "ansible_facts": {"distribution": "Ubuntu", "distribution_version": "24.04",
-                                                              "architecture": "aarch64"}},
+                "__site_check_info": INFO,
+                "ansible_facts": {"distribution": "Ubuntu", "distribution_version": "24.04", "architecture": "aarch64"}},
     "spark-b": {"site_check": {"reach": {"ok": False}}, "vllm_link_mtu": None, "vllm_runtime": "pip"},
     "spark-c": {"vllm_runtime": "pip"},
     # Facts without the OS's version, a null architecture; no facts at all.

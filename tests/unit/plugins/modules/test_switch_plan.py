@@ -233,8 +233,8 @@ def test_the_plugins_options_are_refused_where_they_do_not_apply(run_module):
 
 
 def test_a_model_upgrade_reads_the_scores_notes_and_bar_from_hostvars(run_module):
-    hostvars = {"spark-a": {"tool_gate_incumbent": {"score": 91.0}}, "spark-b": {"tool_gate_bar": {"min_score": 0},
-                                                                               "maintenance_window_host": {"failed": True}}}
+    hostvars = {"spark-a": {"tool_gate_incumbent": {"score": 91.0}},
+                "spark-b": {"tool_gate_bar": {"min_score": 0}, "maintenance_window_host": {"failed": True}}}
     args = {key: value for key, value in UPGRADE.items() if key != "notes"}
     _result, runs = through_the_action(run_module, dict(args, read_hosts=True), hostvars)
     assert runs == [dict(args, incumbents={"spark-a": {"score": 91.0}, "spark-b": {}}, min_score=0,
