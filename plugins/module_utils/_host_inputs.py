@@ -89,11 +89,11 @@ def upgrade_inputs(hostvars, engines):
     engines = list(engines or ())
     inputs = {"incumbents": per_host(hostvars, engines, INCUMBENT), "notes": per_host(hostvars, engines, NOTES)}
     for host in engines:
-        bar = fact(hostvars, host, BAR, _MISSING)
-        if bar is _MISSING:
+        gate_bar = fact(hostvars, host, BAR, _MISSING)
+        if gate_bar is _MISSING:
             continue
-        if isinstance(bar, dict) and "min_score" in bar:
-            inputs["min_score"] = bar["min_score"]
+        if isinstance(gate_bar, dict) and "min_score" in gate_bar:
+            inputs["min_score"] = gate_bar["min_score"]
         break
     return inputs
 
