@@ -7,7 +7,8 @@
 With ``read_hosts: true`` this plugin reads, for every argument the task does not give, what
 the hosts noted and registered so far from ``hostvars`` (``_host_inputs``): for a switch each
 engine host's units, topology record and notes, the tool gate's facts (on the first engine host,
-and on the host of ``incumbent_host``) and each proxy host's drains (``proxies``); for the records
+and on the host of ``incumbent_host``) and each proxy host's drains (``proxies``); for a model
+upgrade each engine host's stored score and note and the first tool-gate bar held; for the records
 at the end of a switch each engine host's record; for a replica's restart each proxy host's
 rotation. The module then decides from them; its documentation is the module's.
 """
@@ -33,13 +34,15 @@ def read_inputs(args, hostvars):
     proxies = args.get("proxies") or []
     if procedure == "switch":
         read = inputs.switch_inputs(hostvars, engines, proxies, args.get("incumbent_host") or "")
+    elif procedure == "upgrade":
+        read = inputs.upgrade_inputs(hostvars, engines)
     elif procedure == "record":
         read = inputs.record_inputs(hostvars, engines)
     elif procedure == "restart":
         read = inputs.restart_inputs(hostvars, proxies)
     else:
         raise AnsibleActionFail("switch_plan reads the hosts' variables (read_hosts) for the procedures switch, "
-                                "record and restart, not %s" % procedure)
+                                "upgrade, record and restart, not %s" % procedure)
     given = {key: value for key, value in args.items() if key not in PLUGIN_OPTIONS}
     return dict(plain(read), **given)
 

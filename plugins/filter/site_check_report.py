@@ -27,9 +27,26 @@ description:
     image check refuses an image of another architecture).
 options:
   _input:
-    description: Per host, the C(site_check) record the playbook assembled (see C(plugins/module_utils/_site_check.py)).
+    description:
+      - Per host, the C(site_check) record the playbook assembled (see C(plugins/module_utils/_site_check.py)).
+      - With O(engines), Ansible's C(hostvars) instead - the filter reads each host's C(site_check) record and, on the
+        engine hosts, O(manifests), O(link), O(mtu) and O(runtime) from it itself.
     type: dict
     required: true
+  engines:
+    description:
+      - The engine hosts (C(groups['gb10'])), with C(hostvars) as the input. Each engine host, then each of O(proxies),
+        that noted a C(site_check) record is judged; on the engine hosts among them their C(__site_check_manifest)
+        (O(manifests)) and C(__vllm_split_link_seen) (O(link)) are read, and the first one's C(vllm_link_mtu) (O(mtu))
+        and C(vllm_runtime) (O(runtime)).
+      - Null (the default) takes the records as the input and O(manifests), O(link), O(mtu), O(runtime) as given.
+    type: list
+    elements: str
+  proxies:
+    description: With O(engines), the proxy hosts (C(groups['proxy'])).
+    type: list
+    elements: str
+    default: []
   manifests:
     description: Per engine host, C(factory_floor.llm.model_manifest)'s result (a skipped one is left out).
     type: dict
@@ -69,6 +86,10 @@ EXAMPLES = r"""
 - name: Judge every host
   ansible.builtin.set_fact:
     site_check_verdict: "{{ records | factory_floor.llm.site_check_report(manifests=manifests, link=link) }}"
+
+- name: Judge every host, reading their records from hostvars
+  ansible.builtin.set_fact:
+    site_check_verdict: "{{ hostvars | factory_floor.llm.site_check_report(engines=groups['gb10'], proxies=groups['proxy']) }}"
 """
 
 RETURN = r"""
@@ -88,11 +109,22 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.factory_floor.llm.plugins.filter.model_manifest_diff import model_manifest_diff
 from ansible_collections.factory_floor.llm.plugins.module_utils import _link_check as lc
 from ansible_collections.factory_floor.llm.plugins.module_utils import _site_check as sc
+from ansible_collections.factory_floor.llm.plugins.module_utils._host_inputs import site_check_inputs
 
 
 def site_check_report(records, manifests=None, link=None, mtu=None, runtime="container", inventory=None, sources=None,
-                      playbook_dir=None):
+                      playbook_dir=None, engines=None, proxies=None):
     """Filter entry point."""
+    if engines is not None:
+        if not isinstance(records, Mapping):
+            raise AnsibleFilterError("site_check_report with engines expects hostvars, got %s" % type(records).__name__)
+        if manifests is not None or link is not None or mtu is not None or runtime != "container":
+            raise AnsibleFilterError("site_check_report reads manifests, link, mtu and runtime from hostvars with engines")
+        read = site_check_inputs(records, engines, proxies)
+        records, manifests, link, mtu, runtime = (read["records"], read["manifests"], read["link"], read["mtu"],
+                                                  read["runtime"])
+    elif proxies is not None:
+        raise AnsibleFilterError("site_check_report takes proxies with engines only")
     if not isinstance(records, Mapping):
         raise AnsibleFilterError("site_check_report expects a dict of each host's site_check record, got %s"
                                  % type(records).__name__)

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the controller's cross-host decisions read from the hosts' variables, on the controller.
 
-The action plugins of ``switch_plan`` and ``site_status`` call these with Ansible's ``hostvars``
+The action plugins of ``switch_plan`` and ``site_status`` (and the ``site_check_report`` filter) call these with Ansible's ``hostvars``
 (or a dict of dicts in the tests): each returns the module arguments the role tasks used to
 assemble in Jinja from every host's facts and registered results, read the same way - a host
 missing from ``hostvars``, or one that did not set the variable, gives that argument's empty
@@ -32,6 +32,11 @@ ROTATION = "nginx_proxy_rotation"
 # site_status: what each role's status entry point read on its hosts.
 ENGINE_STATUS = "vllm_status"
 PROXY_STATUS = "nginx_proxy_status"
+# site_check_report: what site_check.yml noted on each host, and the model manifest and link it read there.
+SITE_CHECK = "site_check"
+SITE_CHECK_MANIFEST = "__site_check_manifest"
+SITE_CHECK_INFO = "__site_check_info"
+LINK_SEEN = "__vllm_split_link_seen"
 KEEPALIVED_STATUS = "keepalived_status"
 
 _MISSING = object()
@@ -75,6 +80,100 @@ def switch_inputs(hostvars, engines, proxies=(), incumbent_host=""):
     if isinstance(gate_bar, dict) and gate_bar.get("min_score") is not None:
         inputs["min_score"] = gate_bar["min_score"]
     return inputs
+
+
+def upgrade_inputs(hostvars, engines):
+    """switch_plan's arguments for a model upgrade (switch_model.yml): each engine host's stored tool-calling score
+    (``tool_gate_incumbent``) and maintenance note, and ``min_score`` from the bar (``tool_gate_bar``) of the first
+    engine host that holds one - left out when none does, or when that bar names no ``min_score``."""
+    engines = list(engines or ())
+    inputs = {"incumbents": per_host(hostvars, engines, INCUMBENT), "notes": per_host(hostvars, engines, NOTES)}
+    for host in engines:
+        gate_bar = fact(hostvars, host, BAR, _MISSING)
+        if gate_bar is _MISSING:
+            continue
+        if isinstance(gate_bar, dict) and "min_score" in gate_bar:
+            inputs["min_score"] = gate_bar["min_score"]
+        break
+    return inputs
+
+
+def site_check_inputs(hostvars, engines, proxies=()):
+    """The site check report's inputs (site_check.yml's last play): ``records``, each host's ``site_check`` record for
+    the engine and proxy hosts (each once, engine hosts first) that noted one, with its ``groups`` (``engine`` for an
+    engine host, then ``proxy`` for a proxy host) put first, and where the host registered ``__site_check_info``
+    (``site_host_info``'s result) that result as ``info`` and its OS, version, architecture (``ansible_facts``) and
+    virtualization as ``facts``; per engine host among them its
+    model manifest (``__site_check_manifest``) and the link it read (``__vllm_split_link_seen``), ``{}`` where it
+    has none; and the first of them's ``vllm_link_mtu`` (``mtu``, else null) and ``vllm_runtime`` (``runtime``,
+    else ``container``) - null and ``container`` when no engine host noted a record."""
+    engines, proxies = list(engines or ()), list(proxies or ())
+    hosts = []
+    for host in engines + proxies:
+        if host not in hosts and SITE_CHECK in hostvars[host]:
+            hosts.append(host)
+    records = {}
+    for host in hosts:
+        record = dict({"groups": (["engine"] if host in engines else []) + (["proxy"] if host in proxies else [])},
+                      **hostvars[host][SITE_CHECK])
+        if SITE_CHECK_INFO in hostvars[host]:
+            # What the host showed, where the check got as far as site_host_info: its facts and that module's result.
+            info = hostvars[host][SITE_CHECK_INFO]
+            facts = fact(hostvars, host, "ansible_facts", {}) or {}
+            record["facts"] = {"distribution": facts.get("distribution", ""),
+                               "distribution_version": facts.get("distribution_version", ""),
+                               "architecture": facts.get("architecture", ""),
+                               "virtualization": info["virtualization"]}
+            record["info"] = info
+        records[host] = record
+    checked = [host for host in hosts if host in engines]
+    first = checked[0] if checked else None
+    return {
+        "records": records,
+        "manifests": per_host(hostvars, checked, SITE_CHECK_MANIFEST),
+        "link": per_host(hostvars, checked, LINK_SEEN),
+        "mtu": fact(hostvars, first, "vllm_link_mtu", None),
+        "runtime": fact(hostvars, first, "vllm_runtime", "container") if first else "container",
+    }
+
+
+def _flatten(items):
+    """Ansible's ``flatten`` filter: nested lists and tuples opened, null items (and the strings ``None``, ``null``)
+    left out."""
+    flat = []
+    for item in items:
+        if item is None or item in ("None", "null"):
+            continue
+        if isinstance(item, (list, tuple)):
+            flat.extend(_flatten(item))
+        else:
+            flat.append(item)
+    return flat
+
+
+def prometheus_hosts(hostvars, engines):
+    """The Prometheus hosts the engine hosts name (each one's ``vllm_prometheus_hosts``, a list) in that order, each
+    once - compared as Ansible's ``unique`` filter compares (case-insensitive for strings, the first spelling kept)."""
+    named = _flatten([fact(hostvars, host, "vllm_prometheus_hosts", []) for host in engines or ()])
+    listed, seen = [], set()
+    try:
+        for host in named:
+            key = host.lower() if isinstance(host, str) else host
+            if key not in seen:
+                seen.add(key)
+                listed.append(host)
+    except TypeError:  # an unhashable item: Ansible's own unique, exact comparison
+        listed = []
+        for host in named:
+            if host not in listed:
+                listed.append(host)
+    return listed
+
+
+def link_check_findings(hostvars, hosts, collective=None, transport=None):
+    """link_check.yml's findings file: each host's ``vllm_split_link`` (``{}`` where it has none), the collective's
+    report and the engine's transport report."""
+    return {"hosts": per_host(hostvars, hosts, "vllm_split_link"), "collective": collective, "transport": transport}
 
 
 def record_inputs(hostvars, engines):

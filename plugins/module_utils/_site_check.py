@@ -55,6 +55,24 @@ def _own(message):
     return text.replace(" Nothing was changed.", "").strip().rstrip(".")
 
 
+def collection_ports(engine, proxy, vllm_port=None, watchdog_status_port=None, engine_units=(), watchdog_units=(),
+                     proxy_port=None):
+    """The TCP ports the collection uses on a host, as the site check reads them (``site_host_info``'s ``ports``):
+    on an engine host vLLM's API (``vllm_port``, held by one of ``engine_units``) and the watchdog's state
+    (``vllm_watchdog_status_port``, by one of ``watchdog_units``); on a proxy host the proxy (``nginx_proxy_port``,
+    by ``nginx.service``)."""
+    ports = []
+    if engine:
+        ports += [{"port": int(vllm_port), "purpose": "vLLM's API", "variable": "vllm_port",
+                   "owner_units": list(engine_units or ())},
+                  {"port": int(watchdog_status_port), "purpose": "the watchdog's state (GET /state)",
+                   "variable": "vllm_watchdog_status_port", "owner_units": list(watchdog_units or ())}]
+    if proxy:
+        ports.append({"port": int(proxy_port), "purpose": "the proxy (nginx)", "variable": "nginx_proxy_port",
+                      "owner_units": ["nginx.service"]})
+    return ports
+
+
 def os_line(facts, gpu_expected):
     """What the host runs, said as found (a note, never a problem: the image check refuses a wrong architecture)."""
     dist = "%s %s" % (facts.get("distribution") or "?", facts.get("distribution_version") or "")

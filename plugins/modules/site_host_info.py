@@ -24,18 +24,45 @@ extends_documentation_fragment:
   - factory_floor.llm.attributes.READ_ONLY
 options:
   units:
-    description: Units whose state is read (C(docker.service)).
+    description: Units whose state is read (C(docker.service)); with O(engine) and O(proxy) given, C(docker.service) on an
+      engine host, none elsewhere.
     type: list
     elements: str
-    default: []
   ports:
     description:
       - TCP ports the collection uses on this host, each C({port, purpose, variable, owner_units}) - the port, what uses
         it, the variable that sets it, and the units of the collection that may hold it (a port held while one of them
         is active is theirs).
+      - With O(engine) and O(proxy) given instead, the collection's own - on an engine host O(vllm_port) (held by one of
+        O(engine_units)) and O(watchdog_status_port) (by one of O(watchdog_units)), on a proxy host O(proxy_port) (by
+        C(nginx.service)).
     type: list
     elements: dict
+  engine:
+    description: Whether this host is an engine host (of the inventory's engine group); given with O(proxy).
+    type: bool
+  proxy:
+    description: Whether this host is a proxy host (of the inventory's proxy group); given with O(engine).
+    type: bool
+  vllm_port:
+    description: vLLM's API port (C(vllm_port)), read on an engine host.
+    type: int
+  watchdog_status_port:
+    description: The watchdog's state port (C(vllm_watchdog_status_port)), read on an engine host.
+    type: int
+  engine_units:
+    description: The engine units (each topology's) that may hold O(vllm_port).
+    type: list
+    elements: str
     default: []
+  watchdog_units:
+    description: The watchdog units (each topology's) that may hold O(watchdog_status_port).
+    type: list
+    elements: str
+    default: []
+  proxy_port:
+    description: The proxy's port (C(nginx_proxy_port)), read on a proxy host.
+    type: int
 """
 
 EXAMPLES = r"""
@@ -44,6 +71,16 @@ EXAMPLES = r"""
     units: [docker.service]
     ports:
       - {port: 8000, purpose: "vLLM's API", variable: vllm_port, owner_units: [vllm-replica.service, vllm-split.service]}
+  register: seen
+
+- name: Read docker and the collection's own ports on an engine host that is no proxy host
+  factory_floor.llm.site_host_info:
+    engine: true
+    proxy: false
+    vllm_port: 8000
+    watchdog_status_port: 8011
+    engine_units: [vllm-replica.service, vllm-split.service]
+    watchdog_units: [vllm-watchdog.service, vllm-split-watchdog.service]
   register: seen
 """
 
@@ -73,6 +110,7 @@ ports:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _link_check as lc
+from ansible_collections.factory_floor.llm.plugins.module_utils import _site_check as sc
 from ansible_collections.factory_floor.llm.plugins.module_utils._host.systemd import parse_properties
 
 TIME_UNITS = ("systemd-timesyncd.service", "chrony.service", "chronyd.service")
@@ -100,18 +138,34 @@ def time_state(module):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            units=dict(type="list", elements="str", default=[]),
-            ports=dict(type="list", elements="dict", default=[]),
+            units=dict(type="list", elements="str"),
+            ports=dict(type="list", elements="dict"),
+            engine=dict(type="bool"),
+            proxy=dict(type="bool"),
+            vllm_port=dict(type="int"),
+            watchdog_status_port=dict(type="int"),
+            engine_units=dict(type="list", elements="str", default=[]),
+            watchdog_units=dict(type="list", elements="str", default=[]),
+            proxy_port=dict(type="int"),
         ),
+        required_together=[("engine", "proxy")],
+        mutually_exclusive=[("engine", "ports"), ("engine", "units")],
+        required_if=[("engine", True, ("vllm_port", "watchdog_status_port")), ("proxy", True, ("proxy_port",))],
         supports_check_mode=True,
     )
+    params = module.params
+    if params["engine"] is not None:
+        params["units"] = ["docker.service"] if params["engine"] else []
+        params["ports"] = sc.collection_ports(params["engine"], params["proxy"], params["vllm_port"],
+                                              params["watchdog_status_port"], params["engine_units"],
+                                              params["watchdog_units"], params["proxy_port"])
     rc, out, _err = module.run_command(["systemd-detect-virt", "--container"])
     virtualization = (out or "").strip() or "none"
-    units = unit_states(module, module.params["units"])
+    units = unit_states(module, module.params["units"] or [])
     rc, out, _err = module.run_command(["ss", "-Hltnp"])
     listeners = lc.parse_ss_listeners(out) if rc == 0 else []
     ports = []
-    for item in module.params["ports"]:
+    for item in module.params["ports"] or []:
         port = int(item.get("port"))
         owners = [str(u) for u in item.get("owner_units") or []]
         holders = [h for h in listeners if h["port"] == port]

@@ -211,6 +211,8 @@ options:
         O(notes) (C(maintenance_window_host)), O(gated) and O(min_score) (the first engine host's C(tool_gate_gated) and
         C(tool_gate_bar)), O(incumbent_score) (C(tool_gate_incumbent) on O(incumbent_host)) and O(drains) (each host of
         O(proxies)' C(nginx_proxy_drained)).
+      - (upgrade) O(incumbents) (each engine host's C(tool_gate_incumbent)), O(notes) (C(maintenance_window_host)) and
+        O(min_score) (the C(min_score) of the first engine host's C(tool_gate_bar) that is set).
       - (record) O(records) (each engine host's registered C(__vllm_switch_record_seen)).
       - (restart) O(rotations) (each host of O(proxies)' C(nginx_proxy_rotation)).
     type: bool

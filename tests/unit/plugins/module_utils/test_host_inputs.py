@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _host_inputs as hi
@@ -151,3 +152,133 @@ def test_a_run_reads_each_hosts_facts_as_ansible_holds_them(tmp_path):
     assert seen["engines"] == [{"name": "spark-a", "address": "spark-a", "port": 8001, "url": "http://spark-a:8001"},
                                {"name": "spark-b", "address": "10.1.1.2", "port": 8000, "url": "http://10.1.1.2:8000"}]
     assert seen["restart"].startswith("Configuration changed on spark-b (image spark-b). ")
+
+
+# switch_model.yml's arguments before the switch_plan action plugin read them (read_hosts, procedure upgrade).
+OLD_UPGRADE = {
+    "incumbents": "{{ dict(groups['gb10'] | zip(groups['gb10'] | map('extract', hostvars)"
+                  " | map(attribute='tool_gate_incumbent', default={}))) }}",
+    "notes": "{{ dict(groups['gb10'] | zip(groups['gb10'] | map('extract', hostvars)"
+             " | map(attribute='maintenance_window_host', default={}))) }}",
+    "min_score": """{{ groups['gb10'] | map('extract', hostvars) | selectattr('tool_gate_bar', 'defined') | map(attribute='tool_gate_bar')
+             | map(attribute='min_score') | first | default(omit) }}""",
+}
+OMITTED = "<omitted>"
+
+
+def old_upgrade_inputs(hostvars, engines):
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    templar = Templar(loader=DataLoader(), variables={"groups": {"gb10": engines}, "hostvars": hostvars, "omit": OMITTED})
+    rendered = {key: templar.template(trust_as_template(text)) for key, text in OLD_UPGRADE.items()}
+    if rendered["min_score"] == OMITTED:
+        del rendered["min_score"]
+    return rendered
+
+
+@pytest.mark.parametrize("hostvars", [
+    HOSTVARS,
+    {"spark-a": {}, "spark-b": {}},
+    # The first engine host without a bar, the second with one; a bar of 0; a bar without min_score; a null score.
+    {"spark-a": {"maintenance_window_host": {"events": []}}, "spark-b": {"tool_gate_bar": {"min_score": 0}}},
+    {"spark-a": {"tool_gate_bar": {"min_score": 72.5}}, "spark-b": {"tool_gate_bar": {"min_score": 99.0}}},
+    {"spark-a": {"tool_gate_bar": {}}, "spark-b": {"tool_gate_bar": {"min_score": 99.0}}},
+    {"spark-a": {"tool_gate_bar": {"min_score": None}}, "spark-b": {"tool_gate_incumbent": None}},
+])
+def test_a_model_upgrade_reads_what_switch_model_yml_read(hostvars):
+    engines = ["spark-a", "spark-b"]
+    assert hi.upgrade_inputs(hostvars, engines) == old_upgrade_inputs(hostvars, engines)
+
+
+def test_a_model_upgrade_reads_the_first_bar_held():
+    read = hi.upgrade_inputs(HOSTVARS, ["spark-b", "spark-a"])
+    assert read == {"incumbents": {"spark-b": {"score": 91.0}, "spark-a": {}},
+                    "notes": {"spark-b": None, "spark-a": {"failed": True}}, "min_score": 80.0}
+    assert hi.upgrade_inputs(HOSTVARS, []) == {"incumbents": {}, "notes": {}}
+
+
+# site_check.yml's report task before the site_check_report filter read hostvars itself (its vars and arguments).
+OLD_SITE_CHECK_VARS = {
+    "__all": "{{ (groups['gb10'] + groups['proxy'] | default([])) | unique }}",
+    "__hosts": "{{ __all | map('extract', hostvars) | selectattr('site_check', 'defined')"
+               " | map(attribute='inventory_hostname') | list }}",
+    "__engines": "{{ __hosts | select('in', groups['gb10']) | list }}",
+}
+OLD_SITE_CHECK = {
+    "records": "{{ dict(__hosts | zip(__hosts | map('extract', hostvars) | map(attribute='site_check'))) }}",
+    "manifests": """{{ dict(__engines | zip(__engines | map('extract', hostvars)
+                                                | map(attribute='__site_check_manifest', default={}))) }}""",
+    "link": """{{ dict(__engines | zip(__engines | map('extract', hostvars)
+                                           | map(attribute='__vllm_split_link_seen', default={}))) }}""",
+    "mtu": "{{ (hostvars[__engines[0]].vllm_link_mtu | default(none)) if __engines else none }}",
+    "runtime": "{{ (hostvars[__engines[0]].vllm_runtime | default('container')) if __engines else 'container' }}",
+}
+
+
+# The groups each host's site_check record held (site_check.yml's third play) before the report filed them itself.
+OLD_SITE_CHECK_GROUPS = """{{ (['engine'] if inventory_hostname in groups['gb10'] else [])
+               + (['proxy'] if inventory_hostname in groups['proxy'] | default([]) else []) }}"""
+
+
+# ... and the facts and site_host_info's result it noted on each host that got as far (the runtime part stays).
+OLD_SITE_CHECK_READ = """{{ site_check | combine({
+               'facts': {'distribution': ansible_facts.distribution | default(''),
+                         'distribution_version': ansible_facts.distribution_version | default(''),
+                         'architecture': ansible_facts.architecture | default(''),
+                         'virtualization': __site_check_info.virtualization},
+               'info': __site_check_info}) }}"""
+
+
+def old_site_check_inputs(hostvars, groups):
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    def old_groups(host):
+        templar = Templar(loader=DataLoader(), variables={"groups": groups, "inventory_hostname": host})
+        return templar.template(trust_as_template(OLD_SITE_CHECK_GROUPS))
+
+    hostvars = {host: dict(values, inventory_hostname=host) for host, values in hostvars.items()}
+    for host, values in hostvars.items():
+        if "site_check" in values:
+            values["site_check"] = dict({"groups": old_groups(host)}, **values["site_check"])
+        if "__site_check_info" in values:
+            templar = Templar(loader=DataLoader(), variables=values)
+            values["site_check"] = templar.template(trust_as_template(OLD_SITE_CHECK_READ))
+    variables = {"groups": groups, "hostvars": hostvars}
+    variables.update({key: trust_as_template(text) for key, text in OLD_SITE_CHECK_VARS.items()})
+    templar = Templar(loader=DataLoader(), variables=variables)
+    return {key: templar.template(trust_as_template(text)) for key, text in OLD_SITE_CHECK.items()}
+
+
+INFO = {"time": {"ntp_synchronized": True}, "virtualization": "podman", "units": {}, "ports": []}
+SITE_HOSTVARS = {
+    "spark-a": {"site_check": {"reach": {"ok": True}, "runtime": {"runtime": "container"}},
+                "__site_check_manifest": {"files": 3}, "vllm_link_mtu": 9000,
+                "vllm_runtime": "container", "__vllm_split_link_seen": {"interface": "enp1"},
+                "__site_check_info": INFO,
+                "ansible_facts": {"distribution": "Ubuntu", "distribution_version": "24.04", "architecture": "aarch64"}},
+    "spark-b": {"site_check": {"reach": {"ok": False}}, "vllm_link_mtu": None, "vllm_runtime": "pip"},
+    "spark-c": {"vllm_runtime": "pip"},
+    # Facts without the OS's version, a null architecture; no facts at all.
+    "proxy-1": {"site_check": {"groups": ["proxy"]}, "__site_check_info": dict(INFO, virtualization="none"),
+                "ansible_facts": {"distribution": "Debian", "architecture": None}},
+    "spark-d": {"site_check": {"reach": {"ok": True}}, "__site_check_info": INFO},
+    "both-1": {"site_check": {"groups": ["engine", "proxy"]}, "vllm_runtime": "pip"},
+}
+
+
+@pytest.mark.parametrize("groups", [
+    {"gb10": ["spark-a", "spark-b", "spark-c"], "proxy": ["proxy-1"]},
+    {"gb10": ["spark-d", "spark-a"], "proxy": ["proxy-1"]},
+    # No proxy group; the first engine host without a record; a host in both groups; no record at all.
+    {"gb10": ["spark-c", "spark-b", "spark-a"]},
+    {"gb10": ["both-1", "spark-a"], "proxy": ["proxy-1", "both-1"]},
+    {"gb10": ["spark-c"], "proxy": []},
+    {"gb10": [], "proxy": ["proxy-1"]},
+])
+def test_the_site_check_report_reads_what_site_check_yml_read(groups):
+    read = hi.site_check_inputs(SITE_HOSTVARS, groups["gb10"], groups.get("proxy", []))
+    hostvars = {host: SITE_HOSTVARS[host] for host in groups["gb10"] + groups.get("proxy", [])}
+    assert read == old_site_check_inputs(hostvars, groups)
+    assert list(read["records"]) == list(old_site_check_inputs(hostvars, groups)["records"])

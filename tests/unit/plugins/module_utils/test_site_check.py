@@ -160,6 +160,28 @@ def test_filter_judges_the_link_with_the_link_checks_own_rules():
     assert any("no carrier" in p["what"] for p in out["hosts"]["spark-a"]["problems"])
 
 
+def test_filter_reads_the_records_manifests_and_link_from_hostvars_with_engines():
+    from ansible.errors import AnsibleFilterError
+
+    seen = {"interface": {"name": "eth1", "exists": True, "admin_up": True, "carrier": False, "mtu": 9000},
+            "address": "10.0.0.1", "peer_address": "10.0.0.2", "peer": {}, "ports": [], "rdma": {"mode": "disabled"},
+            "nccl_library": {}}
+    other = dict(seen, interface=dict(seen["interface"], carrier=True), address="10.0.0.2", peer_address="10.0.0.1")
+    hostvars = {"spark-a": {"site_check": engine(), "__vllm_split_link_seen": seen, "vllm_link_mtu": 9000},
+                "spark-b": {"site_check": engine(), "__vllm_split_link_seen": other},
+                "spark-c": {}}
+    out = site_check_report(hostvars, engines=["spark-a", "spark-b", "spark-c"], proxies=[])
+    assert out == site_check_report({"spark-a": engine(), "spark-b": engine()}, link={"spark-a": seen, "spark-b": other},
+                                    manifests={"spark-a": {}, "spark-b": {}}, mtu=9000)
+    assert any("no carrier" in p["what"] for p in out["hosts"]["spark-a"]["problems"])
+    with pytest.raises(AnsibleFilterError, match="reads manifests, link, mtu and runtime from hostvars"):
+        site_check_report(hostvars, engines=["spark-a"], mtu=9000)
+    with pytest.raises(AnsibleFilterError, match="takes proxies with engines only"):
+        site_check_report({}, proxies=["proxy-1"])
+    with pytest.raises(AnsibleFilterError, match="with engines expects hostvars"):
+        site_check_report(["spark-a"], engines=["spark-a"])
+
+
 # ------------------------------------------------------------------ what the hosts are on, next to the inventory
 # What deploy.yml's preflight compares (factory_floor.llm.deploy_topology_check in roles/site_deploy/tasks/
 # deploy_preflight.yml): the topology_record module's result on

@@ -225,8 +225,17 @@ def test_the_plugins_options_are_refused_where_they_do_not_apply(run_module):
 
     with pytest.raises(AnsibleActionFail, match="reads proxies only with read_hosts: true"):
         through_the_action(run_module, dict(ARGS, proxies=["proxy-1"]), HOSTVARS)
-    with pytest.raises(AnsibleActionFail, match="for the procedures switch, record and restart, not upgrade"):
-        through_the_action(run_module, dict(UPGRADE, read_hosts=True), HOSTVARS)
+    with pytest.raises(AnsibleActionFail, match="for the procedures switch, upgrade, record and restart, not teleport"):
+        through_the_action(run_module, dict(UPGRADE, procedure="teleport", read_hosts=True), HOSTVARS)
     # Without read_hosts, the module gets the task's arguments as they are.
     result, runs = through_the_action(run_module, dict(ARGS), HOSTVARS)
     assert runs == [ARGS] and result["heal_hosts"] == ["spark-b"]
+
+
+def test_a_model_upgrade_reads_the_scores_notes_and_bar_from_hostvars(run_module):
+    hostvars = {"spark-a": {"tool_gate_incumbent": {"score": 91.0}},
+                "spark-b": {"tool_gate_bar": {"min_score": 0}, "maintenance_window_host": {"failed": True}}}
+    args = {key: value for key, value in UPGRADE.items() if key != "notes"}
+    _result, runs = through_the_action(run_module, dict(args, read_hosts=True), hostvars)
+    assert runs == [dict(args, incumbents={"spark-a": {"score": 91.0}, "spark-b": {}}, min_score=0,
+                         notes={"spark-a": {}, "spark-b": {"failed": True}})]
