@@ -79,9 +79,22 @@ def test_the_api_engines_are_what_the_old_jinja_rendered(inventory, topology):
     same(templar(topology=topology, **inventory), "_site_deploy_api_engines")
 
 
+def test_the_replicas_api_engines_do_not_need_hostvars():
+    tpl = with_filters(Templar(loader=DataLoader(), variables=dict(ROLE, topology="replicas", groups={"gb10": ["a"]})))
+    assert tpl.template(trust_as_template("{{ _site_deploy_api_engines }}")) == tpl.template(
+        trust_as_template(OLD["_site_deploy_api_engines"])) == ["a"]
+
+
 @pytest.mark.parametrize("limit", LIMITS)
 def test_the_limit_look_is_what_the_old_jinja_rendered(limit):
     same(templar(**limit), "_site_limit_gathered")
+
+
+@pytest.mark.parametrize("name", ["site_api_key", "site_api_key_next"])
+def test_without_groups_nor_hostvars_the_keys_are_empty_as_before(name):
+    """A bare templating (a role test rendering a template) has neither: the old Jinja never read hostvars then."""
+    tpl = with_filters(Templar(loader=DataLoader(), variables=dict(ROLE)))
+    assert tpl.template(trust_as_template(OLD[name])) == tpl.template(trust_as_template("{{ %s }}" % name)) == ""
 
 
 def test_the_tasks_own_override_still_wins():
