@@ -95,3 +95,18 @@ def test_proxy_chat_url(inventory):
    if nginx_proxy_tls_certificate | default('') | length > 0 else 'http://127.0.0.1'
 }}:{{ nginx_proxy_port | default(site_proxy_port) }}/v1/chat/completions"""
     same(old, "{{ _maintenance_window_probe_url }}", **dict(MAINTENANCE, inventory_hostname="gw", **inventory))
+
+
+@pytest.mark.parametrize("variables", [
+    {"maintenance_window_startup_record": {"split": 131.0}},
+    {"maintenance_window_startup_record": {"split": 131.0}, "__maintenance_window_startup_file": {"skipped": True}},
+    {"maintenance_window_startup_record": {"split": 131.0, "split_gate": 150},
+     "__maintenance_window_startup_file": {"content": "eyJyZXBsaWNhcyI6IDQ4LjUsICJzcGxpdCI6IDE0MC4wfQ=="}},
+    {"maintenance_window_startup_record": {}, "__maintenance_window_startup_file": {"content": "eyJ6IjogMSwgImEiOiAyfQ=="}},
+])
+def test_startup_record(variables):
+    old = """{{ (__maintenance_window_startup_file.content | default('e30=') | b64decode | from_json)
+   | combine(maintenance_window_startup_record) | to_json }}"""
+    new = ("{{ __maintenance_window_startup_file | default({})"
+           " | factory_floor.llm.startup_record(maintenance_window_startup_record) | to_json }}")
+    same(old, new, **variables)
