@@ -110,3 +110,19 @@ def test_startup_record(variables):
     new = ("{{ __maintenance_window_startup_file | default({})"
            " | factory_floor.llm.startup_record(maintenance_window_startup_record) | to_json }}")
     same(old, new, **variables)
+
+
+TOOL_GATE = role_variables("tool_gate")
+
+
+@pytest.mark.parametrize("variables", [
+    dict(tool_gate_store_dir="/srv/gate", tool_gate_build={"id": "0123456789abcdef0123"}, __tool_gate_run={"suite_digest": "f" * 64}),
+    dict(tool_gate_store_dir="/srv/gate dir/", tool_gate_build={"id": "short"}, __tool_gate_run={"suite_digest": "ab"},
+         _tool_gate_id_chars=4),
+    dict(tool_gate_store_dir="gate", tool_gate_build={"id": "9" * 64}, __tool_gate_run={"suite_digest": "e" * 64},
+         _tool_gate_id_chars=64),
+])
+def test_tool_gate_record_file(variables):
+    old = """{{ tool_gate_store_dir }}/{{ tool_gate_build.id[:_tool_gate_id_chars] }}.{{ \
+__tool_gate_run.suite_digest[:_tool_gate_id_chars] }}.{{ inventory_hostname }}.json"""
+    same(old, "{{ _tool_gate_record_file }}", **dict(TOOL_GATE, inventory_hostname="spark-a", **variables))
