@@ -194,8 +194,8 @@ _child = []
 
 def _renderer():
     if not _child or _child[0].poll() is not None:
-        _child[:] = [subprocess.Popen([sys.executable, "-c", _RENDER, os.path.join(ROOT, "build", "collections")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      text=True)]
+        _child[:] = [subprocess.Popen([sys.executable, "-c", _RENDER, os.path.join(ROOT, "build", "collections")],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)]
         atexit.register(_stop_renderer, _child[0])
     return _child[0]
 

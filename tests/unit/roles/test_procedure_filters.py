@@ -126,3 +126,21 @@ def test_tool_gate_record_file(variables):
     old = """{{ tool_gate_store_dir }}/{{ tool_gate_build.id[:_tool_gate_id_chars] }}.{{ \
 __tool_gate_run.suite_digest[:_tool_gate_id_chars] }}.{{ inventory_hostname }}.json"""
     same(old, "{{ _tool_gate_record_file }}", **dict(TOOL_GATE, inventory_hostname="spark-a", **variables))
+
+
+LONG = " ".join(["word%03d" % i for i in range(120)])
+
+
+@pytest.mark.parametrize("variables", [
+    {}, {"maintenance_window_host": {"reason": "tool gate failed on spark-b"}},
+    {"maintenance_window_host": {}, "ansible_failed_result": {"msg": "the engine did not serve in 900 s"}},
+    {"maintenance_window_host": {"reason": "x"}, "ansible_failed_result": {"msg": LONG}},
+    {"ansible_failed_result": {"msg": LONG[:403]}}, {"ansible_failed_result": {"msg": LONG[:406]}},
+    {"ansible_failed_result": {"msg": "y" * 500}},
+])
+def test_rollback_reason(variables):
+    old = """{{ maintenance_window_host.reason | default('') }}; rollback failed on {{ inventory_hostname }}: \
+{{ ansible_failed_result.msg | default('') | truncate(400) }}"""
+    new = ("{{ maintenance_window_host.reason | default('')"
+           " | factory_floor.llm.rollback_reason(inventory_hostname, ansible_failed_result.msg | default('')) }}")
+    same(old, new, inventory_hostname="spark-a", **variables)
