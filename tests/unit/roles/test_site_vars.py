@@ -110,3 +110,15 @@ def test_the_filters_alone():
     assert api_engines(["bare", "spark-a"], "head", HOSTVARS) == ["bare"]
     assert api_engines(["spark-a", "spark-b"], "all", HOSTVARS) == ["spark-a", "spark-b"]
     assert site_limit_gathered("yes", "off") is True and site_limit_gathered(True, True) is False
+
+
+@pytest.mark.parametrize("inventory", [
+    {}, {"vllm_listen_host": "10.0.0.5"}, {"vllm_listen_host": "fd00::5", "vllm_port": 8001},
+    {"vllm_listen_host": "10.0.0.5", "vllm_probe_host": "10.0.1.5"}, {"site_engine_port": 9000},
+    {"vllm_listen_host": "", "vllm_port": "8002"}, {"vllm_listen_host": "::"},
+])
+def test_the_endpoint_url_is_what_the_old_jinja_rendered(inventory):
+    old = """{{ {'vllm_probe_host': vllm_probe_host | default(''), 'vllm_listen_host': vllm_listen_host | default('0.0.0.0'),
+    'vllm_port': vllm_port | default(site_engine_port)} | factory_floor.llm.vllm_probe_url }}"""
+    tpl = templar(**inventory)
+    assert tpl.template(trust_as_template(old)) == tpl.template(trust_as_template("{{ _site_vllm_endpoint.url }}"))
