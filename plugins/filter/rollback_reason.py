@@ -9,8 +9,9 @@ name: rollback_reason
 short_description: The maintenance window's reason once a switch's rollback failed too
 version_added: 0.1.0
 description:
-  - Takes the reason noted so far and returns it with C(; rollback failed on <host>: <message>) added, the failed task's
-    message cut to about 400 characters at a word (as Jinja's C(truncate) filter cuts it).
+  - >-
+    Takes the reason noted so far and returns it with C(; rollback failed on <host>: <message>) added, the failed
+    task's message cut to about 400 characters at a word (as Jinja's C(truncate) filter cuts it).
   - Used by the C(factory_floor.llm.topology_switch) role's rollback.
 options:
   _input:
