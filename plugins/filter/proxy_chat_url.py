@@ -41,6 +41,7 @@ _value:
   type: str
 """
 
+
 def proxy_chat_url(certificate, server_name, port):
     """Filter entry point."""
     base = ("https://" + str(server_name)) if len(certificate) > 0 else "http://127.0.0.1"
