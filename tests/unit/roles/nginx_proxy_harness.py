@@ -132,6 +132,8 @@ _RENDER = r"""
 import json, sys
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
+sys.path.insert(0, sys.argv[1])
+from ansible_collections.factory_floor.llm.tests.unit.roles.collection_filters import with_filters
 
 def trusted(value):
     if isinstance(value, str):
@@ -147,7 +149,8 @@ for line in sys.stdin:
     variables = trusted(job["role_variables"])
     variables.update(job["variables"])
     try:
-        answer = {"text": Templar(loader=DataLoader(), variables=variables).template(trust_as_template(job["source"]))}
+        templar = with_filters(Templar(loader=DataLoader(), variables=variables))
+        answer = {"text": templar.template(trust_as_template(job["source"]))}
     except Exception as exc:
         answer = {"error": "%s: %s" % (type(exc).__name__, exc)}
     sys.stdout.write(json.dumps(answer) + "\n")
@@ -191,8 +194,8 @@ _child = []
 
 def _renderer():
     if not _child or _child[0].poll() is not None:
-        _child[:] = [subprocess.Popen([sys.executable, "-c", _RENDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      text=True)]
+        _child[:] = [subprocess.Popen([sys.executable, "-c", _RENDER, os.path.join(ROOT, "build", "collections")],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)]
         atexit.register(_stop_renderer, _child[0])
     return _child[0]
 

@@ -24,13 +24,14 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ansible_collections.factory_floor.llm.tests.unit.roles.collection_filters import with_filters
 from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, render, role_variables
 
 
 def render_value(role, name, **inventory):
     """A role variable as Ansible evaluates it under ``inventory``."""
     variables = dict(role_variables(role), **inventory)
-    return Templar(loader=DataLoader(), variables=variables).template(trust_as_template("{{ %s }}" % name))
+    return with_filters(Templar(loader=DataLoader(), variables=variables)).template(trust_as_template("{{ %s }}" % name))
 
 
 def inventory(**extra):

@@ -19,6 +19,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _memory_guard_check as mg
+from ansible_collections.factory_floor.llm.tests.unit.roles.collection_filters import with_filters
 from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, role_variables
 
 READ = {"weights_gib": 23.67, "weights_source": "11 checkpoint file(s) in /m / 2 ranks", "min_kv_gib": 6.0,
@@ -28,7 +29,8 @@ READ = {"weights_gib": 23.67, "weights_source": "11 checkpoint file(s) in /m / 2
 def resolve(name, **inventory):
     variables = role_variables("memory_guard")
     variables.update(inventory)
-    return Templar(loader=DataLoader(), variables=variables).template(trust_as_template("{{ %s }}" % name))
+    templar = with_filters(Templar(loader=DataLoader(), variables=variables), "memory_guard_figures", "memory_guard_model_dir")
+    return templar.template(trust_as_template("{{ %s }}" % name))
 
 
 def test_defaults_leave_both_figures_to_the_model_files():

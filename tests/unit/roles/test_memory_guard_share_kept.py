@@ -22,6 +22,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils import _memory_g
 from ansible_collections.factory_floor.llm.plugins.module_utils import _site_check as sc
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory_plan import plan_hosts
 from ansible_collections.factory_floor.llm.plugins.module_utils._memory_report import reasoning_lines
+from ansible_collections.factory_floor.llm.tests.unit.roles.collection_filters import with_filters
 from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, _trusted, role_variables
 
 GIB_KB = 1024 * 1024
@@ -39,7 +40,7 @@ def read(check, **inventory):
     """What factory_floor.llm.memory_guard_check reads for ``check``, as the role's task sees it."""
     found = variables(inventory_hostname="spark-a", __memory_guard_model={"weights_gib": 1, "min_kv_gib": 1},
                       **inventory)
-    templar = Templar(loader=DataLoader(), variables=found)
+    templar = with_filters(Templar(loader=DataLoader(), variables=found))
     return {name: templar.template(trust_as_template("{{ %s }}" % name)) for name in mg.VARIABLES[check]
             if name in found}
 

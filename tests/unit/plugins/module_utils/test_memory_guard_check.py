@@ -13,6 +13,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _memory_guard_check as mg
+from ansible_collections.factory_floor.llm.tests.unit.roles.collection_filters import with_filters
 from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import role_variables
 
 FIGURES = {"weights_gib": 23.67, "weights_source": "11 checkpoint file(s) in /m", "min_kv_gib": 6.0,
@@ -24,7 +25,7 @@ def variables(check, **inventory):
     found = role_variables("memory_guard")
     found.update(inventory_hostname="spark-a", __memory_guard_model=FIGURES)
     found.update(inventory)
-    templar = Templar(loader=DataLoader(), variables=found)
+    templar = with_filters(Templar(loader=DataLoader(), variables=found))
     return {name: templar.template(trust_as_template("{{ %s }}" % name)) for name in mg.VARIABLES[check]
             if name in found}
 

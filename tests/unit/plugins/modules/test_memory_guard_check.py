@@ -22,6 +22,7 @@ from ansible.template import Templar
 
 from ansible_collections.factory_floor.llm.plugins.action.memory_guard_check import ARGUMENT_SPEC, ActionModule
 from ansible_collections.factory_floor.llm.plugins.module_utils import _memory_guard_check as mg
+from ansible_collections.factory_floor.llm.tests.unit.roles.collection_filters import with_filters
 from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, role_variables
 
 PLAN = {"changed": False, "gpu_memory_utilization": 0.8, "max_gpu_memory_utilization": 0.8, "start_need_gib": 103.0,
@@ -39,8 +40,8 @@ def run(args, check_mode=False, results=(), drop=(), **inventory):
                           action="factory_floor.llm.memory_guard_check")
     connection = mock.MagicMock()
     connection._shell.tmpdir = None
-    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), Templar(loader=DataLoader(),
-                                                                                    variables=variables), None)
+    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(),
+                          with_filters(Templar(loader=DataLoader(), variables=variables)), None)
     calls = []
 
     def execute(module_name, module_args, task_vars):
