@@ -18,4 +18,3 @@ def backend_endpoints(backends, hostvars, default_port):
         port = one["vllm_port"] if "vllm_port" in one else default_port
         endpoints.append("%s:%s" % (address, port))
     return endpoints
-

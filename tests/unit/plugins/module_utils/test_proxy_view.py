@@ -14,4 +14,3 @@ def test_each_backend_at_its_address_and_port_as_the_upstream_writes_them():
                 "spark-c": {"vllm_port": "9000"}}
     assert backend_endpoints(["spark-a", "spark-b", "spark-c", "spark-d"], hostvars, 8000) == [
         "127.0.0.1:8001", "spark-b:8000", "spark-c:9000", "spark-d:8000"]
-
