@@ -5,7 +5,7 @@
 """factory_floor.llm.proxy_check, on the controller: the nginx_proxy role's preflight refusals.
 
 The task gives nothing: this plugin reads the role's variables itself, as the task sees them
-(``nginx_proxy_<name>`` for each name of ``_proxy_check.SETTINGS``, ``site_engine_group``,
+(``nginx_proxy_<name>`` for each name of ``_proxy_check.SETTINGS``, the port ``site_proxy_port``, ``site_engine_group``,
 ``site_engine_port``, ``inventory_hostname``), the engine group from ``groups`` and each backend's
 address and port from ``hostvars``; the decision is ``plugins/module_utils/_proxy_check.py``'s.
 Nothing runs on the host, and the API keys it checks stay in this process (no message shows one).
@@ -44,7 +44,7 @@ class ActionModule(ActionBase):
         settings = {}
         for name in pc.SETTINGS:
             try:
-                settings[name] = self._variable("nginx_proxy_" + name)
+                settings[name] = self._variable(pc.VARIABLES.get(name, "nginx_proxy_" + name))
             except AnsibleError:
                 if engines:
                     raise

@@ -23,7 +23,7 @@ options:
     type: str
     required: true
   port:
-    description: The proxy's port (C(nginx_proxy_port), else C(site_proxy_port)).
+    description: The proxy's port (C(site_proxy_port)).
     type: raw
     required: true
 """

@@ -57,6 +57,8 @@ RENAMED = {
     "maintenance_window_engine_group": "site_engine_group",
     "vllm_proxy_group": "site_proxy_group",
     "maintenance_window_proxy_group": "site_proxy_group",
+    "ff_proxy_port": "site_proxy_port",
+    "nginx_proxy_port": "site_proxy_port",
 }
 # Variables of the vllm_replica role that moved with its procedures to the procedure roles that read them
 # now (issue 36): the rolling restart's and the model upgrade's.

@@ -61,7 +61,7 @@ SPLIT_GROUP = "gb10"    # vllm_split_group
 DEFAULTS = {
     "vllm_port": 8000,                        # roles/vllm
     "vllm_listen_host": "0.0.0.0",            # roles/vllm
-    "ff_proxy_port": 8080,                    # roles/nginx_proxy: nginx_proxy_port = ff_proxy_port | default(8080)
+    "site_proxy_port": 8080,                  # roles/site
     "vllm_split_tensor_parallel_size": 2,     # roles/vllm_split
     "vllm_split_pipeline_parallel_size": 1,   # roles/vllm_split
 }
@@ -74,8 +74,7 @@ HOST_VARS = (
     "ansible_connection",
     "vllm_port",
     "vllm_listen_host",
-    "nginx_proxy_port",
-    "ff_proxy_port",
+    "site_proxy_port",
     "nginx_proxy_backend_address",
     "vllm_split_head",
     "vllm_split_tensor_parallel_size",
@@ -227,7 +226,7 @@ def no_engines_message(groups, engine_group=ENGINE_GROUP, proxy_group=PROXY_GROU
 def no_proxy_message(groups, proxy_group=PROXY_GROUP):
     """What to change when ``proxy_group`` has no host."""
     return ("Group '%s' %s: every client goes through the proxy (nginx least_conn). List the host that runs it under "
-            "%s in hosts.yml; on one machine, list the GB10 host itself (the proxy listens on ff_proxy_port, "
+            "%s in hosts.yml; on one machine, list the GB10 host itself (the proxy listens on site_proxy_port, "
             "vLLM on vllm_port)." % (proxy_group, _group_state(groups, proxy_group), proxy_group))
 
 
@@ -282,7 +281,7 @@ def check_layout(topology, groups, hostvars, engine_group=ENGINE_GROUP, proxy_gr
         serving = list(engines)
 
     vllm_ports = {host: _port(report, host, hv(host), "vllm_port") for host in serving}
-    proxy_ports = {host: _port(report, host, hv(host), "nginx_proxy_port", "ff_proxy_port") for host in proxies}
+    proxy_ports = {host: _port(report, host, hv(host), "site_proxy_port") for host in proxies}
 
     # two engines on one machine on one port
     by_machine_port = {}
@@ -320,13 +319,13 @@ def check_layout(topology, groups, hostvars, engine_group=ENGINE_GROUP, proxy_gr
             if machines[proxy][0] != machines[host][0]:
                 continue
             if proxy_ports[proxy] is not None and proxy_ports[proxy] == vllm_ports[host]:
-                variable = "nginx_proxy_port" if "nginx_proxy_port" in hv(proxy) else "ff_proxy_port"
+                variable = "site_proxy_port"
                 who = ("%s runs both the proxy and vLLM" % host if proxy == host else
                        "%s runs the proxy and %s vLLM on the same machine (%s)" % (proxy, host, machines[host][1]))
                 report.add(
                     "proxy_port_shared",
                     "%s, both on port %d (%s and vllm_port): only one can listen there. Keep them apart: clients use "
-                    "the proxy's port (ff_proxy_port, 8080 by default), the proxy reaches vLLM on vllm_port (8000 by "
+                    "the proxy's port (site_proxy_port, 8080 by default), the proxy reaches vLLM on vllm_port (8000 by "
                     "default); change %s (group_vars/all.yml or %s) or vllm_port."
                     % (who, vllm_ports[host], variable, variable, _where(proxy)),
                     sorted({proxy, host}), [variable, "vllm_port"])

@@ -24,6 +24,8 @@ SETTINGS = dict(
     affinity_body_buffer_size="", api_key="", api_key_next="", tls_certificate="", tls_certificate_key="",
     tls_server_name="",
 )
+# The settings whose variable is the site's, not nginx_proxy_<name> (one name per concept).
+VARIABLES = {"port": "site_proxy_port"}
 # A bearer token's characters (RFC 6750); the trim comparison catches a final line break, which $ lets through.
 TOKEN = re.compile(r"^[A-Za-z0-9._~+/-]*=*$")
 HEADER = re.compile(r"^[A-Za-z0-9-]+$")
@@ -90,10 +92,10 @@ def check(settings, host="", engine_group="", engines=None, endpoints=None):
     port = _int(one["port"])
     if not (members and one["backends"] and 1 <= port <= 65535 and _float(one["check_interval"]) > 0
             and _int(one["check_fails"]) >= 1 and _int(one["check_passes"]) >= 1):
-        return [_error("layout", ["site_engine_group", "nginx_proxy_port", "nginx_proxy_check_interval",
+        return [_error("layout", ["site_engine_group", "site_proxy_port", "nginx_proxy_check_interval",
                                   "nginx_proxy_check_fails", "nginx_proxy_check_passes"], (
             "The proxy on %s needs at least one engine host in group '%s' (site_engine_group; now: %s), a port in "
-            "1-65535 (nginx_proxy_port=%s), nginx_proxy_check_interval > 0 seconds and nginx_proxy_check_fails, "
+            "1-65535 (site_proxy_port=%s), nginx_proxy_check_interval > 0 seconds and nginx_proxy_check_fails, "
             "nginx_proxy_check_passes >= 1 (now %s, %s).") % (
             host, engine_group, ", ".join(members or []) or "none", _text(one["port"]), _text(one["check_fails"]),
             _text(one["check_passes"])))]

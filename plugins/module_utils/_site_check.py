@@ -59,7 +59,7 @@ def collection_ports(engine, proxy, vllm_port=None, watchdog_status_port=None, e
                      proxy_port=None):
     """The TCP ports the collection uses on a host, as the site check reads them (``site_host_info``'s ``ports``):
     on an engine host vLLM's API (``vllm_port``, held by one of ``engine_units``) and the watchdog's state
-    (``vllm_watchdog_status_port``, by one of ``watchdog_units``); on a proxy host the proxy (``nginx_proxy_port``,
+    (``vllm_watchdog_status_port``, by one of ``watchdog_units``); on a proxy host the proxy (``site_proxy_port``,
     by ``nginx.service``)."""
     ports = []
     if engine:
@@ -68,7 +68,7 @@ def collection_ports(engine, proxy, vllm_port=None, watchdog_status_port=None, e
                   {"port": int(watchdog_status_port), "purpose": "the watchdog's state (GET /state)",
                    "variable": "vllm_watchdog_status_port", "owner_units": list(watchdog_units or ())}]
     if proxy:
-        ports.append({"port": int(proxy_port), "purpose": "the proxy (nginx)", "variable": "nginx_proxy_port",
+        ports.append({"port": int(proxy_port), "purpose": "the proxy (nginx)", "variable": "site_proxy_port",
                       "owner_units": ["nginx.service"]})
     return ports
 

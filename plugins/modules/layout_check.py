@@ -72,11 +72,11 @@ options:
   hostvars:
     description:
       - Per inventory host, the inventory variables the check reads, as set for that host; leave unset ones out
-        and the roles' defaults apply (C(vllm_port) 8000, C(vllm_listen_host) 0.0.0.0, C(ff_proxy_port) 8080,
+        and the roles' defaults apply (C(vllm_port) 8000, C(vllm_listen_host) 0.0.0.0, C(site_proxy_port) 8080,
         C(vllm_split_tensor_parallel_size) 2, C(vllm_split_pipeline_parallel_size) 1, C(vllm_split_head) the
         first host of the split's group).
       - "Variables read: C(topology), C(ansible_host), C(ansible_port), C(ansible_connection), C(vllm_port),
-        C(vllm_listen_host), C(nginx_proxy_port), C(ff_proxy_port), C(nginx_proxy_backend_address),
+        C(vllm_listen_host), C(site_proxy_port), C(nginx_proxy_backend_address),
         C(vllm_split_head), C(vllm_split_tensor_parallel_size), C(vllm_split_pipeline_parallel_size),
         C(vllm_served_model_name) (the engine hosts must agree on it). Ports are TCP port numbers; parallel sizes are
         counts of ranks."

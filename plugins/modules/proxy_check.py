@@ -17,7 +17,7 @@ description:
   - "Refused, in that order: C(nginx_proxy_backends), C(nginx_proxy_affinity_headers),
     C(nginx_proxy_affinity_body_fields), C(nginx_proxy_expect_in_rotation) or C(nginx_proxy_drain) not a YAML list (a
     string or a mapping; the role's argument_specs split a string for their check only); no host in the engine group
-    C(site_engine_group), no backend, C(nginx_proxy_port) outside 1-65535, C(nginx_proxy_check_interval) not above 0
+    C(site_engine_group), no backend, C(site_proxy_port) outside 1-65535, C(nginx_proxy_check_interval) not above 0
     seconds, C(nginx_proxy_check_fails) or C(nginx_proxy_check_passes) below 1; two backends at one
     C(nginx_proxy_backend_address:vllm_port) (default C(site_engine_port)); C(nginx_proxy_balance) other than
     V(affinity)/V(least_conn), a header name in C(nginx_proxy_affinity_headers) with other than letters, digits and

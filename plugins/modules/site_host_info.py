@@ -61,7 +61,7 @@ options:
     elements: str
     default: []
   proxy_port:
-    description: The proxy's port (C(nginx_proxy_port)), read on a proxy host.
+    description: The proxy's port (C(site_proxy_port)), read on a proxy host.
     type: int
 """
 

@@ -238,7 +238,7 @@ class Proxy:
             "inventory_hostname": "gateway",
             "groups": {"gb10": names, "proxy": ["gateway"]},
             "hostvars": hostvars,
-            "nginx_proxy_port": self.port,
+            "site_proxy_port": self.port,
             "nginx_proxy_api_key": api_key,
             "_nginx_proxy_servers_file": self.paths["servers"],
             "_nginx_proxy_members_file": self.paths["members"],
@@ -255,7 +255,7 @@ class Proxy:
         # Placeholders for what differs between proxies of the same settings (directory, port).
         placeholders = {key: value.replace(self.tmp, "/@tmp@") if isinstance(value, str) else value
                         for key, value in self.variables.items() if key != "hostvars"}
-        placeholders["nginx_proxy_port"] = 1
+        placeholders["site_proxy_port"] = 1
         placeholders["hostvars"] = {name: dict(hv, vllm_port=9) for name, hv in self.variables["hostvars"].items()}
         text = render("nginx.conf.j2", placeholders)
         assert "@tmp@" not in text.replace("/@tmp@", ""), "unexpected placeholder"
@@ -285,7 +285,7 @@ class Proxy:
             replacements.append((lua_path, 'lua_package_path "%s/?.lua;%s/usr/share/lua/5.1/?.lua;;";\n'
                                            '    lua_package_cpath "%s/usr/lib/x86_64-linux-gnu/lua/5.1/?.so;;";'
                                  % (self.paths["lua"], root, root)))
-        port = self.variables["nginx_proxy_port"]
+        port = self.variables["site_proxy_port"]
         replacements += [("listen %d " % port, "listen %s:%d " % (NET, port)),
                          ("listen [::]:%d " % port, "# (no IPv6 wildcard here) listen [::]:%d " % port)]
         for old, new in replacements:

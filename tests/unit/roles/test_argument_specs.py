@@ -6,7 +6,7 @@
 
 - The main entry point documents exactly the variables of defaults/main.yml.
 - A default written in both places is the same value (a templated default, such
-  as "{{ ff_proxy_port | default(8080) }}", is documented by its usual value).
+  as "{{ vllm_port }}", is documented by its usual value).
 - Every entry point has its task file.
 """
 

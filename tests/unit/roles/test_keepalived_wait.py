@@ -76,8 +76,7 @@ def run_wait(tmp_path, port, **settings):
         "proxy:\n  hosts:\n    proxy-a: {ansible_connection: local, ansible_python_interpreter: %s}\n" % sys.executable)
     (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": "proxy", "gather_facts": False,
                                                         "tasks": wait_tasks()}], sort_keys=False))
-    extra = {"__keepalived_address": "127.0.0.1/8", "nginx_proxy_port": port, "keepalived_status_timeout": 2,
-             "site_proxy_port": 8080}
+    extra = {"__keepalived_address": "127.0.0.1/8", "site_proxy_port": port, "keepalived_status_timeout": 2}
     extra.update(settings)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build", "collections"),
                ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",

@@ -118,7 +118,7 @@ def test_a_proxy_as_the_inventory_says_goes_on(site, check):
       "vllm_api_key): another key than the proxy's (neither is shown). A switch changes the engines only",
       "Nothing was changed. nginx_proxy_model, nginx_proxy_api_key describe the engines too",
       "(ansible-playbook -i %s factory_floor.llm.deploy; a new vllm_api_key"], ["--tags proxy"]),
-    (["-e", "nginx_proxy_port=8081", "-e", "nginx_proxy_check_interval=1.5"],
+    (["-e", "site_proxy_port=8081", "-e", "nginx_proxy_check_interval=1.5"],
      ["On spark-t: nginx_proxy_check_interval: 1.0 on the proxy, 1.5 in the inventory; nginx.conf, its listen lines "
       "(nginx_proxy_* settings).",
       "Nothing was changed. Apply them to the proxy first (ansible-playbook -i %s factory_floor.llm.deploy --tags "

@@ -84,16 +84,16 @@ MAINTENANCE = role_variables("maintenance_window")
 
 
 @pytest.mark.parametrize("inventory", [
-    {}, {"nginx_proxy_port": 8443}, {"nginx_proxy_tls_certificate": "/etc/ssl/p.pem"},
-    {"nginx_proxy_tls_certificate": "/etc/ssl/p.pem", "nginx_proxy_tls_server_name": "llm.example.org", "nginx_proxy_port": "443"},
+    {}, {"site_proxy_port": 8443}, {"nginx_proxy_tls_certificate": "/etc/ssl/p.pem"},
+    {"nginx_proxy_tls_certificate": "/etc/ssl/p.pem", "nginx_proxy_tls_server_name": "llm.example.org", "site_proxy_port": "443"},
     {"nginx_proxy_tls_certificate": "/etc/ssl/p.pem", "nginx_proxy_tls_server_name": ""},
     {"nginx_proxy_tls_certificate": "", "nginx_proxy_tls_server_name": "llm.example.org"},
-    {"ff_proxy_port": 9000},
+    {"site_proxy_port": 9000},
 ])
 def test_proxy_chat_url(inventory):
     old = """{{ ('https://' ~ (nginx_proxy_tls_server_name | default(inventory_hostname, true)))
    if nginx_proxy_tls_certificate | default('') | length > 0 else 'http://127.0.0.1'
-}}:{{ nginx_proxy_port | default(site_proxy_port) }}/v1/chat/completions"""
+}}:{{ site_proxy_port }}/v1/chat/completions"""
     same(old, "{{ _maintenance_window_probe_url }}", **dict(MAINTENANCE, inventory_hostname="gw", **inventory))
 
 

@@ -45,7 +45,7 @@ def values(host_vars):
 
 def test_prefixes_are_the_roles_and_the_playbooks_words():
     for prefix in ("vllm_", "nginx_proxy_", "keepalived_", "memory_guard_", "tool_gate_", "maintenance_window_",
-                   "site_", "switch_", "metrics_", "tune_", "status_", "ff_", "vllm_replica_", "vllm_watchdog_"):
+                   "site_", "switch_", "metrics_", "tune_", "status_", "vllm_replica_", "vllm_watchdog_"):
         assert prefix in PREFIXES, prefix
     # prometheus.prometheus's; the collection's own prometheus_* options are known by their full name.
     assert "prometheus_" not in PREFIXES
@@ -70,7 +70,7 @@ def test_an_option_declared_twice_has_one_type():
     ("memory_guard_workload", "memory_guard_workloads"),
     ("switch_dryrun", "switch_dry_run"),
     ("tune_writ", "tune_write"),
-    ("ff_proxy_prot", "ff_proxy_port"),
+    ("site_proxy_prot", "site_proxy_port"),
     ("keepalived_virtual_ip", "keepalived_virtual_ipaddress"),
 ])
 def test_a_typo_is_refused_with_the_closest_declared_name(name, guess):
@@ -88,7 +88,7 @@ def test_a_name_close_to_nothing_says_so():
 
 
 @pytest.mark.parametrize("name", [
-    "vllm_max_num_seqs", "switch_to", "switch_dry_run", "tune_write", "metrics_window", "ff_proxy_port",
+    "vllm_max_num_seqs", "switch_to", "switch_dry_run", "tune_write", "metrics_window", "site_proxy_port",
     "nginx_proxy_backend_address", "vllm_layout_foreign_variables", "prometheus_job",
     # not the collection's: no prefix of its own, another collection's prefix, magic and connection variables
     "topology", "prometheus_web_listen_address", "node_exporter_textfile_dir", "ansible_host", "ansible_port",
@@ -160,7 +160,7 @@ def test_a_percentage_for_a_fraction():
     # every int the spec calls a TCP port
     ("vllm_port", 70000, "is 70000: must be a TCP port, a whole number from 1 to 65535"),
     ("site_split_master_port", "29500/tcp", "is '29500/tcp': must be a TCP port, a whole number from 1 to 65535"),
-    ("ff_proxy_port", 0, "is 0: must be a TCP port, a whole number from 1 to 65535"),
+    ("site_proxy_port", 0, "is 0: must be a TCP port, a whole number from 1 to 65535"),
     # types
     ("vllm_max_num_seqs", "sixteen", "is 'sixteen': must be a whole number (for example 12, the default)"),
     ("vllm_max_num_seqs", 16.5, "is 16.5: must be a whole number (for example 12, the default)"),
@@ -249,7 +249,7 @@ def test_every_range_is_documented_in_its_options_description(name):
 
 def test_every_port_option_has_the_port_range():
     ports = sorted(name for name, option in TABLE.items() if option["range"] == iv.PORT)
-    assert {"vllm_port", "nginx_proxy_port", "ff_proxy_port", "site_engine_port", "site_proxy_port",
+    assert {"vllm_port", "site_engine_port", "site_proxy_port",
             "site_split_master_port", "site_watchdog_status_port", "vllm_split_master_port",
             "vllm_watchdog_status_port"} <= set(ports)
     assert all(TABLE[name]["type"] == "int" for name in ports)

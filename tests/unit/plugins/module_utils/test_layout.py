@@ -39,7 +39,7 @@ def site(gb10, proxy, **hostvars):
 
 SINGLE = site(["spark-1"], ["spark-1"],
               spark_1={"topology": "replicas", "ansible_host": "192.0.2.11", "vllm_port": 8000,
-                       "ff_proxy_port": 8080, "nginx_proxy_backend_address": "127.0.0.1"})
+                       "site_proxy_port": 8080, "nginx_proxy_backend_address": "127.0.0.1"})
 SINGLE_LOCAL = site(["spark-1"], ["spark-1"],
                     spark_1={"topology": "replicas", "ansible_connection": "local"})
 TWO_REPLICAS = site(["spark-1", "spark-2"], ["spark-1"],
@@ -120,7 +120,7 @@ def test_head_can_be_the_second_host():
 
 
 def test_ports_given_as_strings_are_numbers():
-    groups, hostvars = site(["a"], ["a"], a={"vllm_port": "8000", "ff_proxy_port": "8080"})
+    groups, hostvars = site(["a"], ["a"], a={"vllm_port": "8000", "site_proxy_port": "8080"})
     assert check_layout("replicas", groups, hostvars)["errors"] == []
 
 
@@ -159,15 +159,15 @@ IMPOSSIBLE = [
                                    b={"nginx_proxy_backend_address": "10.0.0.5"}),
                  "upstream_shared", ["a and b", "10.0.0.5:8000", "nginx_proxy_backend_address"],
                  id="two-replicas-one-upstream-address"),
-    pytest.param("replicas", *site(["spark-1"], ["spark-1"], spark_1={"ff_proxy_port": 8000}),
-                 "proxy_port_shared", ["spark-1", "ff_proxy_port", "vllm_port", "8000"],
+    pytest.param("replicas", *site(["spark-1"], ["spark-1"], spark_1={"site_proxy_port": 8000}),
+                 "proxy_port_shared", ["spark-1", "site_proxy_port", "vllm_port", "8000"],
                  id="proxy-port-is-vllm-port-same-host"),
-    pytest.param("replicas", *site(["spark-1"], ["spark-1"], spark_1={"nginx_proxy_port": 8001, "vllm_port": 8001}),
-                 "proxy_port_shared", ["spark-1", "nginx_proxy_port", "vllm_port", "8001"],
-                 id="nginx-proxy-port-is-vllm-port-same-host"),
+    pytest.param("replicas", *site(["spark-1"], ["spark-1"], spark_1={"site_proxy_port": 8001, "vllm_port": 8001}),
+                 "proxy_port_shared", ["spark-1", "site_proxy_port", "vllm_port", "8001"],
+                 id="proxy-port-is-a-moved-vllm-port-same-host"),
     pytest.param("replicas", *site(["spark-1"], ["proxy-1"], spark_1={"ansible_host": "192.0.2.11"},
-                                   proxy_1={"ansible_host": "192.0.2.11", "ff_proxy_port": 8000}),
-                 "proxy_port_shared", ["proxy-1", "spark-1", "ff_proxy_port", "same machine"],
+                                   proxy_1={"ansible_host": "192.0.2.11", "site_proxy_port": 8000}),
+                 "proxy_port_shared", ["proxy-1", "spark-1", "site_proxy_port", "same machine"],
                  id="proxy-port-is-vllm-port-same-machine-two-names"),
     pytest.param("replicas", *site(["a", "b"], ["gw"], a={"topology": "replicas"}, b={"topology": "split"},
                                    gw={"topology": "replicas"}),
@@ -230,8 +230,8 @@ IMPOSSIBLE = [
                  id="loopback-backend-vllm-on-its-own-address"),
     pytest.param("replicas", *site(["a"], ["a"], a={"vllm_port": "eighty"}),
                  "port_value", ["vllm_port", "a", "'eighty'", "1-65535"], id="vllm-port-not-a-number"),
-    pytest.param("replicas", *site(["a"], ["a"], a={"ff_proxy_port": 70000}),
-                 "port_value", ["ff_proxy_port", "a", "70000"], id="proxy-port-out-of-range"),
+    pytest.param("replicas", *site(["a"], ["a"], a={"site_proxy_port": 70000}),
+                 "port_value", ["site_proxy_port", "a", "70000"], id="proxy-port-out-of-range"),
 ]
 
 
@@ -292,7 +292,7 @@ def test_topology_groups_with_an_unknown_topology():
 
 
 def test_all_problems_reported_at_once():
-    groups, hostvars = site(["a", "a2", "b"], ["a"], a={"ansible_host": "h", "ff_proxy_port": 8000},
+    groups, hostvars = site(["a", "a2", "b"], ["a"], a={"ansible_host": "h", "site_proxy_port": 8000},
                             a2={"ansible_host": "h", "topology": "split"}, b={"vllm_listen_host": "127.0.0.1"})
     result = check_layout("split", groups, hostvars)
     checks = [error["check"] for error in result["errors"]]
@@ -364,8 +364,8 @@ def test_defaults_are_the_roles_defaults():
     assert DEFAULTS["vllm_split_pipeline_parallel_size"] == split["vllm_split_pipeline_parallel_size"]
     assert ENGINE_GROUP == SPLIT_GROUP == site["site_engine_group"]
     assert split["vllm_split_group"] == "{{ site_engine_group }}"
-    assert site["site_proxy_port"].replace(" ", "") == "{{ff_proxy_port|default(%d)}}" % DEFAULTS["ff_proxy_port"]
-    assert proxy["nginx_proxy_port"] == "{{ site_proxy_port }}"
+    assert site["site_proxy_port"] == DEFAULTS["site_proxy_port"]
+    assert "site_proxy_port" not in proxy and "nginx_proxy_port" not in proxy
 
 
 # --------------------------------------------------------------- what the check reads from the inventory

@@ -66,7 +66,7 @@ def test_a_proxy_without_engines_or_with_a_bad_port_or_probe_count_is_refused(pl
 def test_the_layout_refusal_reads_the_same_as_the_roles_assert_did():
     assert refusal(dict(engines=None, engine_group="nope"), port="abc")["message"] == (
         "The proxy on gateway needs at least one engine host in group 'nope' (site_engine_group; now: none), a port "
-        "in 1-65535 (nginx_proxy_port=abc), nginx_proxy_check_interval > 0 seconds and nginx_proxy_check_fails, "
+        "in 1-65535 (site_proxy_port=abc), nginx_proxy_check_interval > 0 seconds and nginx_proxy_check_fails, "
         "nginx_proxy_check_passes >= 1 (now 3, 2).")
 
 

@@ -23,8 +23,8 @@ KEY = "lab-key-7f3e9a2c41d86b05"
 
 
 def variables(**changes):
-    found = {"nginx_proxy_" + name: value for name, value in pc.SETTINGS.items()}
-    found.update(nginx_proxy_port=8080, nginx_proxy_check_interval=1, nginx_proxy_check_fails=3,
+    found = {pc.VARIABLES.get(name, "nginx_proxy_" + name): value for name, value in pc.SETTINGS.items()}
+    found.update(site_proxy_port=8080, nginx_proxy_check_interval=1, nginx_proxy_check_fails=3,
                  nginx_proxy_check_passes=2, nginx_proxy_balance="affinity", nginx_proxy_affinity_balance_factor=1.5,
                  nginx_proxy_affinity_body_buffer_size="4m", nginx_proxy_tls_server_name="gateway",
                  # As the role's defaults have them: templates, read when the check reads them.

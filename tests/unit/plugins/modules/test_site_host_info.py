@@ -75,7 +75,7 @@ OLD_PORTS = """{{ ([{'port': vllm_port | int, 'purpose': "vLLM's API", 'variable
                 'variable': 'vllm_watchdog_status_port',
                 'owner_units': _site_topologies.values() | map(attribute='watchdog_unit') | list}]
               if __site_check_engine else [])
-             + ([{'port': site_proxy_port | int, 'purpose': 'the proxy (nginx)', 'variable': 'nginx_proxy_port',
+             + ([{'port': site_proxy_port | int, 'purpose': 'the proxy (nginx)', 'variable': 'site_proxy_port',
                   'owner_units': ['nginx.service']}] if 'proxy' in site_check.groups else []) }}"""
 TOPOLOGIES = {"replicas": {"unit": "vllm-replica.service", "watchdog_unit": "vllm-watchdog.service"},
               "split": {"unit": "vllm-split.service", "watchdog_unit": "vllm-split-watchdog.service"}}
