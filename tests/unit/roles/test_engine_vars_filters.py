@@ -7,21 +7,25 @@ for representative inputs, the old expression rendered with Ansible's own templa
 
 from __future__ import annotations
 
-import pytest
+import os
 
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+import pytest
+import yaml
+
+from ansible.template import trust_as_template
 
 from ansible_collections.factory_floor.llm.plugins.filter.unit_verify_command import unit_verify_command
-
-FILTERS = {"factory_floor.llm.unit_verify_command": unit_verify_command}
+from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, _trusted, templar
 
 
 def render(expression, **variables):
     """``expression`` (a role variable's value) as Ansible evaluates it, with the collection's filters by FQCN."""
-    templar = Templar(loader=DataLoader(), variables=variables)
-    templar.environment.filters.update(FILTERS)
-    return templar.template(trust_as_template(expression))
+    return templar(variables).template(trust_as_template(expression))
+
+
+def both(old, new, **variables):
+    """(old, new) rendered with the same variables."""
+    return render(old, **variables), render(new, **variables)
 
 
 OLD_UNIT_VALIDATE = """/bin/sh -c 'd=$(mktemp -d) && cp %s "$d/{{ unit }}" && systemd-analyze verify --man=no "$d/{{ unit }}"; r=$?; rm -rf "$d"; exit $r'"""
@@ -37,3 +41,149 @@ def test_unit_verify_command_as_before(unit):
 def test_unit_verify_command_refuses_what_is_no_unit_name(unit):
     with pytest.raises(Exception, match="unit_verify_command expects a unit file name"):
         unit_verify_command(unit)
+
+
+# --- vllm_split: the link addresses (head and peer) ----------------------------------------------
+
+OLD_HEAD_ADDRESS = """{{ hostvars[vllm_split_head]['vllm_link_address']
+     | default((hostvars[vllm_split_head]['ansible_facts'] | default({}))
+               .get(hostvars[vllm_split_head]['vllm_link_interface'] | default(vllm_link_interface), {})
+               .get('ipv4', {}).get('address', ''), true) }}"""
+OLD_PEER_ADDRESS = """{{ (hostvars[_vllm_split_peer]['vllm_link_address']
+      | default((hostvars[_vllm_split_peer]['ansible_facts'] | default({}))
+                .get(hostvars[_vllm_split_peer]['vllm_link_interface'] | default(vllm_link_interface), {})
+                .get('ipv4', {}).get('address', ''), true))
+     if _vllm_split_peer else '' }}"""
+LINK_FACTS = {"enp1s0f1np1": {"ipv4": {"address": "10.10.0.1"}}, "eth9": {"ipv4": {"address": "10.9.0.1"}},
+              "default_ipv4": {"address": "192.0.2.1"}}
+LINK_HOSTVARS = {
+    "set": {"vllm_link_address": "10.10.0.2", "ansible_facts": LINK_FACTS},
+    "empty_set": {"vllm_link_address": "", "ansible_facts": LINK_FACTS},
+    "null_set": {"vllm_link_address": None, "vllm_link_interface": "eth9", "ansible_facts": LINK_FACTS},
+    "facts": {"ansible_facts": LINK_FACTS},
+    "own_interface": {"vllm_link_interface": "eth9", "ansible_facts": LINK_FACTS},
+    "other_interface": {"vllm_link_interface": "eth7", "ansible_facts": LINK_FACTS},
+    "no_facts": {},
+    "no_ipv4": {"ansible_facts": {"enp1s0f1np1": {"ipv6": []}}},
+}
+
+
+@pytest.mark.parametrize("interface", ["enp1s0f1np1", "", "eth7"])
+@pytest.mark.parametrize("host", sorted(LINK_HOSTVARS))
+def test_link_address_as_before(host, interface):
+    variables = {"hostvars": LINK_HOSTVARS, "vllm_link_interface": interface}
+    new_head = "{{ hostvars | factory_floor.llm.link_address(vllm_split_head, vllm_link_interface) }}"
+    new_peer = "{{ hostvars | factory_floor.llm.link_address(_vllm_split_peer, vllm_link_interface) }}"
+    old, new = both(OLD_HEAD_ADDRESS, new_head, vllm_split_head=host, **variables)
+    assert old == new
+    assert both(OLD_PEER_ADDRESS, new_peer, _vllm_split_peer=host, **variables) == (old, new)
+
+
+@pytest.mark.parametrize("peer", ["", "not-in-the-inventory"])
+def test_link_address_of_no_host_is_empty(peer):
+    new = "{{ hostvars | factory_floor.llm.link_address(_vllm_split_peer, 'eth0') }}"
+    assert both(OLD_PEER_ADDRESS, new, hostvars=LINK_HOSTVARS, _vllm_split_peer=peer, vllm_link_interface="eth0") == ("", "")
+
+
+# --- vllm_split: the tightest GPU memory fraction -------------------------------------------------
+
+OLD_GPU_MEMORY = """{{ _vllm_split_hosts | map('extract', hostvars) | selectattr('vllm_gpu_memory_utilization', 'defined')
+     | map(attribute='vllm_gpu_memory_utilization') | reject('none') | map('float') | min
+     | default(vllm_gpu_memory_utilization, true) }}"""
+
+
+@pytest.mark.parametrize("hostvars", [
+    {"a": {"vllm_gpu_memory_utilization": 0.8}, "b": {"vllm_gpu_memory_utilization": "0.75"}},
+    {"a": {"vllm_gpu_memory_utilization": 0.8}, "b": {}},
+    {"a": {}, "b": {}},
+    {"a": {"vllm_gpu_memory_utilization": None}, "b": {"vllm_gpu_memory_utilization": None}},
+    {"a": {"vllm_gpu_memory_utilization": 0}, "b": {"vllm_gpu_memory_utilization": 0.7}},
+    {"a": {"vllm_gpu_memory_utilization": "lots"}, "b": {"vllm_gpu_memory_utilization": 0.7}},
+], ids=["both", "one", "none", "nulls", "zero", "no-number"])
+@pytest.mark.parametrize("fallback", [0.85, "0.9"])
+def test_tightest_gpu_memory_utilization_as_before(hostvars, fallback):
+    new = "{{ hostvars | factory_floor.llm.tightest_gpu_memory_utilization(_vllm_split_hosts, vllm_gpu_memory_utilization) }}"
+    old, got = both(OLD_GPU_MEMORY, new, hostvars=hostvars, _vllm_split_hosts=["a", "b"], vllm_gpu_memory_utilization=fallback)
+    assert got == old and type(got) is type(old)
+
+
+# --- vllm_split: the link check's ports -----------------------------------------------------------
+
+OLD_LINK_PORTS = """{{ [{'port': vllm_split_master_port | int, 'variable': 'vllm_split_master_port',
+       'purpose': "the split's rendezvous (--master-port) on the head"},
+      {'port': vllm_split_link_collective_port | int, 'variable': 'vllm_split_link_collective_port',
+       'purpose': "the link check's all-reduce"}] if _vllm_split_is_head else [] }}"""
+
+
+@pytest.mark.parametrize("is_head", [True, False])
+@pytest.mark.parametrize("ports", [(29501, 29502), ("29501", "29600"), ("port", "29600.0")])
+def test_split_link_ports_as_before(is_head, ports):
+    new = "{{ vllm_split_master_port | factory_floor.llm.split_link_ports(vllm_split_link_collective_port, _vllm_split_is_head) }}"
+    old, got = both(OLD_LINK_PORTS, new, vllm_split_master_port=ports[0], vllm_split_link_collective_port=ports[1],
+                    _vllm_split_is_head=is_head)
+    assert got == old
+
+
+# --- vllm_split: a rank's container options and environment ---------------------------------------
+
+OLD_SPLIT = {
+    "_vllm_split_hca": "{{ vllm_split_link.hca | default([]) if vllm_split_rdma != 'disabled' else [] }}",
+    "_vllm_split_nccl_host": "{{ vllm_split_link.nccl_library | default('') }}",
+    "_vllm_split_nccl_target": """{{ (vllm_cli.nccl_library | default('', true) or _vllm_split_nccl_host)
+     if vllm_runtime == 'container' else _vllm_split_nccl_host }}""",
+    "_vllm_split_run_args": r"""{{ (((vllm_split_link.device_nodes | default([]) | map('regex_replace', '^(.*)$', '--device=\1') | list) + ['--cap-add=IPC_LOCK']
+       + ([] if vllm_container_run_args | select('match', '--ulimit[= ]memlock') | list else ['--ulimit=memlock=-1'])
+       if _vllm_split_hca | length > 0 else [])
+      + (['--volume=' ~ _vllm_split_nccl_host ~ ':' ~ _vllm_split_nccl_target ~ ':ro'] if _vllm_split_nccl_host | length > 0 else []))
+     if vllm_runtime == 'container' else [] }}""",
+    "_vllm_split_env": """{{ {'VLLM_HOST_IP': vllm_link_address, 'GLOO_SOCKET_IFNAME': vllm_link_interface, 'NCCL_SOCKET_IFNAME': vllm_link_interface}
+     | combine({'NCCL_IB_HCA': _vllm_split_hca | join(',')} if _vllm_split_hca | length > 0 else {})
+     | combine({'NCCL_IB_DISABLE': '1'} if vllm_split_rdma == 'disabled' else {})
+     | combine({'NCCL_DEBUG': vllm_split_nccl_debug, 'NCCL_DEBUG_SUBSYS': 'INIT,NET'} if vllm_split_nccl_debug | length > 0 else {})
+     | combine({'VLLM_NCCL_SO_PATH': _vllm_split_nccl_target} if _vllm_split_nccl_host | length > 0 else {})
+     | combine({'LD_PRELOAD': _vllm_split_nccl_host} if vllm_runtime == 'venv' and _vllm_split_nccl_host | length > 0 else {}) }}""",
+    "_vllm_split_collective_env": """{{ (vllm_env | combine(vllm_env_host)) | dict2items | selectattr('key', 'match', '(NCCL|GLOO|UCX)_') | items2dict
+     | combine(_vllm_split_env | dict2items | rejectattr('key', 'equalto', 'VLLM_HOST_IP') | items2dict)
+     | combine({'NCCL_DEBUG': 'INFO', 'NCCL_DEBUG_SUBSYS': 'INIT,NET'}) }}""",
+}
+SPARK_LINK = {"hca": ["roceP2p1s0f1", "rocep1s0f1"], "nccl_library": "/usr/lib/aarch64-linux-gnu/libnccl.so.2",
+              "device_nodes": ["/dev/infiniband/rdma_cm", "/dev/infiniband/uverbs0"]}
+LINKS = {"spark": SPARK_LINK, "tcp": {"hca": [], "nccl_library": "", "device_nodes": []},
+         "no_nccl": dict(SPARK_LINK, nccl_library=""), "partial": {"hca": ["mlx5_0"]}, "empty": {}, "unset": None}
+CASES = [
+    ("container", "auto", "spark", {"nccl_library": "/opt/image/libnccl.so.2"}, [], "INFO", {}, {}),
+    ("container", "auto", "spark", {}, ["--ulimit=memlock=-1:-1"], "", {"NCCL_P2P_LEVEL": "NVL"}, {}),
+    ("container", "auto", "spark", {"nccl_library": ""}, ["--ulimit memlock=1"], "WARN", {}, {"UCX_TLS": "tcp"}),
+    ("container", "disabled", "spark", None, [], "INFO", {"HF_TOKEN": "secret", "NCCL_DEBUG": "TRACE"},
+     {"GLOO_SOCKET_IFNAME": "eth1"}),
+    ("container", "auto", "tcp", None, [], "INFO", {}, {}),
+    ("container", "required", "no_nccl", None, [], "INFO", {}, {}),
+    ("container", "auto", "partial", None, [], "", {}, {}),
+    ("container", "auto", "empty", None, [], "INFO", {}, {}),
+    ("container", "auto", "unset", None, [], "INFO", {}, {}),
+    ("venv", "auto", "spark", {"nccl_library": "/opt/image/libnccl.so.2"}, [], "INFO", {"NCCL_IB_TIMEOUT": "22"},
+     {"NCCL_IB_TIMEOUT": "23", "OTHER": "x"}),
+    ("venv", "disabled", "tcp", None, [], "", {}, {}),
+    ("venv", "auto", "unset", None, [], "INFO", {}, {}),
+]
+
+
+@pytest.mark.parametrize("runtime,rdma,link,cli,run_args,debug,env,env_host", CASES)
+def test_split_rank_settings_as_before(runtime, rdma, link, cli, run_args, debug, env, env_host):
+    with open(os.path.join(ROOT, "roles", "vllm_split", "vars", "main.yml"), encoding="utf-8") as handle:
+        new_vars = _trusted(yaml.safe_load(handle))
+    variables = {"vllm_runtime": runtime, "vllm_split_rdma": rdma, "vllm_container_run_args": run_args,
+                 "vllm_link_address": "10.10.0.1", "vllm_link_interface": "enp1s0f1np1",
+                 "vllm_split_nccl_debug": debug, "vllm_env": env, "vllm_env_host": env_host}
+    if LINKS[link] is not None:
+        variables["vllm_split_link"] = LINKS[link]
+    if cli is not None:
+        variables["vllm_cli"] = cli
+    old_values = templar(dict(variables, **{name: trust_as_template(text) for name, text in OLD_SPLIT.items()}))
+    new_values = templar(dict(variables, **new_vars))
+    for name in OLD_SPLIT:
+        old = old_values.template(trust_as_template("{{ %s }}" % name))
+        new = new_values.template(trust_as_template("{{ %s }}" % name))
+        assert new == old, name
+        if isinstance(old, dict):
+            assert list(new) == list(old), name
