@@ -187,3 +187,53 @@ def test_split_rank_settings_as_before(runtime, rdma, link, cli, run_args, debug
         assert new == old, name
         if isinstance(old, dict):
             assert list(new) == list(old), name
+
+
+# --- vllm_watchdog: role, peers, kill commands, container, WatchdogSec= ---------------------------
+
+OLD_WATCHDOG = {
+    "_vllm_watchdog_role": """{{ 'replica' if vllm_watchdog_topology == 'replicas'
+     else ('head' if inventory_hostname == vllm_watchdog_split_head else 'worker') }}""",
+    "_vllm_watchdog_peers": """{{ (_vllm_watchdog_split_hosts | reject('equalto', vllm_watchdog_split_head) | list)
+     if inventory_hostname == vllm_watchdog_split_head else [vllm_watchdog_split_head] }}""",
+    "_vllm_watchdog_kill_commands": r"""{{ ([[_vllm_container_engine_path, 'kill', '--signal', 'KILL', _vllm_watchdog_engine_unit | regex_replace('\.service$', '')]]
+      if vllm_runtime == 'container' else [])
+     + [['/usr/bin/systemctl', 'kill', '--signal=SIGKILL', _vllm_watchdog_engine_unit]] }}""",
+    "_vllm_watchdog_container": r"""{{ {'engine': _vllm_container_engine_path, 'name': _vllm_watchdog_engine_unit | regex_replace('\.service$', '')}
+     if vllm_runtime == 'container' else none }}""",
+    "_vllm_watchdog_read_ranks": "{{ [1, _vllm_watchdog_peers | length] | max if vllm_watchdog_topology == 'split' else 1 }}",
+    "_vllm_watchdog_self_bound": """{{ [300, 4 * ((vllm_watchdog_interval | float) + (vllm_watchdog_probe_timeout | float)
+               + (3 + _vllm_watchdog_read_ranks | int) * (vllm_watchdog_request_timeout | float)
+               + (vllm_watchdog_pair_ack_timeout | float))] | max | int }}""",
+}
+WATCHDOG_CASES = [
+    # topology, host, head, group, runtime, engine, (interval, probe, request, ack)
+    ("replicas", "spark-a", "spark-a", ["spark-a", "spark-b"], "container", "/usr/bin/docker", (5, 15, 5, 60)),
+    ("replicas", "spark-b", "", [], "venv", "/usr/bin/docker", (5, 15, 5, 60)),
+    ("split", "spark-a", "spark-a", ["spark-a", "spark-b"], "container", "/usr/bin/podman", (5, 15, 5, 60)),
+    ("split", "spark-b", "spark-a", ["spark-a", "spark-b"], "container", "/usr/bin/docker", (5, 15, 5, 60)),
+    ("split", "s1", "s1", ["s1", "s2", "s3", "s4"], "venv", "/usr/bin/docker", (30, 60, 20, 120)),
+    ("split", "s3", "s1", ["s1", "s2", "s3", "s4"], "venv", "/usr/bin/docker", ("2.5", "10", "7.5", "45")),
+    ("split", "s1", "s1", ["s1"], "container", "/usr/bin/docker", (60, 60, 30, 300)),
+]
+
+
+@pytest.mark.parametrize("topology,host,head,group,runtime,engine,seconds", WATCHDOG_CASES)
+def test_watchdog_settings_as_before(topology, host, head, group, runtime, engine, seconds):
+    with open(os.path.join(ROOT, "roles", "vllm_watchdog", "vars", "main.yml"), encoding="utf-8") as handle:
+        new_vars = _trusted(yaml.safe_load(handle))
+    unit = "vllm-split.service" if topology == "split" else "vllm-replica.service"
+    variables = {"vllm_watchdog_topology": topology, "inventory_hostname": host, "vllm_watchdog_split_head": head,
+                 "_vllm_watchdog_split_hosts": group, "vllm_runtime": runtime, "_vllm_container_engine_path": engine,
+                 "_vllm_watchdog_engine_unit": unit, "vllm_watchdog_interval": seconds[0],
+                 "vllm_watchdog_probe_timeout": seconds[1], "vllm_watchdog_request_timeout": seconds[2],
+                 "vllm_watchdog_pair_ack_timeout": seconds[3]}
+    new_vars.update(variables)
+    old_values = templar(dict(variables, **{name: trust_as_template(text) for name, text in OLD_WATCHDOG.items()}))
+    new_values = templar(new_vars)
+    for name in OLD_WATCHDOG:
+        if name == "_vllm_watchdog_read_ranks":
+            continue
+        old = old_values.template(trust_as_template("{{ %s }}" % name))
+        new = new_values.template(trust_as_template("{{ %s }}" % name))
+        assert new == old and type(new) is type(old), name
