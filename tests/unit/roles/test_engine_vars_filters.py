@@ -237,3 +237,68 @@ def test_watchdog_settings_as_before(topology, host, head, group, runtime, engin
         old = old_values.template(trust_as_template("{{ %s }}" % name))
         new = new_values.template(trust_as_template("{{ %s }}" % name))
         assert new == old and type(new) is type(old), name
+
+
+# --- vllm: the API's clients, the probe URL, the container's resources, Prometheus, the topologies --
+
+OLD_VLLM = {
+    "_vllm_api_clients": """{{ (groups[site_proxy_group] | default([]) | map('extract', hostvars)
+      | map(attribute='ansible_facts') | map(attribute='default_ipv4', default={})
+      | map(attribute='address', default='') | select | list)
+     + vllm_allowed_clients }}""",
+    "_vllm_probe_url": """{{ {'vllm_probe_host': vllm_probe_host, 'vllm_listen_host': vllm_listen_host, 'vllm_port': vllm_port}
+     | factory_floor.llm.vllm_probe_url }}""",
+    "_vllm_container_resource_args": """{{ ((['--device=' ~ vllm_container_gpus] if vllm_container_engine == 'podman' else ['--gpus=' ~ vllm_container_gpus])
+      if vllm_container_gpus | length > 0 else [])
+     + (['--ipc=' ~ vllm_container_ipc] if vllm_container_ipc | length > 0 else [])
+     + (['--shm-size=' ~ vllm_container_shm_size] if vllm_container_shm_size | length > 0 else []) }}""",
+    "_vllm_prometheus_serves": """{{ vllm_topology_record_topology | default('') == 'replicas'
+     or inventory_hostname == (vllm_split_head | default((groups[vllm_split_group | default(site_engine_group)]
+                                                          | default([inventory_hostname])) | first)) }}""",
+    "_vllm_prometheus_targets": """{{ [{'targets': [vllm_prometheus_address ~ ':' ~ vllm_port],
+       'labels': {'host': inventory_hostname, 'topology': vllm_topology_record_topology | default('')}}]
+     if _vllm_prometheus_serves | bool else [] }}""",
+    "_vllm_topologies": """{{ _site_topologies | combine({'replicas': {'role': 'vllm_replica', 'model': vllm_model},
+                                 'split': {'role': 'vllm_split', 'model': vllm_split_model | default(vllm_model)}},
+                                recursive=True) }}""",
+}
+PROXY_HOSTVARS = {
+    "gw": {"ansible_facts": {"default_ipv4": {"address": "10.0.0.10"}}},
+    "gw-no-address": {"ansible_facts": {"default_ipv4": {}}},
+    "gw-no-ipv4": {"ansible_facts": {}},
+    "gw-2": {"ansible_facts": {"default_ipv4": {"address": "10.0.0.11"}}},
+    "spark-a": {}, "spark-b": {},
+}
+VLLM_CASES = [
+    # groups, extra variables
+    ({"proxy": ["gw"], "gb10": ["spark-a", "spark-b"]}, {}),
+    ({"proxy": ["gw", "gw-no-address", "gw-no-ipv4", "gw-2"], "gb10": ["spark-a", "spark-b"]},
+     {"vllm_allowed_clients": ["192.0.2.0/24"], "vllm_container_engine": "podman", "vllm_container_shm_size": "16g",
+      "vllm_topology_record_topology": "replicas", "vllm_probe_host": "10.0.1.5", "vllm_model": "/models/a"}),
+    ({"gb10": ["spark-a", "spark-b"]},
+     {"vllm_container_gpus": "", "vllm_container_ipc": "", "vllm_topology_record_topology": "split",
+      "vllm_split_model": "/models/b", "vllm_listen_host": "10.0.0.5", "vllm_port": 8002}),
+    ({"gb10": ["spark-b", "spark-a"]}, {"vllm_topology_record_topology": "split", "vllm_split_head": "spark-b"}),
+    ({"gb10": ["spark-b", "spark-a"]}, {"vllm_topology_record_topology": "split"}),
+    ({"gb10": ["spark-a", "spark-b"]}, {"vllm_topology_record_topology": "split", "vllm_split_head": "spark-a"}),
+    ({"gb10": ["spark-a"], "pair": ["spark-b"]}, {"vllm_topology_record_topology": "split", "vllm_split_group": "pair"}),
+    ({"gb10": ["spark-a"]}, {"vllm_topology_record_topology": "split", "vllm_split_group": "absent"}),
+]
+
+
+@pytest.mark.parametrize("groups,extra", VLLM_CASES)
+def test_vllm_vars_as_before(groups, extra):
+    new_vars = {}
+    for where in ("site/defaults", "site/vars", "vllm/defaults", "vllm/vars"):
+        with open(os.path.join(ROOT, "roles", where, "main.yml"), encoding="utf-8") as handle:
+            new_vars.update(_trusted(yaml.safe_load(handle)))
+    variables = dict(new_vars, inventory_hostname="spark-a", hostvars=PROXY_HOSTVARS, groups=groups,
+                     vllm_prometheus_address="10.0.0.1", **extra)
+    old_values = templar(dict(variables, **{name: trust_as_template(text) for name, text in OLD_VLLM.items()}))
+    new_values = templar(variables)
+    for name in OLD_VLLM:
+        if name == "_vllm_prometheus_serves":
+            continue
+        old = old_values.template(trust_as_template("{{ %s }}" % name))
+        new = new_values.template(trust_as_template("{{ %s }}" % name))
+        assert new == old, name
