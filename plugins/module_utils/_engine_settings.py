@@ -12,6 +12,8 @@ Private to the collection; standard library only. The values are those the role'
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Mapping
 
 
@@ -50,3 +52,28 @@ def prometheus_targets(topology, host, head, address, port):
     if not (topology == "replicas" or host == head):
         return []
     return [{"targets": ["%s:%s" % (address, port)], "labels": {"host": host, "topology": topology}}]
+
+
+class EngineSettingsError(Exception):
+    """A value that cannot be derived (the role's Jinja failed on it too)."""
+
+
+def link_interface_address(facts, interface):
+    """This host's address on the direct link from its facts: the IPv4 address of ``interface`` when it is set
+    and the facts hold it (an error when that interface has none), else the default IPv4 address, else ""."""
+    if interface and interface in facts:
+        address = _item(_item(facts[interface], "ipv4", None), "address", None)
+        if address is None:
+            raise EngineSettingsError("vllm_link_interface %s has no IPv4 address in this host's facts (ansible_facts['%s'])"
+                                      % (interface, interface))
+        return address
+    return _item(_item(facts, "default_ipv4", None), "address", "")
+
+
+def engine_images(image_info, units):
+    """The image check's note: the image (container_image_info's ``image``) and, for each engine unit, what
+    its container runs (container_image_info's ``containers``, by the container's name: the unit's without
+    ``.service``)."""
+    containers = image_info["containers"]
+    return {"image": image_info["image"],
+            "running": {unit: containers[re.sub(r"\.service$", "", unit)] for unit in units}}

@@ -302,3 +302,123 @@ def test_vllm_vars_as_before(groups, extra):
         old = old_values.template(trust_as_template("{{ %s }}" % name))
         new = new_values.template(trust_as_template("{{ %s }}" % name))
         assert new == old, name
+
+
+# --- vllm defaults and tasks, vllm_watchdog's status ----------------------------------------------
+
+OLD_LINK_ADDRESS_DEFAULT = """{{ ansible_facts[vllm_link_interface]['ipv4']['address']
+     if vllm_link_interface and vllm_link_interface in ansible_facts
+     else ansible_facts['default_ipv4']['address'] | default('') }}"""
+
+
+def _defaults(role):
+    with open(os.path.join(ROOT, "roles", role, "defaults", "main.yml"), encoding="utf-8") as handle:
+        return _trusted(yaml.safe_load(handle))
+
+
+@pytest.mark.parametrize("facts,interface", [
+    ({"enp1": {"ipv4": {"address": "10.10.0.1"}}, "default_ipv4": {"address": "192.0.2.1"}}, "enp1"),
+    ({"enp1": {"ipv4": {"address": "10.10.0.1"}}, "default_ipv4": {"address": "192.0.2.1"}}, ""),
+    ({"default_ipv4": {"address": "192.0.2.1"}}, "enp9"),
+    ({"default_ipv4": {}}, ""),
+    ({}, ""),
+    ({}, "enp1"),
+])
+def test_link_interface_address_as_before(facts, interface):
+    new = _defaults("vllm")["vllm_link_address"]
+    old, got = both(OLD_LINK_ADDRESS_DEFAULT, new, ansible_facts=facts, vllm_link_interface=interface)
+    assert got == old
+
+
+def test_link_interface_address_fails_as_before_on_an_interface_without_ipv4():
+    facts = {"enp1": {"ipv6": []}}
+    for expression in (OLD_LINK_ADDRESS_DEFAULT, _defaults("vllm")["vllm_link_address"]):
+        with pytest.raises(Exception):
+            render(expression, ansible_facts=facts, vllm_link_interface="enp1")
+
+
+def _task_value(role, tasks_file, task_name, *keys):
+    with open(os.path.join(ROOT, "roles", role, "tasks", tasks_file), encoding="utf-8") as handle:
+        tasks = yaml.safe_load(handle)
+    pending = list(tasks)
+    while pending:
+        task = pending.pop(0)
+        pending.extend(task.get("block") or [])
+        if task.get("name") == task_name:
+            value = task
+            for key in keys:
+                value = value[key]
+            return _trusted(value)
+    raise AssertionError("no task %r in %s" % (task_name, tasks_file))
+
+
+OLD_IMAGE_CHECK = """{{ {'image': __vllm_image_info.image,
+              'running': dict((_vllm_units.replicas + _vllm_units.split)
+                              | zip(_vllm_container_names | map('extract', __vllm_image_info.containers)))}
+             if vllm_runtime == 'container' else {} }}"""
+IMAGE_INFO = {"image": {"id": "sha256:" + "1" * 64, "present": True},
+              "containers": {"vllm-replica": {"exists": True, "image_id": "sha256:" + "1" * 64},
+                             "vllm-split": {"exists": False}}}
+
+
+@pytest.mark.parametrize("runtime,info", [("container", IMAGE_INFO), ("venv", {"skipped": True, "changed": False})])
+def test_engine_images_as_before(runtime, info):
+    new = _task_value("vllm", "image_check.yml", "Note the image and what the engines' containers run",
+                      "ansible.builtin.set_fact", "vllm_image_check")
+    variables = {"__vllm_image_info": info, "vllm_runtime": runtime,
+                 "_vllm_units": {"replicas": ["vllm-replica.service"], "split": ["vllm-split.service"]},
+                 "_vllm_container_names": ["vllm-replica", "vllm-split"]}
+    old, got = both(OLD_IMAGE_CHECK, new, **variables)
+    assert got == old
+
+
+OLD_MODEL_HOSTS = """{{ dict(__vllm_model_hosts | zip(__vllm_model_hosts | map('extract', hostvars)
+                                       | map(attribute='__vllm_model_manifest', default={}))) }}"""
+
+
+def test_host_values_as_before():
+    new_vars = _task_value("vllm", "model_check.yml",
+                           "Refuse copies of the model that differ between the engine hosts, naming the files and the hosts",
+                           "vars")
+    hostvars = {"spark-a": {"__vllm_model_manifest": {"path": "/models/m", "files": {"a": 1}}},
+                "spark-b": {}, "spark-c": {"__vllm_model_manifest": {"path": "/models/m", "files": {"a": 2}}}}
+    variables = {"hostvars": hostvars, "__vllm_model_hosts": ["spark-b", "spark-a", "spark-c"]}
+    assert render(new_vars["__vllm_model_manifests"], **variables) == render(OLD_MODEL_HOSTS, **variables)
+
+
+OLD_RECORD = """{{ {'topology': vllm_topology_record_topology,
+              'since': vllm_topology_record_since | float,
+              'by': vllm_topology_record_by | default(''),
+              'playbook': vllm_topology_record_playbook,
+              'run': vllm_topology_record_run | default(''),
+              'note': vllm_topology_record_note | default(''),
+              'model': vllm_topology_record_model | default('')} | to_json }}"""
+
+
+@pytest.mark.parametrize("variables", [
+    {"vllm_topology_record_topology": "split", "vllm_topology_record_since": "1765000000.5",
+     "vllm_topology_record_playbook": "switch_to_split.yml"},
+    {"vllm_topology_record_topology": "replicas", "vllm_topology_record_since": 1765000000,
+     "vllm_topology_record_playbook": "deploy.yml", "vllm_topology_record_by": "ops", "vllm_topology_record_run": "r1",
+     "vllm_topology_record_note": "a note: with \"quotes\"", "vllm_topology_record_model": "/models/m"},
+])
+def test_topology_record_content_as_before(variables):
+    task_vars = _task_value("vllm", "topology_record.yml", "Record the topology, who, when, the playbook and the run", "vars")
+    content = _task_value("vllm", "topology_record.yml", "Record the topology, who, when, the playbook and the run",
+                          "ansible.builtin.copy", "content")
+    assert render(content, **dict(variables, **task_vars)) == render(OLD_RECORD, **variables)
+
+
+OLD_STATUS = """{{ dict(__vllm_watchdog_status_files.results | map(attribute='item')
+                | zip(__vllm_watchdog_status_files.results | map(attribute='content', default='') | map('b64decode'))) }}"""
+
+
+def test_slurp_contents_as_before():
+    new = _task_value("vllm_watchdog", "status.yml", "Note what the watchdogs say", "ansible.builtin.set_fact",
+                      "vllm_watchdog_status", "status")
+    results = [{"item": "vllm-watchdog-replica.service", "content": "eyJ2ZXJkaWN0IjogIm9rIn0=", "encoding": "base64"},
+               {"item": "vllm-watchdog-split.service", "failed": True, "msg": "file not found"},
+               {"item": "x.service", "content": "w6lsw6h2ZQo="}]
+    variables = {"__vllm_watchdog_status_files": {"results": results}}
+    old, got = both(OLD_STATUS, new, **variables)
+    assert got == old
