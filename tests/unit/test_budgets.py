@@ -14,7 +14,7 @@ SPEC.loader.exec_module(budgets)
 # Not met yet: what they measured when this test was written; lower them as logic moves, never raise them.
 CEILING = {
     "role task lines": 5324,
-    "multi-line logic in playbooks and roles": 80,
+    "multi-line logic in playbooks and roles": 54,
     "most entry points of a role": 11,
 }
 MEASURED = budgets.measure()

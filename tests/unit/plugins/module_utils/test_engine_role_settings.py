@@ -132,3 +132,25 @@ def test_prometheus_targets(topology, host, expected):
     assert len(found) == expected
     if found:
         assert found[0] == {"targets": ["10.0.0.1:8000"], "labels": {"host": host, "topology": topology}}
+
+
+@pytest.mark.parametrize("facts,interface,expected", [
+    ({"enp1": {"ipv4": {"address": "10.10.0.1"}}, "default_ipv4": {"address": "192.0.2.1"}}, "enp1", "10.10.0.1"),
+    ({"enp1": {"ipv4": {"address": "10.10.0.1"}}, "default_ipv4": {"address": "192.0.2.1"}}, "", "192.0.2.1"),
+    ({"default_ipv4": {"address": "192.0.2.1"}}, "enp9", "192.0.2.1"),
+    ({}, "", ""),
+])
+def test_link_interface_address(facts, interface, expected):
+    assert es.link_interface_address(facts, interface) == expected
+
+
+def test_link_interface_address_of_an_interface_without_ipv4_is_an_error():
+    with pytest.raises(es.EngineSettingsError, match="vllm_link_interface enp1 has no IPv4 address"):
+        es.link_interface_address({"enp1": {"ipv6": []}}, "enp1")
+
+
+def test_engine_images_by_unit():
+    info = {"image": {"id": "sha256:1"}, "containers": {"vllm-replica": {"exists": True}, "vllm-split": {"exists": False}}}
+    assert es.engine_images(info, ["vllm-replica.service", "vllm-split.service"]) == {
+        "image": {"id": "sha256:1"},
+        "running": {"vllm-replica.service": {"exists": True}, "vllm-split.service": {"exists": False}}}
