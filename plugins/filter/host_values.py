@@ -9,7 +9,8 @@ name: host_values
 short_description: One variable of each of a list of hosts, by host
 version_added: 0.1.0
 description:
-  - C({host: hostvars[host][name]}) for each host in order; a host without the variable gets the default.
+  - A dict of each host (in order) to its variable O(name) (C(hostvars[host][name])); a host without the variable
+    gets O(default).
 options:
   _input:
     description: C(hostvars).

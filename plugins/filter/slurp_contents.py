@@ -9,7 +9,7 @@ name: slurp_contents
 short_description: The decoded contents of a looped slurp, by item
 version_added: 0.1.0
 description:
-  - From the registered result of a looped M(ansible.builtin.slurp), C({item: text}) with each file's content
+  - From the registered result of a looped M(ansible.builtin.slurp), a dict of each item to its file's content,
     base64-decoded (UTF-8); C("") for an item whose file could not be read.
 options:
   _input:
