@@ -131,7 +131,8 @@ OLD_SPLIT = {
     "_vllm_split_nccl_host": "{{ vllm_split_link.nccl_library | default('') }}",
     "_vllm_split_nccl_target": """{{ (vllm_cli.nccl_library | default('', true) or _vllm_split_nccl_host)
      if vllm_runtime == 'container' else _vllm_split_nccl_host }}""",
-    "_vllm_split_run_args": r"""{{ (((vllm_split_link.device_nodes | default([]) | map('regex_replace', '^(.*)$', '--device=\1') | list) + ['--cap-add=IPC_LOCK']
+    "_vllm_split_run_args": r"""{{ (((vllm_split_link.device_nodes | default([]) | map('regex_replace', '^(.*)$', '--device=\1') | list)
+       + ['--cap-add=IPC_LOCK']
        + ([] if vllm_container_run_args | select('match', '--ulimit[= ]memlock') | list else ['--ulimit=memlock=-1'])
        if _vllm_split_hca | length > 0 else [])
       + (['--volume=' ~ _vllm_split_nccl_host ~ ':' ~ _vllm_split_nccl_target ~ ':ro'] if _vllm_split_nccl_host | length > 0 else []))
@@ -196,7 +197,8 @@ OLD_WATCHDOG = {
      else ('head' if inventory_hostname == vllm_watchdog_split_head else 'worker') }}""",
     "_vllm_watchdog_peers": """{{ (_vllm_watchdog_split_hosts | reject('equalto', vllm_watchdog_split_head) | list)
      if inventory_hostname == vllm_watchdog_split_head else [vllm_watchdog_split_head] }}""",
-    "_vllm_watchdog_kill_commands": r"""{{ ([[_vllm_container_engine_path, 'kill', '--signal', 'KILL', _vllm_watchdog_engine_unit | regex_replace('\.service$', '')]]
+    "_vllm_watchdog_kill_commands": r"""{{ ([[_vllm_container_engine_path, 'kill', '--signal', 'KILL',
+        _vllm_watchdog_engine_unit | regex_replace('\.service$', '')]]
       if vllm_runtime == 'container' else [])
      + [['/usr/bin/systemctl', 'kill', '--signal=SIGKILL', _vllm_watchdog_engine_unit]] }}""",
     "_vllm_watchdog_container": r"""{{ {'engine': _vllm_container_engine_path, 'name': _vllm_watchdog_engine_unit | regex_replace('\.service$', '')}

@@ -125,8 +125,9 @@ def test_default_ipv4_addresses_leave_out_hosts_without_one():
     assert es.default_ipv4_addresses(hostvars, ["a", "b", "c", "d"]) == ["10.0.0.1"]
 
 
-@pytest.mark.parametrize("topology,host,expected", [("replicas", "b", 1), ("split", "a", 1), ("split", "b", 0),
-                                                     ("", "b", 0)])
+@pytest.mark.parametrize("topology,host,expected", [
+    ("replicas", "b", 1), ("split", "a", 1), ("split", "b", 0), ("", "b", 0),
+])
 def test_prometheus_targets(topology, host, expected):
     found = es.prometheus_targets(topology, host, "a", "10.0.0.1", 8000)
     assert len(found) == expected
