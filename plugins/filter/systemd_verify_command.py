@@ -48,8 +48,9 @@ from ansible.errors import AnsibleFilterError
 
 def systemd_verify_command(unit, warnings=False):
     """Filter entry point."""
-    if not isinstance(unit, str) or not unit:
-        raise AnsibleFilterError("systemd_verify_command expects a unit file name, got %r" % (unit,))
+    # The name goes inside a single-quoted sh -c and into a path: no quote, no slash.
+    if not isinstance(unit, str) or not unit or "'" in unit or "/" in unit:
+        raise AnsibleFilterError("systemd_verify_command expects a unit file name (no quote, no slash), got %r" % (unit,))
     if warnings:
         return ("/bin/sh -c 'd=$(mktemp -d) && cp %%s \"$d/%s\""
                 " && out=$(systemd-analyze verify --man=no \"$d/%s\" 2>&1); r=$?; rm -rf \"$d\"; echo \"$out\";"

@@ -14,7 +14,6 @@ SPEC.loader.exec_module(budgets)
 # Not met yet: what they measured when this test was written; lower them as logic moves, never raise them.
 CEILING = {
     "role task lines": 5324,
-    "multi-line logic in playbooks and roles": 40,
 }
 MEASURED = budgets.measure()
 

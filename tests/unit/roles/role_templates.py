@@ -7,6 +7,7 @@ role's defaults and vars (and the site role's defaults) under the inventory's va
 
 from __future__ import annotations
 
+import importlib
 import os
 
 import yaml
@@ -25,6 +26,23 @@ def _trusted(value):
     if isinstance(value, list):
         return [_trusted(item) for item in value]
     return value
+
+
+def collection_filters():
+    """Every filter of plugins/filter by its FQCN, as a play finds them (no collection loader in this process)."""
+    found = {}
+    for name in sorted(os.listdir(os.path.join(ROOT, "plugins", "filter"))):
+        if name.endswith(".py") and not name.startswith("_"):
+            plugin = importlib.import_module("ansible_collections.factory_floor.llm.plugins.filter." + name[:-3])
+            found.update(("factory_floor.llm." + key, value) for key, value in plugin.FilterModule().filters().items())
+    return found
+
+
+def templar(variables):
+    """Ansible's Templar over ``variables``, with the collection's filters."""
+    found = Templar(loader=DataLoader(), variables=variables)
+    found.environment.filters.update(collection_filters())
+    return found
 
 
 def role_variables(role):
@@ -46,4 +64,4 @@ def render(role, name, **inventory):
     variables.update(inventory)
     with open(os.path.join(ROOT, "roles", role, "templates", name), encoding="utf-8") as handle:
         text = handle.read()
-    return Templar(loader=DataLoader(), variables=variables).template(trust_as_template(text))
+    return templar(variables).template(trust_as_template(text))

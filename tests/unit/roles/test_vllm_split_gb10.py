@@ -21,11 +21,10 @@ import shlex
 import pytest
 import yaml
 
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import trust_as_template
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_plan as ep
-from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, _trusted
+from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, _trusted, templar as role_templar
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")
 
@@ -65,7 +64,7 @@ def _variables(inventory, host, hosts, link, cli):
 
 def render(inventory="example", host="spark-1", hosts=("spark-1", "spark-2"), link=None, cli=None):
     """(argv, environment) of ``host``'s rank as plan.yml's engine_plan composes them from the task's arguments."""
-    templar = Templar(loader=DataLoader(), variables=_variables(
+    templar = role_templar(_variables(
         inventory, host, list(hosts), SPARK_LINK if link is None else link, {"nccl_library": IMAGE_NCCL} if cli is None else cli))
     (task,) = [task for task in _load("roles", "vllm", "tasks", "plan.yml") if "factory_floor.llm.engine_plan" in task]
     composed = ep.compose(templar.template(_trusted(task["factory_floor.llm.engine_plan"])), host)
@@ -157,12 +156,12 @@ def test_the_split_preflight_hands_its_model_to_the_vllm_preflight_on_a_site_tha
     for task in tasks:
         facts = task.get("ansible.builtin.set_fact")
         if facts:   # what set_fact does: template the value once, in the role's context
-            templar = Templar(loader=DataLoader(), variables=variables)
+            templar = role_templar(variables)
             variables.update({name: templar.template(_trusted(value)) for name, value in facts.items()})
         include = task.get("ansible.builtin.include_role") or {}
         if include.get("tasks_from") == "preflight" and include.get("name") == "factory_floor.llm.vllm":
             scoped = dict(variables, **_trusted(task.get("vars") or {}))
-            assert Templar(loader=DataLoader(), variables=scoped).template(trust_as_template("{{ vllm_model }}")) == \
+            assert role_templar(scoped).template(trust_as_template("{{ vllm_model }}")) == \
                 "/models/Qwen3-Next-80B-A3B-Instruct-NVFP4"
             return
     pytest.fail("roles/vllm_split/tasks/preflight.yml includes no vllm preflight")
@@ -180,6 +179,6 @@ def test_a_site_without_link_settings_renders_the_rank_it_stops():
         variables["hostvars"][name]["ansible_facts"] = {"default_ipv4": {"address": "192.0.2.1"}}
     variables.pop("vllm_link_address", None)
     variables["vllm_link_interface"] = ""
-    templar = Templar(loader=DataLoader(), variables=variables)
+    templar = role_templar(variables)
     assert templar.template(trust_as_template("{{ _vllm_split_head_address }}")) == ""
     assert templar.template(trust_as_template("{{ _vllm_split_peer_address }}")) == ""

@@ -20,12 +20,11 @@ import subprocess
 import pytest
 import yaml
 
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import trust_as_template
 
-from ansible_collections.factory_floor.llm.plugins.filter.systemd_exec import systemd_exec
 from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_plan as ep
 from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_check import MANAGED_RUN_ARGS
+from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import templar as role_templar
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 # The role's templates hold regex_replace('\.service$', ...); Jinja warns of that escape, as it does in Ansible.
@@ -57,10 +56,8 @@ def _role_vars(**overrides):
 
 
 def _templar(**overrides):
-    templar = Templar(loader=DataLoader(), variables=_role_vars(**overrides))
     # The collection's own filters, as a play finds them by their FQCN (no collection loader in this process).
-    templar.environment.filters["factory_floor.llm.systemd_exec"] = systemd_exec
-    return templar
+    return role_templar(_role_vars(**overrides))
 
 
 def render(template, **overrides):

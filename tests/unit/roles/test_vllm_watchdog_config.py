@@ -15,11 +15,10 @@ import json
 import os
 
 import pytest
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import trust_as_template
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._host import watchdog_config
-from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, role_variables
+from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, role_variables, templar
 
 PORT = 8091
 
@@ -40,7 +39,7 @@ def render(host, hosts, topology="split", head=None, hostvars=None):
         variables["vllm_watchdog_split_head"] = head
     with open(os.path.join(ROOT, "roles", "vllm_watchdog", "templates", "watchdog.json.j2"), encoding="utf-8") as handle:
         text = handle.read()
-    return json.loads(Templar(loader=DataLoader(), variables=variables).template(trust_as_template(text)))
+    return json.loads(templar(variables).template(trust_as_template(text)))
 
 
 def url(address):
@@ -100,7 +99,7 @@ def watchdog_sec(host, hosts, topology="split"):
     variables = dict(role_variables("vllm"), **role_variables("vllm_watchdog"))
     variables.update(inventory_hostname=host, groups={"gb10": list(hosts)}, vllm_watchdog_topology=topology,
                      hostvars={name: {} for name in hosts})
-    return int(Templar(loader=DataLoader(), variables=variables).template(
+    return int(templar(variables).template(
         trust_as_template("{{ _vllm_watchdog_self_bound }}")))
 
 
