@@ -264,8 +264,9 @@ def pin_refusal(host, pin, pinned_plan):
 
 
 def _ceil2(value):
-    """Jinja's ``round(2, 'ceil')``."""
-    return math.ceil(value * 100) / 100
+    """Jinja's ``round(2, 'ceil')``, without rounding up a sum's float noise: 23.67 + ... + 5.6 is 39.470000000000006
+    on Python 3.11 and 39.47 on 3.12 (whose ``sum`` compensates), and either is 39.47 GiB."""
+    return math.ceil(round(value * 100, 6)) / 100
 
 
 def share(v, plan, pinned_plan=None):
