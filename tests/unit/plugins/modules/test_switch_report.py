@@ -251,7 +251,9 @@ def test_noted_hosts_are_each_engine_hosts_note_in_inventory_order():
         {"name": "spark-a"}, {"name": "spark-b", "health": "serving", "events": {"serving": T0}}, {"name": "spark-c"}]
 
 
-def test_the_action_reads_engine_hosts_notes_and_refuses_both_options(run_module, tmp_path):
+def test_the_action_reads_engine_hosts_notes_and_refuses_both_options(run_module, tmp_path, monkeypatch):
+    # The report's "end" is the module's clock; two runs a tenth of a second apart would differ there.
+    monkeypatch.setattr(module.time, "time", lambda: T0 + 30.0)
     log = tmp_path / "probe.jsonl"
     log.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in RECORDS))
     noted = {"health": "serving", "events": {"start": T0 - 1.0, "old_stopped": T0 + 2.5, "serving": T0 + 11.5}}
