@@ -28,6 +28,38 @@ NOTES = ("not_gated", "not_measured", "measured", "incumbent", "verdict", "sprea
 ARGUMENT_SPEC = dict(note=dict(type="str", required=True, choices=list(NOTES)))
 
 
+def note(name, var):
+    """``(value, message)`` of the note ``name``, the role's variables read with ``var(name[, default])``."""
+    host, topology, topologies = var("inventory_hostname"), var("tool_gate_topology"), var("tool_gate_topologies")
+    gated = boolean(var("_tool_gate_topology_gated"), strict=False)
+    if name == "not_gated":
+        result = tn.not_gated(topology, topologies, host)
+        return result, result["message"]
+    build = var("tool_gate_build")
+    if name == "not_measured":
+        return None, tn.not_measured(
+            build["id"], var("tool_gate_model_path"), topology, topologies, gated, int(var("_tool_gate_id_chars")))
+    if name == "measured":
+        return tn.measured(var("__tool_gate_run")), ""
+    if name == "incumbent":
+        return tn.incumbent(build["id"], var("tool_gate_model_path"), topology, var("__tool_gate_found", None)), ""
+    if name == "spread":
+        message, fact = tn.spread(host, build["id"], var("tool_gate_model_path"), var("tool_gate_concurrency"),
+                                  var("__tool_gate_run"))
+        return fact, message
+    try:
+        result = tv.verdict(
+            run=var("__tool_gate_run"), found=var("__tool_gate_found", None), host=host, url=var("tool_gate_url"),
+            build_id=build["id"], model_path=var("tool_gate_model_path"), topology=topology,
+            min_score=var("tool_gate_min_score"), tolerance=var("tool_gate_tolerance"),
+            incumbent_build_id=var("tool_gate_incumbent_build_id"), record_file=var("_tool_gate_record_file"),
+            failed_dir=var("_tool_gate_failed_dir"), now=datetime.datetime.now(datetime.timezone.utc),
+            id_chars=int(var("_tool_gate_id_chars")))
+    except ValueError as error:
+        raise AnsibleActionFail("tool_gate_verdict: %s" % error) from None
+    return result, result["message"]
+
+
 class ActionModule(ActionBase):
     """Notes on the controller; its documentation is the module factory_floor.llm.tool_gate_note's."""
 
@@ -43,42 +75,10 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail("tool_gate_note reads %s, which is not defined here: %s" % (name, error)) from error
             return default
 
-    def note(self, name):
-        """``(value, message)`` of the note ``name``."""
-        var = self._variable
-        host, topology, topologies = var("inventory_hostname"), var("tool_gate_topology"), var("tool_gate_topologies")
-        gated = boolean(var("_tool_gate_topology_gated"), strict=False)
-        if name == "not_gated":
-            result = tn.not_gated(topology, topologies, host)
-            return result, result["message"]
-        build = var("tool_gate_build")
-        if name == "not_measured":
-            return None, tn.not_measured(
-                build["id"], var("tool_gate_model_path"), topology, topologies, gated, int(var("_tool_gate_id_chars")))
-        if name == "measured":
-            return tn.measured(var("__tool_gate_run")), ""
-        if name == "incumbent":
-            return tn.incumbent(build["id"], var("tool_gate_model_path"), topology, var("__tool_gate_found", None)), ""
-        if name == "spread":
-            message, fact = tn.spread(host, build["id"], var("tool_gate_model_path"), var("tool_gate_concurrency"),
-                                      var("__tool_gate_run"))
-            return fact, message
-        try:
-            result = tv.verdict(
-                run=var("__tool_gate_run"), found=var("__tool_gate_found", None), host=host, url=var("tool_gate_url"),
-                build_id=build["id"], model_path=var("tool_gate_model_path"), topology=topology,
-                min_score=var("tool_gate_min_score"), tolerance=var("tool_gate_tolerance"),
-                incumbent_build_id=var("tool_gate_incumbent_build_id"), record_file=var("_tool_gate_record_file"),
-                failed_dir=var("_tool_gate_failed_dir"), now=datetime.datetime.now(datetime.timezone.utc),
-                id_chars=int(var("_tool_gate_id_chars")))
-        except ValueError as error:
-            raise AnsibleActionFail("tool_gate_verdict: %s" % error) from None
-        return result, result["message"]
-
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        value, message = self.note(args["note"])
+        value, message = note(args["note"], self._variable)
         result.update(changed=False, value=value, message=message)
         return result

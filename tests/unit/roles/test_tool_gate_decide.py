@@ -2,13 +2,13 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""The tool_gate role's decide step in a real ansible-playbook run gives the Python verdict.
+"""The tool_gate role's verdict in a real ansible-playbook run gives the Python verdict.
 
 Every row of the verdict's table (tests/unit/plugins/module_utils/test_tool_gate_verdict.py)
-goes through the role's ``decide`` tasks on one host with a local connection, as the role
-runs them after the candidate's run (``__tool_gate_run``) and the incumbent's lookup
-(``__tool_gate_found``; a row without one leaves it undefined, as when no lookup ran). The
-fact ``tool_gate_result`` each leaves - what the switch and upgrade reports, the stored
+goes through ``tool_gate_note`` (``note: verdict``, what ``tool_gate_run``'s candidate step
+calls) on one host with a local connection, with the role's variables loaded, the candidate's
+run as ``__tool_gate_run`` and the incumbent's lookup as ``__tool_gate_found`` (a row without
+one leaves it undefined, as when no lookup ran). The ``tool_gate_result`` each gives - what the switch and upgrade reports, the stored
 record and the operator read - must equal :func:`_tool_gate_verdict.verdict` for the same
 inputs, the time in a failed run's file name aside; and the message is printed.
 """
@@ -49,12 +49,15 @@ def role_vars(overrides):
 
 def playbook(result_file):
     """One play: decide for each row, then write every row's tool_gate_result."""
-    tasks = []
+    # The role's variables (_tool_gate_record_file, _tool_gate_failed_dir...) as tool_gate_run sees them.
+    tasks = [{"name": "Load the role's variables", "ansible.builtin.include_role": {
+        "name": "factory_floor.llm.tool_gate", "tasks_from": "scores", "public": True}}]
     for index, (rule, overrides, _problems, _message) in enumerate(ROWS):
-        tasks.append({"name": "Decide: %s" % rule, "ansible.builtin.include_role": {
-            "name": "factory_floor.llm.tool_gate", "tasks_from": "decide"}, "vars": role_vars(overrides)})
+        tasks.append({"name": "Decide: %s" % rule, "factory_floor.llm.tool_gate_note": {"note": "verdict"},
+                      "register": "__tool_gate_verdict", "vars": role_vars(overrides)})
+        tasks.append({"name": "Say row %d" % index, "ansible.builtin.debug": {"msg": "{{ __tool_gate_verdict.message }}"}})
         tasks.append({"name": "Keep row %d" % index,
-                      "ansible.builtin.set_fact": {"verdicts": "{{ verdicts | default([]) + [tool_gate_result] }}"}})
+                      "ansible.builtin.set_fact": {"verdicts": "{{ verdicts | default([]) + [__tool_gate_verdict.value] }}"}})
     tasks.append({"name": "Write the verdicts", "ansible.builtin.copy": {
         "content": "{{ verdicts | to_json }}", "dest": str(result_file), "mode": "0644"}})
     return [{"name": "The gate's verdict, row by row", "hosts": "spark-t", "gather_facts": False, "tasks": tasks}]

@@ -47,26 +47,28 @@ def _incumbent_block():
     return block
 
 
-def _measure_block():
-    [block] = [task for task in _load("roles", "tool_gate", "tasks", "incumbent.yml")
-               if task.get("name") == "Measure the incumbent when no score is stored"]
-    return block
+def _incumbent_tasks():
+    return _load("roles", "tool_gate", "tasks", "incumbent.yml")
 
 
-def test_the_probe_comes_before_the_suite_and_runs_in_check_mode():
-    first, score = _measure_block()["block"][:2]
-    assert first["ansible.builtin.include_tasks"] == "reach.yml"
-    assert score["name"] == "Score the incumbent"
+def test_the_probe_comes_before_the_score_and_runs_in_check_mode():
+    names = [task["name"] for task in _incumbent_tasks()]
+    [reach] = [task for task in _incumbent_tasks() if task.get("ansible.builtin.include_tasks") == "reach.yml"]
+    [score] = [task for task in _incumbent_tasks()
+               if (task.get("factory_floor.llm.tool_gate_run") or {}).get("step") == "incumbent"]
+    assert names.index(reach["name"]) < names.index(score["name"])
+    # Probed exactly when the plan says the incumbent is measured (no stored score), whatever the mode.
+    assert reach["when"] == "__tool_gate_plan.measure"
     [probe] = _load("roles", "tool_gate", "tasks", "reach.yml")
     # A read with no chat completion: it runs in check mode (vllm_health supports it; nothing skips it there).
     assert probe["factory_floor.llm.vllm_health"]["probe"] == "models"
     assert probe["factory_floor.llm.vllm_health"]["timeout"] == 0
-    assert "when" not in probe and "check_mode" not in probe and "when" not in first
-    assert all("ansible_check_mode" not in str(when) for when in _measure_block()["when"])
+    assert "when" not in probe and "check_mode" not in probe
+    assert "ansible_check_mode" not in str(reach["when"])
 
 
 def test_the_bar_is_noted_before_anything_can_fail():
-    tasks = _load("roles", "tool_gate", "tasks", "incumbent.yml")
+    tasks = _incumbent_tasks()
     assert tasks[0]["ansible.builtin.import_tasks"] == "bar.yml"
 
 

@@ -6,7 +6,7 @@
 
 Each row names the rule it proves, gives the candidate's run and what is stored, and the
 verdict an operator reads: passed or not, why (``problems``), and the whole message. The
-tool_gate role's decide step gives the same verdict for every row
+tool_gate role's verdict (tool_gate_note, as tool_gate_run calls it) gives the same verdict for every row
 (tests/unit/roles/test_tool_gate_decide.py).
 """
 
