@@ -41,52 +41,8 @@ author:
 extends_documentation_fragment:
   - factory_floor.llm.attributes
   - factory_floor.llm.attributes.READ_ONLY
+  - factory_floor.llm.topology_record
 options:
-  path:
-    description:
-      - The record on this host (the C(factory_floor.llm.vllm) role's C(_vllm_topology_record_file)).
-    type: path
-    default: /var/lib/factory-floor/topology.json
-  topology:
-    description:
-      - The topology this run brings the hosts to (C(deploy.yml) - the inventory's C(topology)), or the one that
-        serves after a switch.
-    type: str
-    choices: [replicas, split]
-    required: true
-  inventory_topology:
-    description:
-      - The inventory's C(topology), for RV(inventory). Default, O(topology).
-    type: str
-  inventory_sources:
-    description:
-      - The run's inventory sources (the magic variable C(ansible_inventory_sources)), controller paths, to name the
-        inventory file to change (C(group_vars/all.yml) inside a source directory, or next to a source file) and the
-        switch command. Only used in messages; nothing is read there.
-    type: list
-    elements: str
-    default: []
-  playbook_dir:
-    description:
-      - The directory of the playbook that runs (the magic variable C(playbook_dir)), a controller path, to name the
-        playbooks in messages the way the operator runs them - C(factory_floor.llm.deploy) from an installed collection
-        (and when empty), C(playbooks/deploy.yml) from a checkout (the P(factory_floor.llm.playbook_name#filter)
-        filter's rule). Nothing is read there.
-    type: str
-    default: ""
-  units:
-    description:
-      - The engine units of the topologies C(replicas) and C(split), in that order (the C(site) role's
-        C(_site_engine_units)). When given, C(systemctl is-active) is asked about them and RV(runs) says which runs.
-    type: list
-    elements: str
-    default: []
-  model:
-    description:
-      - The model directory this run deploys for O(topology) (C(vllm_model), or C(vllm_split_model) for the split),
-        compared with the record's C(model) (RV(model_state)). Empty, no comparison.
-    type: str
-    default: ""
   hosts:
     description:
       - Per engine host (inventory name, in inventory order), this module's result there (read with O(units)), or
