@@ -53,7 +53,7 @@ def _incumbent_tasks():
 
 def test_the_probe_comes_before_the_score_and_runs_in_check_mode():
     names = [task["name"] for task in _incumbent_tasks()]
-    [reach] = [task for task in _incumbent_tasks() if task.get("ansible.builtin.include_tasks") == "reach.yml"]
+    [reach] = [task for task in _incumbent_tasks() if task.get("ansible.builtin.import_tasks") == "reach.yml"]
     [score] = [task for task in _incumbent_tasks()
                if (task.get("factory_floor.llm.tool_gate_run") or {}).get("step") == "incumbent"]
     assert names.index(reach["name"]) < names.index(score["name"])
