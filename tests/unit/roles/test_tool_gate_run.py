@@ -153,8 +153,8 @@ def test_the_candidate_is_judged_against_the_stored_score_and_stored(steps):
     assert said["message"] == said["value"]["message"]
     assert said["message"].startswith("Tool-calling gate on spark-t (http://127.0.0.1:")
     assert "no case passed (a score of 0 never passes, whatever min_score says). Failed cases: single_string." in said["message"]
-    assert os.path.basename(said["value"]["record_file"]) in [os.path.basename(path) for path in stored
-                                                               if path.startswith("failed/")]
+    failed = [os.path.basename(path) for path in stored if path.startswith("failed/")]
+    assert os.path.basename(said["value"]["record_file"]) in failed
 
 
 @needs_tools
