@@ -60,6 +60,7 @@ ARGUMENT_SPEC = dict(
     source_manifest=dict(type="dict"),
     margin_bytes=dict(type="int", default=0),
     manifest_checksum=dict(type="str"),
+    rsync_version=dict(type="dict"),
 )
 MANIFEST = "factory_floor.llm.model_manifest"
 COMMAND = "ansible.legacy.command"
@@ -118,7 +119,12 @@ class ActionModule(TaskVariablesAction):
                     dict(self._execute_module(module_name=COMMAND, module_args={"argv": target["probe"]},
                                               task_vars=task_vars), item=target)
                     for target in plain((args["plan"] or {}).get("targets") or []) if target.get("address")]
-            elif args["check"] in ("source", "copies") and args["source_manifest"] is None:
+            elif args["check"] == "source" and args["source"] == ms.CONTROLLER and args["rsync_version"] is None:
+                # The controller sends: rsync must be there (an engine source gets it installed by the role).
+                args["rsync_version"] = self._execute_module(module_name=COMMAND, module_args={
+                    "argv": ["rsync", "--version"]}, task_vars=task_vars)
+            no_rsync = (args["rsync_version"] or {}).get("failed")
+            if args["check"] in ("source", "copies") and args["source_manifest"] is None and not no_rsync:
                 checksum = "none" if args["check"] == "source" else (
                     args["manifest_checksum"] or self.variable("model_sync_manifest_checksum", "all"))
                 args["source_manifest"] = self._execute_module(
@@ -154,6 +160,10 @@ class ActionModule(TaskVariablesAction):
                     args[key] = plain(args["plan"]).get(key)
         if args["check"] in ("source", "reach", "copies"):
             args = self.read_source(args, task_vars)
+        if args["check"] == "source" and (args["rsync_version"] or {}).get("failed"):
+            # As the command task that ran it said: the command's own message.
+            result.update(failed=True, changed=False, msg=args["rsync_version"].get("msg", "rsync --version failed"))
+            return result
         if args["check"] == "copies" and (args["source_manifest"] or {}).get("failed"):
             # The source's hashed listing failed: its own message, as the listing task's was.
             result.update(failed=True, changed=False, msg=args["source_manifest"].get("msg", "model_manifest failed"))

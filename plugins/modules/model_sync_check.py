@@ -38,7 +38,8 @@ description:
     verdict. Returns RV(source_manifest)."
   - "O(check=source): fails when the source's listing (O(source_manifest), unhashed; without it the module lists
     O(source_path) with M(factory_floor.llm.model_manifest)) holds no file at O(source_path), saying where to point
-    O(source) instead; returns RV(source_manifest). O(check=reach): fails, naming each target and what to set up, when
+    O(source) instead; with O(source=controller), first fails with the command's message when C(rsync --version) does
+    not run there (O(rsync_version); without it the module runs it); returns RV(source_manifest). O(check=reach): fails, naming each target and what to set up, when
     the source could not log in to a target over SSH without a password (O(results), the probes' command results,
     C(item) the plan's target; without them the module runs each target's C(probe) of the plan with
     M(ansible.builtin.command))."
@@ -107,6 +108,11 @@ options:
     description:
       - The source's M(factory_floor.llm.model_manifest) result - unhashed for V(source), hashed for V(copies). Omitted,
         the module lists the source itself.
+    type: dict
+  rsync_version:
+    description:
+      - V(source) with O(source=controller) - the M(ansible.builtin.command) result of C(rsync --version) on the
+        controller. Omitted, the module runs it.
     type: dict
   manifest_checksum:
     description:

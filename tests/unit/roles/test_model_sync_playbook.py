@@ -95,6 +95,8 @@ def test_the_copies_are_compared_with_the_source_after_the_copy():
     # The SSH probes run in check mode too, as the connecting user (not become), as rsync will.
     reach = TASKS[_index("Refuse targets the source cannot reach")]
     assert reach["check_mode"] is False and reach["become"] is False
+    # A controller source's rsync is checked in check mode too (the source check runs rsync --version there).
+    assert TASKS[_index("Refuse a source without the model directory")]["check_mode"] is False
 
 
 def test_every_model_sync_variable_the_tasks_read_is_declared():

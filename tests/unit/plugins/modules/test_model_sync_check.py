@@ -304,3 +304,16 @@ def test_the_copies_check_lists_the_source_hashed_and_fails_with_that_listings_m
                                    {"factory_floor.llm.model_manifest": [{"failed": True, "msg": "permission denied"}]},
                                    hostvars)
     assert result["failed"] is True and result["msg"] == "permission denied"
+
+
+def test_a_controller_source_without_rsync_fails_with_the_commands_message():
+    planned = run({"check": "plan", "engine_group": "gb10", "path": PATH, "source": "controller"})
+    answers = {"ansible.legacy.command": [{"failed": True, "rc": 2, "msg": "[Errno 2] No such file or directory: b'rsync'"}],
+               "factory_floor.llm.model_manifest": [{"files": {"config.json": 1}}]}
+    result, calls = run_on_source({"check": "source", "plan": planned}, answers)
+    assert calls == [("ansible.legacy.command", {"argv": ["rsync", "--version"]})]
+    assert result["failed"] is True and result["msg"] == "[Errno 2] No such file or directory: b'rsync'"
+    answers["ansible.legacy.command"] = [{"rc": 0, "stdout": "rsync  version 3.2.7"}]
+    result, calls = run_on_source({"check": "source", "plan": planned}, answers)
+    assert "failed" not in result and [call[0] for call in calls] == ["ansible.legacy.command",
+                                                                      "factory_floor.llm.model_manifest"]
