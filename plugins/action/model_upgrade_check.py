@@ -17,7 +17,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils import _model_up
 from ansible_collections.factory_floor.llm.plugins.plugin_utils._task_variables import TaskVariablesAction
 
 ARGUMENT_SPEC = dict(
-    check=dict(type="str", required=True, choices=["request", "replica", "served"]),
+    check=dict(type="str", required=True, choices=["request", "replica", "served", "serving"]),
     old_image=dict(type="dict", default={}),
     new_image=dict(type="dict", default={}),
     models=dict(type="dict", default={}),
@@ -108,6 +108,12 @@ class ActionModule(TaskVariablesAction):
                      url=self.variable("_site_vllm_endpoint.url", ""), playbook_dir=self.variable("playbook_dir", None))
             errors = mu.replica_errors(v, state, args["old_image"], args["models"], unit)
             result["replica"] = state
+        elif args["check"] == "serving":
+            try:
+                asked = args["models"] or self.served_models(task_vars, 0)
+            finally:
+                self._remove_tmp_path(self._connection._shell.tmpdir)
+            result["model"] = mu.serving_model(asked, self.variable("vllm_served_model_name", ""))
         else:
             try:
                 errors, result["container"] = self.served(args, task_vars)

@@ -35,6 +35,8 @@ description:
     C(_model_upgrade_container), with M(factory_floor.llm.container_image_info) and C(/usr/bin/) plus
     C(vllm_container_engine)) and O(image) when O(image_id) is empty; a read that fails fails the check with its
     own message. Returns RV(container)."
+  - "O(check=serving) (C(done)) asks the replica which model directory it serves as C(vllm_served_model_name) (as
+    V(replica) does, or reads O(models)) and returns it (RV(model)), empty when it does not serve. Never fails."
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:
@@ -45,7 +47,7 @@ options:
     description: Which check (see the description).
     type: str
     required: true
-    choices: [request, replica, served]
+    choices: [request, replica, served, serving]
   old_image:
     description: V(replica) - the C(vllm_image_check) fact of the inventory's image (C(image), C(running) by unit); empty
       with the C(venv) runtime.
@@ -57,7 +59,7 @@ options:
     type: dict
     default: {}
   models:
-    description: V(replica), V(served) - the replica's M(factory_floor.llm.vllm_health) result with C(probe=models)
+    description: V(replica), V(served), V(serving) - the replica's M(factory_floor.llm.vllm_health) result with C(probe=models)
       (C(status), C(model_roots), C(error)); empty, the module asks the replica itself (tests pass it).
     type: dict
     default: {}
@@ -125,6 +127,12 @@ replica:
     old: {model: /models/Qwen3-8B, tool_call_parser: hermes, chat_template: "", image: "", image_id: ""}
     running: /models/Qwen3-8B
     running_image: ""
+model:
+  description: V(serving) - the model directory the replica serves (vLLM's root of C(vllm_served_model_name)); empty
+    when it does not serve.
+  returned: when O(check=serving)
+  type: str
+  sample: /models/Qwen3-8B
 container:
   description:
     - V(served) - the M(factory_floor.llm.container_image_info) result the check read (C(image) - O(image)'s C(id) on

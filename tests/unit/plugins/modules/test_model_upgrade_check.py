@@ -160,3 +160,14 @@ def test_the_served_check_reads_no_container_without_an_image():
 def test_a_read_that_fails_fails_the_served_check_with_its_own_message(answers, message):
     result, _calls = run_on_host(BUILD, answers)
     assert result["failed"] is True and result["msg"] == message
+
+
+@pytest.mark.parametrize("answer, model", [
+    ({"status": "serving", "model_roots": {"qwen": "/models/new"}}, "/models/new"),
+    ({"status": "serving", "model_roots": {"other": "/models/new"}}, ""),
+    ({"failed": True, "status": "unreachable", "error": "connection refused"}, ""),
+])
+def test_the_serving_check_names_the_directory_the_replica_serves_and_never_fails(answer, model):
+    result, calls = run_on_host({"check": "serving"}, {"factory_floor.llm.vllm_health": answer})
+    assert "failed" not in result and result["model"] == model
+    assert calls == [("factory_floor.llm.vllm_health", {"url": "http://127.0.0.1:8000", "probe": "models", "timeout": 0})]
