@@ -70,8 +70,10 @@ class ActionModule(TaskVariablesAction):
         image); a failed read fails the check with its own message."""
         build = {key: args[key] for key in ("model", "image", "image_id")}
         models = args["models"] or self.served_models(task_vars, 10, model=False)
-        container = args["container"] if args["models"] else ({} if models.get("failed") else
-                                                                self.container(task_vars, build))
+        if args["models"]:
+            container = args["container"]
+        else:
+            container = {} if models.get("failed") else self.container(task_vars, build)
         for seen in (models, container):
             if seen.get("failed"):
                 return [seen.get("msg") or "%s: %s" % (HEALTH if seen is models else IMAGE_INFO, seen)], container

@@ -13,8 +13,9 @@ version_added: 0.1.0
 description:
   - "The decisions of the C(factory_floor.llm.tune_concurrency) role around M(factory_floor.llm.concurrency_sweep)
     (C(playbooks/tune_concurrency.yml)). The role's tasks sweep; the module reads the engine units' command lines on the
-    host (M(factory_floor.llm.vllm_engine_info), each of C(_site_engine_units)) for V(plan) and the C(tune_*) variables and the others a check needs itself, as the task sees them (the
-    entry point's block variables, C(-e), the inventory), on the controller."
+    host (M(factory_floor.llm.vllm_engine_info), each of C(_site_engine_units)) for V(plan) and the C(tune_*) variables
+    and the others a check needs itself, as the task sees them (the entry point's block variables, C(-e), the
+    inventory), on the controller."
   - "O(check=plan) refuses a C(tune_host) outside the engine group (C(site_engine_group)), C(tune_concurrency) empty
     or with a level below 1, C(tune_profiles) empty or other than C(short)/C(long), C(tune_target_metric) other than
     C(e2e)/C(ttft)/C(tpot), an empty C(tune_write_path); then, unless C(tune_allow_over_cap), a highest level above

@@ -23,11 +23,11 @@ description:
     O(delete), C(--dry-run) with O(dry_run)). Reads each engine host's C(vllm_link_address), C(ansible_host),
     C(ansible_port), C(ansible_user), C(ansible_ssh_private_key_file) and C(ansible_ssh_common_args). Fails, with
     nothing copied, when the copy cannot be planned (RV(ok), RV(errors): the P(factory_floor.llm.model_sync_plan#filter)
-    filter's plan; the message lists RV(errors)) or the run leaves out a target (RV(left_out)). Each plan option the task leaves out is read from the role's variable, as the task sees it -
-    O(source) from C(model_sync_source), O(path) from C(model_sync_path) (empty, the model of C(topology) in the
-    C(vllm) role's C(_vllm_topologies)), O(source_path), O(delete), O(checksum), O(ssh_user), O(ssh_key_file),
-    O(ssh_args), O(rsync_path) from C(model_sync_<option>), O(dry_run) from C(ansible_check_mode), O(play_hosts) from
-    C(ansible_play_hosts)."
+    filter's plan; the message lists RV(errors)) or the run leaves out a target (RV(left_out)). Each plan option the
+    task leaves out is read from the role's variable, as the task sees it - O(source) from C(model_sync_source), O(path)
+    from C(model_sync_path) (empty, the model of C(topology) in the C(vllm) role's C(_vllm_topologies)), O(source_path),
+    O(delete), O(checksum), O(ssh_user), O(ssh_key_file), O(ssh_args), O(rsync_path) from C(model_sync_<option>),
+    O(dry_run) from C(ansible_check_mode), O(play_hosts) from C(ansible_play_hosts)."
   - "O(check=space): fails, naming each target, when a target of O(targets) lacks the room - every file it lacks,
     plus its largest file it has (rsync writes a changed file beside the old one), plus O(margin_bytes), in bytes,
     against the free bytes of the filesystem that holds O(path) (each target's O(listing) C(filesystem)); the
@@ -39,10 +39,10 @@ description:
   - "O(check=source): fails when the source's listing (O(source_manifest), unhashed; without it the module lists
     O(source_path) with M(factory_floor.llm.model_manifest)) holds no file at O(source_path), saying where to point
     O(source) instead; with O(source=controller), first fails with the command's message when C(rsync --version) does
-    not run there (O(rsync_version); without it the module runs it); returns RV(source_manifest). O(check=reach): fails, naming each target and what to set up, when
-    the source could not log in to a target over SSH without a password (O(results), the probes' command results,
-    C(item) the plan's target; without them the module runs each target's C(probe) of the plan with
-    M(ansible.builtin.command))."
+    not run there (O(rsync_version); without it the module runs it); returns RV(source_manifest). O(check=reach): fails,
+    naming each target and what to set up, when the source could not log in to a target over SSH without a password
+    (O(results), the probes' command results, C(item) the plan's target; without them the module runs each target's
+    C(probe) of the plan with M(ansible.builtin.command))."
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:

@@ -26,8 +26,9 @@ description:
   - "O(check=replica) (C(check), each engine host) reads C(model_upgrade_replica) (what V(request) returned),
     C(vllm_model), C(vllm_served_model_name) and the endpoint (C(_site_vllm_endpoint): C(url), C(api_key), C(model)),
     asks the replica which model directory it serves (M(factory_floor.llm.vllm_health), C(probe=models), no wait; a
-    replica that does not answer is refused as one that serves nothing), and refuses a replica that serves neither C(vllm_model) nor the candidate's model (O(models)), or whose container runs neither the
-    inventory's image nor the candidate's (O(old_image), O(new_image)). Returns RV(replica) with what it runs."
+    replica that does not answer is refused as one that serves nothing), and refuses a replica that serves neither
+    C(vllm_model) nor the candidate's model (O(models)), or whose container runs neither the inventory's image nor the
+    candidate's (O(old_image), O(new_image)). Returns RV(replica) with what it runs."
   - "O(check=served) (C(upgrade), C(restore), the replica just restarted) refuses a replica that does not serve
     O(model) (O(models)), or whose container (O(container)) does not run O(image_id), or, without it, the ID O(image)
     has on the host now. Without O(models) it asks the replica (M(factory_floor.llm.vllm_health), C(probe=models),
