@@ -4,9 +4,10 @@
 
 """factory_floor.llm.concurrency_sweep_check, on the controller: the concurrency tuning's decisions around the sweep.
 
-The ``tune_concurrency`` role's tasks read the host (``vllm_engine_info``) and sweep (``concurrency_sweep``) and pass
-what they got; this plugin reads the ``tune_*`` variables and the others a check needs itself, as the task sees them,
-and decides with ``plugins/module_utils/_concurrency_sweep_check.py``. The module's documentation is
+The ``tune_concurrency`` role's tasks sweep (``concurrency_sweep``) and pass what they got; this plugin reads the
+``tune_*`` variables and the others a check needs itself, as the task sees them, reads each engine unit's command line
+on the host (``vllm_engine_info``) for ``plan`` when the task passes none, and decides with
+``plugins/module_utils/_concurrency_sweep_check.py``. The module's documentation is
 ``plugins/modules/concurrency_sweep_check.py``.
 """
 
@@ -17,7 +18,7 @@ from ansible_collections.factory_floor.llm.plugins.plugin_utils._task_variables 
 
 ARGUMENT_SPEC = dict(
     check=dict(type="str", required=True, choices=["plan", "report"]),
-    engines=dict(type="list", elements="dict", default=[]),
+    engines=dict(type="list", elements="dict"),
     plan=dict(type="dict", default={}),
     sweep=dict(type="dict", default={}),
 )
@@ -31,10 +32,23 @@ REPORT_READ = dict(inventory_hostname="", tune_target_seconds=None, tune_target_
                    tune_write_path="", tune_output_dir="")
 
 
+ENGINE_INFO = "factory_floor.llm.vllm_engine_info"
+
+
 class ActionModule(TaskVariablesAction):
     """Decides on the controller; its documentation is the module factory_floor.llm.concurrency_sweep_check's."""
 
     _supports_check_mode = True  # it reads only
+    _requires_connection = True  # plan reads the engine units on the host
+
+    def engines(self, task_vars):
+        """vllm_engine_info's result for each of the site's engine units (``_site_engine_units``), ``item`` the unit,
+        as a loop's results; a unit that cannot be read is one whose process does not run."""
+        try:
+            return [dict(self._execute_module(module_name=ENGINE_INFO, module_args={"unit": unit}, task_vars=task_vars),
+                         item=unit) for unit in self.variable("_site_engine_units", [])]
+        finally:
+            self._remove_tmp_path(self._connection._shell.tmpdir)
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -44,7 +58,8 @@ class ActionModule(TaskVariablesAction):
             v = self.variables(PLAN_READ, **PLAN_READ)
             v["engines"] = self.variable("groups", {}).get(self.variable("site_engine_group", "gb10")) or []
             v["url"] = self.variable("_site_vllm_endpoint.url", "")
-            outcome = sc.plan(v, args["engines"])
+            engines = args["engines"] if args["engines"] is not None else self.engines(task_vars)
+            outcome = sc.plan(v, engines)
             result.update(outcome, changed=False)
             if outcome["errors"]:
                 result.update(failed=True, msg=outcome["errors"][0])

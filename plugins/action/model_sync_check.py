@@ -42,7 +42,7 @@ ARGUMENT_SPEC = dict(
     check=dict(type="str", required=True, choices=["plan", "space", "copies", "source", "reach"]),
     play_hosts=dict(type="list", elements="str"),
     plan=dict(type="dict"),
-    results=dict(type="list", elements="dict", default=[]),
+    results=dict(type="list", elements="dict"),
     engine_group=dict(type="str"),
     source=dict(type="str"),
     path=dict(type="str"),
@@ -59,7 +59,11 @@ ARGUMENT_SPEC = dict(
     source_files=dict(type="dict"),
     source_manifest=dict(type="dict"),
     margin_bytes=dict(type="int", default=0),
+    manifest_checksum=dict(type="str"),
+    rsync_version=dict(type="dict"),
 )
+MANIFEST = "factory_floor.llm.model_manifest"
+COMMAND = "ansible.legacy.command"
 
 
 def decide(args, groups, hostvars):
@@ -103,6 +107,32 @@ class ActionModule(TaskVariablesAction):
     """Decides on the controller; its documentation is the module factory_floor.llm.model_sync_check's."""
 
     _supports_check_mode = True  # it reads only
+    _requires_connection = True  # source, reach and copies read the source host (the task's delegate_to)
+
+    def read_source(self, args, task_vars):
+        """What the source reads that the task does not pass: its listing of the model (``source``: unhashed;
+        ``copies``: hashed with ``manifest_checksum``, else model_sync_manifest_checksum, else all) and the SSH
+        probes to each target with an address (``reach``; ``item`` the plan's target, as a loop's results)."""
+        try:
+            if args["check"] == "reach" and args["results"] is None:
+                args["results"] = [
+                    dict(self._execute_module(module_name=COMMAND, module_args={"argv": target["probe"]},
+                                              task_vars=task_vars), item=target)
+                    for target in plain((args["plan"] or {}).get("targets") or []) if target.get("address")]
+            elif args["check"] == "source" and args["source"] == ms.CONTROLLER and args["rsync_version"] is None:
+                # The controller sends: rsync must be there (an engine source gets it installed by the role).
+                args["rsync_version"] = self._execute_module(module_name=COMMAND, module_args={
+                    "argv": ["rsync", "--version"]}, task_vars=task_vars)
+            no_rsync = (args["rsync_version"] or {}).get("failed")
+            if args["check"] in ("source", "copies") and args["source_manifest"] is None and not no_rsync:
+                checksum = "none" if args["check"] == "source" else (
+                    args["manifest_checksum"] or self.variable("model_sync_manifest_checksum", "all"))
+                args["source_manifest"] = self._execute_module(
+                    module_name=MANIFEST, module_args={"path": args["source_path"], "checksum": checksum},
+                    task_vars=task_vars)
+        finally:
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+        return args
 
     def plan_args(self, args):
         """``args`` with each plan option the task leaves out read from its variable; the path, when neither gives
@@ -124,10 +154,33 @@ class ActionModule(TaskVariablesAction):
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         if args["check"] == "plan":
             args = self.plan_args(args)
+        elif args["plan"]:
+            for key in ("source", "source_path"):
+                if args.get(key) is None:
+                    args[key] = plain(args["plan"]).get(key)
+        if args["check"] in ("source", "reach", "copies"):
+            args = self.read_source(args, task_vars)
+        if args["check"] == "source" and (args["rsync_version"] or {}).get("failed"):
+            # As the command task that ran it said: the command's own message.
+            result.update(failed=True, changed=False, msg=args["rsync_version"].get("msg", "rsync --version failed"))
+            return result
+        if args["check"] == "copies" and (args["source_manifest"] or {}).get("failed"):
+            # The source's hashed listing failed: its own message, as the listing task's was.
+            result.update(failed=True, changed=False, msg=args["source_manifest"].get("msg", "model_manifest failed"))
+            return result
         outcome = decide(args, task_vars.get("groups") or {}, task_vars.get("hostvars") or {})
-        if args["check"] != "plan" and not outcome["ok"]:
+        if args["check"] == "plan":
+            result.update(outcome, changed=False)
+            refusal = ms.plan_refusal(outcome)
+            if refusal:
+                result.update(failed=True, msg=refusal)
+            return result
+        if not outcome["ok"]:
             # A refusal reads as the fail task that said it before: its message, nothing else.
             result.update(failed=True, changed=False, msg=outcome["message"])
             return result
         result.update(outcome, changed=False)
+        if args["check"] in ("source", "copies"):
+            # The source's listing, for the later steps (its files) and the last message (its summary).
+            result["source_manifest"] = plain(args["source_manifest"])
         return result

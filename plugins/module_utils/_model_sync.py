@@ -339,6 +339,14 @@ def left_out(targets, play_hosts):
             % (", ".join(missing), "is" if len(hosts) == 1 else "are"))
 
 
+def plan_refusal(planned):
+    """The refusal of a plan (``planned``, the plan check's result): one that cannot be made (its ``errors``), else
+    one that leaves out a target (its ``left_out``); "" when the copy can go on."""
+    if not planned.get("ok", True):
+        return "The model cannot be copied as asked. Nothing was copied:\n- " + "\n- ".join(planned.get("errors") or [])
+    return planned.get("left_out") or ""
+
+
 def source_refusal(source, source_path, manifest):
     """The refusal of a source whose listing (``manifest``, model_manifest's result) holds no file: "" otherwise."""
     manifest = manifest or {}

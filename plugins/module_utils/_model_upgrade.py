@@ -70,6 +70,13 @@ def _running(check, unit):
     return ((check or {}).get("running") or {}).get(unit) or {}
 
 
+def serving_model(models, served_name):
+    """The model directory the replica serves as ``served_name`` (``models``: vllm_health's ``probe: models``
+    result; vLLM lists the directory it loaded as the model's root); "" when it does not serve, or not that name."""
+    models = models or {}
+    return ((models.get("model_roots") or {}).get(served_name) or "") if models.get("status") == "serving" else ""
+
+
 def replica(base, old_check, new_check, models, served_name, unit):
     """``base`` (:func:`settings`) with what this replica runs: ``running`` (the model directory its vLLM lists as
     root, "" when it does not serve), ``running_image`` (its container's image ID, "" with the venv runtime), and
@@ -82,8 +89,7 @@ def replica(base, old_check, new_check, models, served_name, unit):
     out["candidate"].update(image=new.get("ref") or "", image_id=new.get("id") or "")
     old = _image(old_check)
     out["old"].update(image=old.get("ref") or "", image_id=old.get("id") or "")
-    roots = models.get("model_roots") or {}
-    out["running"] = (roots.get(served_name) or "") if models.get("status") == "serving" else ""
+    out["running"] = serving_model(models, served_name)
     return out
 
 

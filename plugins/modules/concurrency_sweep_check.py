@@ -12,9 +12,10 @@ short_description: Check a concurrency sweep's request before it runs, and make 
 version_added: 0.1.0
 description:
   - "The decisions of the C(factory_floor.llm.tune_concurrency) role around M(factory_floor.llm.concurrency_sweep)
-    (C(playbooks/tune_concurrency.yml)). The role's tasks read the host (M(factory_floor.llm.vllm_engine_info)) and
-    sweep; the module reads the C(tune_*) variables and the others a check needs itself, as the task sees them (the
-    entry point's block variables, C(-e), the inventory), on the controller."
+    (C(playbooks/tune_concurrency.yml)). The role's tasks sweep; the module reads the engine units' command lines on the
+    host (M(factory_floor.llm.vllm_engine_info), each of C(_site_engine_units)) for V(plan) and the C(tune_*) variables
+    and the others a check needs itself, as the task sees them (the entry point's block variables, C(-e), the
+    inventory), on the controller."
   - "O(check=plan) refuses a C(tune_host) outside the engine group (C(site_engine_group)), C(tune_concurrency) empty
     or with a level below 1, C(tune_profiles) empty or other than C(short)/C(long), C(tune_target_metric) other than
     C(e2e)/C(ttft)/C(tpot), an empty C(tune_write_path); then, unless C(tune_allow_over_cap), a highest level above
@@ -39,9 +40,9 @@ options:
       - V(plan) - the M(factory_floor.llm.vllm_engine_info) results of the host's engine units (a loop's C(results), C(item)
         the unit); the one whose process runs gives the cap and the batch budget (its C(--max-num-seqs),
         C(--max-num-batched-tokens)), else the inventory's C(vllm_max_num_seqs), C(vllm_max_num_batched_tokens).
+      - Omitted, the module reads each of C(_site_engine_units) on the host itself.
     type: list
     elements: dict
-    default: []
   plan:
     description: V(report) - what V(plan) returned.
     type: dict
@@ -60,7 +61,6 @@ EXAMPLES = r"""
 - name: Check what is asked, and read the cap and the batch budget the engine runs with
   factory_floor.llm.concurrency_sweep_check:
     check: plan
-    engines: "{{ engines.results }}"   # vllm_engine_info, looped over the engine units
   register: tune
 
 - name: Make the report

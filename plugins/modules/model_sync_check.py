@@ -13,29 +13,36 @@ version_added: 0.1.0
 description:
   - "The decisions of the C(factory_floor.llm.vllm) role's C(model_sync) entry point (C(playbooks/model_sync.yml)),
     from what every engine host has and holds, read from C(hostvars) on the controller. The role's tasks read the
-    hosts (M(factory_floor.llm.model_manifest)) and copy (rsync); this module connects to no host."
+    targets (M(factory_floor.llm.model_manifest)) and copy (rsync); V(source), V(reach) and V(copies) read the source
+    themselves where the task does not pass what it saw, on the host the task runs on (its C(delegate_to), the plan's
+    RV(source_host)); V(plan), V(space) connect to no host."
   - "O(check=plan): who sends (O(source) - an engine host of O(engine_group), by default the first, or C(controller)),
     who receives (every other engine host, the source too when O(source_path) differs from O(path)), over which
     address (a target's C(vllm_link_address) when the source is an engine host and both ends have one, else its
     C(ansible_host)) and with which rsync (C(--checksum), C(--partial-dir), C(--copy-links); C(--delete) with
     O(delete), C(--dry-run) with O(dry_run)). Reads each engine host's C(vllm_link_address), C(ansible_host),
-    C(ansible_port), C(ansible_user), C(ansible_ssh_private_key_file) and C(ansible_ssh_common_args). Never fails:
-    RV(ok) and RV(errors) say whether the copy can be planned (the P(factory_floor.llm.model_sync_plan#filter)
-    filter's plan). Each plan option the task leaves out is read from the role's variable, as the task sees it -
-    O(source) from C(model_sync_source), O(path) from C(model_sync_path) (empty, the model of C(topology) in the
-    C(vllm) role's C(_vllm_topologies)), O(source_path), O(delete), O(checksum), O(ssh_user), O(ssh_key_file),
-    O(ssh_args), O(rsync_path) from C(model_sync_<option>), O(dry_run) from C(ansible_check_mode), O(play_hosts) from
-    C(ansible_play_hosts)."
+    C(ansible_port), C(ansible_user), C(ansible_ssh_private_key_file) and C(ansible_ssh_common_args). Fails, with
+    nothing copied, when the copy cannot be planned (RV(ok), RV(errors): the P(factory_floor.llm.model_sync_plan#filter)
+    filter's plan; the message lists RV(errors)) or the run leaves out a target (RV(left_out)). Each plan option the
+    task leaves out is read from the role's variable, as the task sees it - O(source) from C(model_sync_source), O(path)
+    from C(model_sync_path) (empty, the model of C(topology) in the C(vllm) role's C(_vllm_topologies)), O(source_path),
+    O(delete), O(checksum), O(ssh_user), O(ssh_key_file), O(ssh_args), O(rsync_path) from C(model_sync_<option>),
+    O(dry_run) from C(ansible_check_mode), O(play_hosts) from C(ansible_play_hosts)."
   - "O(check=space): fails, naming each target, when a target of O(targets) lacks the room - every file it lacks,
     plus its largest file it has (rsync writes a changed file beside the old one), plus O(margin_bytes), in bytes,
     against the free bytes of the filesystem that holds O(path) (each target's O(listing) C(filesystem)); the
     P(factory_floor.llm.model_sync_space#filter) filter's verdict."
   - "O(check=copies): fails, naming the files and the hosts, when a target's copy (its O(listing)) differs from the
-    source's (O(source_manifest)); the P(factory_floor.llm.model_manifest_diff#filter) filter's verdict."
-  - "O(check=source): fails when the source's listing (O(source_manifest), unhashed) holds no file at
-    O(source_path), saying where to point O(source) instead. O(check=reach): fails, naming each target and what to set
-    up, when the source could not log in to a target over SSH without a password (O(results), the probes' command
-    results, C(item) the plan's target)."
+    source's (O(source_manifest); without it the module lists the source's copy, hashed with O(manifest_checksum), and
+    fails with that listing's message when it cannot); the P(factory_floor.llm.model_manifest_diff#filter) filter's
+    verdict. Returns RV(source_manifest)."
+  - "O(check=source): fails when the source's listing (O(source_manifest), unhashed; without it the module lists
+    O(source_path) with M(factory_floor.llm.model_manifest)) holds no file at O(source_path), saying where to point
+    O(source) instead; with O(source=controller), first fails with the command's message when C(rsync --version) does
+    not run there (O(rsync_version); without it the module runs it); returns RV(source_manifest). O(check=reach): fails,
+    naming each target and what to set up, when the source could not log in to a target over SSH without a password
+    (O(results), the probes' command results, C(item) the plan's target; without them the module runs each target's
+    C(probe) of the plan with M(ansible.builtin.command))."
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:
@@ -98,8 +105,20 @@ options:
     description: The source's file sizes in bytes by name (its M(factory_floor.llm.model_manifest) C(files)). V(space).
     type: dict
   source_manifest:
-    description: The source's M(factory_floor.llm.model_manifest) result, hashed. V(copies).
+    description:
+      - The source's M(factory_floor.llm.model_manifest) result - unhashed for V(source), hashed for V(copies). Omitted,
+        the module lists the source itself.
     type: dict
+  rsync_version:
+    description:
+      - V(source) with O(source=controller) - the M(ansible.builtin.command) result of C(rsync --version) on the
+        controller. Omitted, the module runs it.
+    type: dict
+  manifest_checksum:
+    description:
+      - V(copies) - the hash of the source's listing the module makes (M(factory_floor.llm.model_manifest)'s
+        C(checksum)). Default, C(model_sync_manifest_checksum), else C(all).
+    type: str
   play_hosts:
     description:
       - V(plan) - the hosts of this run (C(ansible_play_hosts)); RV(left_out) then names the plan's targets that are not
@@ -112,10 +131,10 @@ options:
         O(targets) the task leaves out are the plan's.
     type: dict
   results:
-    description: V(reach) - the SSH probes' results, a loop's C(results) over the plan's targets.
+    description: V(reach) - the SSH probes' results, a loop's C(results) over the plan's targets. Omitted, the module
+      runs the probes itself.
     type: list
     elements: dict
-    default: []
   margin_bytes:
     description: Bytes to keep free on a target beyond the copy (C(model_sync_free_margin_bytes)). V(space).
     type: int
@@ -192,6 +211,12 @@ target_hosts:
   type: list
   elements: str
   sample: [spark-2]
+source_manifest:
+  description: V(source), V(copies) - the source's M(factory_floor.llm.model_manifest) result the check read (C(files),
+    sizes in bytes by name; C(summary)).
+  returned: when O(check=source) or O(check=copies) and the check passes
+  type: dict
+  sample: {files: {config.json: 1000}, summary: "2 files, 16.0 GiB"}
 copy_hosts:
   description: V(plan) - the inventory hosts rsync runs on or writes to - the source (an engine host) and the targets.
   returned: when O(check=plan)
@@ -199,7 +224,7 @@ copy_hosts:
   elements: str
   sample: [spark-1, spark-2]
 left_out:
-  description: V(plan) with O(play_hosts) - the refusal of a run that leaves out a target, for the role to fail with; empty
+  description: V(plan) with O(play_hosts) - the refusal of a run that leaves out a target, the message the module fails with; empty
     when every target is in the run.
   returned: when O(check=plan) and O(play_hosts) is given
   type: str

@@ -11,10 +11,11 @@ module: model_upgrade_check
 short_description: Refuse a model upgrade that cannot go right, and note each replica's builds, on the controller
 version_added: 0.1.0
 description:
-  - "The checks of the C(factory_floor.llm.model_upgrade) role (C(playbooks/switch_model.yml)). The role's tasks read
-    the hosts (the C(factory_floor.llm.vllm) role's image check, M(factory_floor.llm.vllm_health),
-    M(factory_floor.llm.container_image_info)) and pass what they saw; the module reads the variables a check needs
-    itself, as the task sees them, on the controller, and fails with the message that says what to change."
+  - "The checks of the C(factory_floor.llm.model_upgrade) role (C(playbooks/switch_model.yml)). The role's tasks pass
+    the images the C(factory_floor.llm.vllm) role's image check saw; the module reads the variables a check needs
+    itself, as the task sees them, on the controller, runs M(factory_floor.llm.vllm_health) (C(probe=models)) and
+    M(factory_floor.llm.container_image_info) on the host where a check needs what the replica runs and the task
+    does not pass it, and fails with the message that says what to change."
   - "O(check=request) (the role's C(check) entry point, on the engine and the proxy hosts) refuses a request without
     C(model_upgrade_model) or C(model_upgrade_image), a C(topology) other than C(replicas), fewer than two hosts in the
     engine group (C(site_engine_group)) without C(model_upgrade_allow_outage), or no host in the proxy group
@@ -23,12 +24,20 @@ description:
     C(model_upgrade_tool_call_parser), C(model_upgrade_chat_template)) and the old build's (C(vllm_model),
     C(vllm_tool_call_parser), C(vllm_chat_template))."
   - "O(check=replica) (C(check), each engine host) reads C(model_upgrade_replica) (what V(request) returned),
-    C(vllm_model), C(vllm_served_model_name) and the endpoint (C(_site_vllm_endpoint.url)), and refuses a replica
-    that serves neither C(vllm_model) nor the candidate's model (O(models)), or whose container runs neither the
-    inventory's image nor the candidate's (O(old_image), O(new_image)). Returns RV(replica) with what it runs."
+    C(vllm_model), C(vllm_served_model_name) and the endpoint (C(_site_vllm_endpoint): C(url), C(api_key), C(model)),
+    asks the replica which model directory it serves (M(factory_floor.llm.vllm_health), C(probe=models), no wait; a
+    replica that does not answer is refused as one that serves nothing), and refuses a replica that serves neither
+    C(vllm_model) nor the candidate's model (O(models)), or whose container runs neither the inventory's image nor the
+    candidate's (O(old_image), O(new_image)). Returns RV(replica) with what it runs."
   - "O(check=served) (C(upgrade), C(restore), the replica just restarted) refuses a replica that does not serve
     O(model) (O(models)), or whose container (O(container)) does not run O(image_id), or, without it, the ID O(image)
-    has on the host now."
+    has on the host now. Without O(models) it asks the replica (M(factory_floor.llm.vllm_health), C(probe=models),
+    10 seconds, at C(_site_vllm_endpoint)'s C(url) with its C(api_key)) and reads its container (its C(vllm-replica),
+    C(_model_upgrade_container), with M(factory_floor.llm.container_image_info) and C(/usr/bin/) plus
+    C(vllm_container_engine)) and O(image) when O(image_id) is empty; a read that fails fails the check with its
+    own message. Returns RV(container)."
+  - "O(check=serving) (C(done)) asks the replica which model directory it serves as C(vllm_served_model_name) (as
+    V(replica) does, or reads O(models)) and returns it (RV(model)), empty when it does not serve. Never fails."
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:
@@ -39,7 +48,7 @@ options:
     description: Which check (see the description).
     type: str
     required: true
-    choices: [request, replica, served]
+    choices: [request, replica, served, serving]
   old_image:
     description: V(replica) - the C(vllm_image_check) fact of the inventory's image (C(image), C(running) by unit); empty
       with the C(venv) runtime.
@@ -51,13 +60,14 @@ options:
     type: dict
     default: {}
   models:
-    description: V(replica), V(served) - the replica's M(factory_floor.llm.vllm_health) result with C(probe=models)
-      (C(status), C(model_roots), C(error)).
+    description: V(replica), V(served), V(serving) - the replica's M(factory_floor.llm.vllm_health) result with C(probe=models)
+      (C(status), C(model_roots), C(error)); empty, the module asks the replica itself (tests pass it).
     type: dict
     default: {}
   container:
     description: V(served) - the replica's M(factory_floor.llm.container_image_info) result (its C(vllm-replica)
-      container, and O(image)'s ID); skipped or empty with the C(venv) runtime.
+      container, and O(image)'s ID); read only with O(models) (without it the module reads the container itself);
+      empty with the C(venv) runtime.
     type: dict
     default: {}
   model:
@@ -94,8 +104,8 @@ EXAMPLES = r"""
     check: served
     model: /models/Qwen3-8B
     image: vllm/vllm-openai:v0.11.0
-    models: "{{ loaded }}"          # vllm_health with probe: models
-    container: "{{ container }}"    # container_image_info with containers: [vllm-replica]
+    after: the restart
+  register: served                  # served.container.image.id: the candidate's image ID
 """
 
 RETURN = r"""
@@ -118,4 +128,20 @@ replica:
     old: {model: /models/Qwen3-8B, tool_call_parser: hermes, chat_template: "", image: "", image_id: ""}
     running: /models/Qwen3-8B
     running_image: ""
+model:
+  description: V(serving) - the model directory the replica serves (vLLM's root of C(vllm_served_model_name)); empty
+    when it does not serve.
+  returned: when O(check=serving)
+  type: str
+  sample: /models/Qwen3-8B
+container:
+  description:
+    - V(served) - the M(factory_floor.llm.container_image_info) result the check read (C(image) - O(image)'s C(id) on
+      the host; C(containers) by name - C(image), C(image_id)); O(container) when the task passes O(models); empty with
+      the C(venv) runtime.
+  returned: when O(check=served)
+  type: dict
+  sample:
+    image: {id: "sha256:0f3c1b7a9e2d"}
+    containers: {vllm-replica: {image: "vllm/vllm-openai:v0.11.0", image_id: "sha256:0f3c1b7a9e2d"}}
 """

@@ -48,7 +48,7 @@ def test_the_playbook_and_its_checkout_name_run_the_entry_point():
 
 def test_every_refusal_comes_before_the_first_change_on_a_target():
     first_change = min(_index("Create the model directory"), _index("Copy the model"))
-    for words in ("Refuse a copy that cannot be planned", "Refuse a run that leaves out a target",
+    for words in ("refusing one that cannot be planned or leaves out a target",
                   "Refuse a source without the model directory", "Refuse targets without the room",
                   "Refuse targets the source cannot reach"):
         assert _index(words) < first_change, words
@@ -85,10 +85,18 @@ def test_the_copies_are_compared_with_the_source_after_the_copy():
     assert compare > _index("Copy the model")
     check = TASKS[compare]["factory_floor.llm.model_sync_check"]
     assert check["check"] == "copies" and check["listing"] == TASKS[_index("List each target's copy")]["register"]
-    for words in ("List the source's copy again", "List each target's copy, hashed"):
-        task = TASKS[_index(words)]
-        assert _module(task) == "factory_floor.llm.model_manifest"
-        assert task["factory_floor.llm.model_manifest"]["checksum"] == "{{ model_sync_manifest_checksum | default('all') }}"
+    hashed = "{{ model_sync_manifest_checksum | default('all') }}"
+    task = TASKS[_index("List each target's copy, hashed")]
+    assert _module(task) == "factory_floor.llm.model_manifest" and task["factory_floor.llm.model_manifest"]["checksum"] == hashed
+    # The check lists the source's copy again itself, hashed the same way, on the source.
+    assert check["manifest_checksum"] == hashed and TASKS[compare]["delegate_to"] == "{{ __model_sync.source_host }}"
+    for words in ("Refuse a source without the model directory", "Refuse targets the source cannot reach"):
+        assert TASKS[_index(words)]["delegate_to"] == "{{ __model_sync.source_host }}"
+    # The SSH probes run in check mode too, as the connecting user (not become), as rsync will.
+    reach = TASKS[_index("Refuse targets the source cannot reach")]
+    assert reach["check_mode"] is False and reach["become"] is False
+    # A controller source's rsync is checked in check mode too (the source check runs rsync --version there).
+    assert TASKS[_index("Refuse a source without the model directory")]["check_mode"] is False
 
 
 def test_every_model_sync_variable_the_tasks_read_is_declared():

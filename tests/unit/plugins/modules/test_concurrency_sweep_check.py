@@ -54,6 +54,23 @@ def test_the_plan_reads_the_knobs_and_the_inventorys_cap(check_mode):
     assert result["load_host"] == "spark-a"
 
 
+def test_the_plan_reads_the_running_engines_cap_on_the_host():
+    calls = []
+    answers = {"vllm-replica.service": {"running": False}, "vllm-split.service": {
+        "running": True, "args_now": ["--max-num-seqs", "8", "--max-num-batched-tokens=4096"]}}
+
+    def execute(self, module_name, module_args, task_vars):
+        calls.append((module_name, dict(module_args)))
+        return dict(answers[module_args["unit"]])
+
+    units = {"_site_engine_units": ["vllm-replica.service", "vllm-split.service"]}
+    with mock.patch.object(ActionModule, "_execute_module", execute):
+        result = run({"check": "plan"}, units)
+    assert calls == [("factory_floor.llm.vllm_engine_info", {"unit": unit}) for unit in units["_site_engine_units"]]
+    assert "failed" not in result and result["cap"] == "8" and result["cap_source"] == "vllm-split.service"
+    assert result["batched"] == "4096"
+
+
 def test_a_refused_plan_fails_with_its_message():
     result = run({"check": "plan"})
     assert result["failed"] is True and result["msg"].startswith("The highest level (8) is above the engine's")

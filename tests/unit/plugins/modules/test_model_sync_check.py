@@ -81,9 +81,11 @@ def test_the_plan_reads_each_engine_hosts_ssh_and_link_variables_only(check_mode
     assert target["probe"] == rsh[len("--rsh="):].split(" ") + ["10.89.8.11", "true"]
 
 
-def test_a_plan_that_cannot_be_made_is_returned_for_the_role_to_refuse():
+def test_a_plan_that_cannot_be_made_fails_listing_what_to_change():
     result = run({"check": "plan", "engine_group": "gb10", "path": "models/relative", "source": "nowhere"})
-    assert "failed" not in result and result["ok"] is False and len(result["errors"]) == 2
+    assert result["failed"] is True and result["ok"] is False and len(result["errors"]) == 2
+    assert result["msg"] == "The model cannot be copied as asked. Nothing was copied:\n- " + "\n- ".join(result["errors"])
+    assert result["msg"] == ms.plan_refusal(result)
     assert run({"check": "plan", "engine_group": "none", "path": PATH})["errors"][0] == (
         "the inventory has no engine host (group gb10): nothing to copy to")
 
@@ -154,7 +156,7 @@ def test_the_documentation_is_the_argument_spec():
         assert options[name].get("choices") == spec.get("choices"), name
         assert options[name].get("default") == spec.get("default"), name
     assert "def main" not in text
-    assert ActionModule._supports_check_mode is True and ActionModule._requires_connection is False  # pylint: disable=protected-access
+    assert ActionModule._supports_check_mode is True and ActionModule._requires_connection is True  # pylint: disable=protected-access
 
 
 def test_the_role_reads_what_it_registered():
@@ -220,7 +222,8 @@ def test_the_source_and_reach_refusals_read_as_the_fail_tasks_that_said_them():
 
 def test_the_plan_names_a_target_left_out_of_the_run():
     result = run({"check": "plan", "engine_group": "gb10", "path": PATH, "play_hosts": ["spark-a"]})
-    assert "failed" not in result and result["left_out"].startswith("spark-b would receive the model but is not")
+    assert result["failed"] is True and result["left_out"].startswith("spark-b would receive the model but is not")
+    assert result["msg"] == result["left_out"]
     assert run({"check": "plan", "engine_group": "gb10", "path": PATH, "play_hosts": ["spark-a", "spark-b"]})[
         "left_out"] == ""
 
@@ -241,6 +244,7 @@ def test_the_plan_reads_the_roles_variables_the_task_leaves_out():
 def test_the_later_checks_take_the_source_paths_and_targets_from_the_plan():
     planned = run({"check": "plan", "engine_group": "gb10", "path": PATH})
     assert planned["target_hosts"] == ["spark-b"] and planned["copy_hosts"] == ["spark-a", "spark-b"]
+    planned.pop("failed", None)
     result = run({"check": "source", "plan": planned, "source_manifest": {}})
     assert result["msg"] == ms.source_refusal("spark-a", PATH, {})
     needed = {"spark-b": {"__before": {"files": {}, "filesystem": {"available": 1, "mount": "/"}}}}
@@ -249,3 +253,67 @@ def test_the_later_checks_take_the_source_paths_and_targets_from_the_plan():
     assert result["failed"] is True and "spark-b" in result["msg"]
     controller = run({"check": "plan", "engine_group": "gb10", "path": PATH, "source": "controller"})
     assert controller["copy_hosts"] == ["spark-a", "spark-b"] == controller["target_hosts"]
+
+
+def run_on_source(args, answers, hostvars=None):
+    """``run`` with the modules the check runs on the source answering from ``answers`` (by module name, a list
+    taken in turn); returns the result and the calls (module name, arguments)."""
+    calls = []
+
+    def execute(self, module_name, module_args, task_vars):
+        calls.append((module_name, dict(module_args)))
+        return dict(answers[module_name].pop(0))
+
+    with mock.patch.object(ActionModule, "_execute_module", execute), \
+            mock.patch.object(ActionModule, "_remove_tmp_path"):
+        return run(args, hostvars), calls
+
+
+def test_the_source_check_lists_the_source_itself_and_returns_the_listing():
+    planned = run({"check": "plan", "engine_group": "gb10", "path": PATH})
+    listing = {"files": {"config.json": 1}, "summary": "1 file"}
+    result, calls = run_on_source({"check": "source", "plan": planned},
+                                  {"factory_floor.llm.model_manifest": [listing]})
+    assert calls == [("factory_floor.llm.model_manifest", {"path": PATH, "checksum": "none"})]
+    assert "failed" not in result and result["source_manifest"] == listing
+    result, _calls = run_on_source({"check": "source", "plan": planned},
+                                   {"factory_floor.llm.model_manifest": [{"failed": True, "msg": "gone"}]})
+    assert result["msg"] == ms.source_refusal("spark-a", PATH, {"msg": "gone"})
+
+
+def test_the_reach_check_runs_each_targets_probe_on_the_source():
+    planned = run({"check": "plan", "engine_group": "gb10", "path": PATH})
+    (target,) = planned["targets"]
+    result, calls = run_on_source({"check": "reach", "plan": planned},
+                                  {"ansible.legacy.command": [{"rc": 255, "stderr": "denied", "failed": True}]})
+    assert calls == [("ansible.legacy.command", {"argv": target["probe"]})]
+    assert result["msg"] == ms.reach_refusal("spark-a", [{"item": target, "rc": 255, "stderr": "denied"}])
+    result, _calls = run_on_source({"check": "reach", "plan": planned}, {"ansible.legacy.command": [{"rc": 0}]})
+    assert "failed" not in result
+
+
+def test_the_copies_check_lists_the_source_hashed_and_fails_with_that_listings_message():
+    planned = run({"check": "plan", "engine_group": "gb10", "path": PATH})
+    listing = {"files": {"config.json": 1}, "sha256": {"config.json": "ab"}, "summary": "1 file, hashed"}
+    hostvars = {"spark-b": {"__after": dict(listing)}}
+    result, calls = run_on_source({"check": "copies", "plan": planned, "listing": "__after", "manifest_checksum": "all"},
+                                  {"factory_floor.llm.model_manifest": [dict(listing)]}, hostvars)
+    assert calls == [("factory_floor.llm.model_manifest", {"path": PATH, "checksum": "all"})]
+    assert "failed" not in result and result["source_manifest"]["summary"] == "1 file, hashed"
+    result, _calls = run_on_source({"check": "copies", "plan": planned, "listing": "__after"},
+                                   {"factory_floor.llm.model_manifest": [{"failed": True, "msg": "permission denied"}]},
+                                   hostvars)
+    assert result["failed"] is True and result["msg"] == "permission denied"
+
+
+def test_a_controller_source_without_rsync_fails_with_the_commands_message():
+    planned = run({"check": "plan", "engine_group": "gb10", "path": PATH, "source": "controller"})
+    answers = {"ansible.legacy.command": [{"failed": True, "rc": 2, "msg": "[Errno 2] No such file or directory: b'rsync'"}],
+               "factory_floor.llm.model_manifest": [{"files": {"config.json": 1}}]}
+    result, calls = run_on_source({"check": "source", "plan": planned}, answers)
+    assert calls == [("ansible.legacy.command", {"argv": ["rsync", "--version"]})]
+    assert result["failed"] is True and result["msg"] == "[Errno 2] No such file or directory: b'rsync'"
+    answers["ansible.legacy.command"] = [{"rc": 0, "stdout": "rsync  version 3.2.7"}]
+    result, calls = run_on_source({"check": "source", "plan": planned}, answers)
+    assert "failed" not in result and [call[0] for call in calls] == ["ansible.legacy.command",
+                                                                      "factory_floor.llm.model_manifest"]

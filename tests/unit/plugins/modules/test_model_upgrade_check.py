@@ -97,3 +97,77 @@ def test_the_documentation_is_the_argument_spec():
         assert options[name].get("choices") == spec.get("choices"), name
         assert options[name].get("default") == spec.get("default"), name
     assert "def main" not in text
+
+
+def run_on_host(args, answers, variables=None):
+    """``run`` with the modules the check runs on the host answering ``answers`` (by module name); returns the
+    result and the calls (module name, arguments)."""
+    calls = []
+
+    def execute(self, module_name, module_args, task_vars):
+        calls.append((module_name, dict(module_args)))
+        return dict(answers[module_name])
+
+    with mock.patch.object(ActionModule, "_execute_module", execute), \
+            mock.patch.object(ActionModule, "_remove_tmp_path"):
+        return run(args, variables), calls
+
+
+def test_the_replica_check_asks_the_replica_itself_and_names_one_that_does_not_answer():
+    settings = run({"check": "request"})["replica"]
+    down = {"failed": True, "status": "unreachable", "error": "connection refused", "msg": "no answer"}
+    endpoint = {"_site_vllm_endpoint": {"url": "http://127.0.0.1:8000", "api_key": "k", "model": "qwen"},
+                "model_upgrade_replica": settings}
+    result, calls = run_on_host({"check": "replica"}, {"factory_floor.llm.vllm_health": down}, endpoint)
+    assert calls == [("factory_floor.llm.vllm_health", {"url": "http://127.0.0.1:8000", "api_key": "k",
+                                                        "model": "qwen", "probe": "models", "timeout": 0})]
+    assert result["msg"].startswith("spark-a does not serve qwen on port 8000 (connection refused); expected")
+
+
+BUILD = {"check": "served", "model": "/models/new", "image": "vllm:v2", "after": "the restart"}
+SERVING = {"status": "serving", "model_roots": {"qwen": "/models/new"}}
+
+
+def test_the_served_check_reads_the_replica_and_its_container_and_returns_the_container():
+    container = {"image": {"id": "sha256:2"}, "containers": {"vllm-replica": {"image": "vllm:v2", "image_id": "sha256:2"}}}
+    result, calls = run_on_host(BUILD, {"factory_floor.llm.vllm_health": SERVING,
+                                        "factory_floor.llm.container_image_info": container},
+                                {"_model_upgrade_container": "vllm-replica", "vllm_container_engine": "podman"})
+    assert "failed" not in result and result["container"]["image"]["id"] == "sha256:2"
+    assert calls == [("factory_floor.llm.vllm_health", {"url": "http://127.0.0.1:8000", "probe": "models", "timeout": 10}),
+                     ("factory_floor.llm.container_image_info", {"engine": "/usr/bin/podman", "image": "vllm:v2",
+                                                                 "containers": ["vllm-replica"]})]
+    # The restore names the ID noted before the upgrade: only the container is read.
+    result, calls = run_on_host(dict(BUILD, image_id="sha256:1", after="the restore"),
+                                {"factory_floor.llm.vllm_health": SERVING,
+                                 "factory_floor.llm.container_image_info": container})
+    assert calls[1][1] == {"engine": "/usr/bin/docker", "containers": ["vllm-replica"]}
+    assert result["msg"] == "spark-a's vllm-replica container runs sha256:2 after the restore, not vllm:v2 (sha256:1)"
+
+
+def test_the_served_check_reads_no_container_without_an_image():
+    result, calls = run_on_host(dict(BUILD, image=""), {"factory_floor.llm.vllm_health": SERVING})
+    assert "failed" not in result and result["container"] == {} and len(calls) == 1
+
+
+@pytest.mark.parametrize("answers, message", [
+    ({"factory_floor.llm.vllm_health": {"failed": True, "msg": "spark-a: no answer on /v1/models within 10 s"}},
+     "spark-a: no answer on /v1/models within 10 s"),
+    ({"factory_floor.llm.vllm_health": SERVING,
+      "factory_floor.llm.container_image_info": {"failed": True, "msg": "docker inspect failed: no such image"}},
+     "docker inspect failed: no such image"),
+])
+def test_a_read_that_fails_fails_the_served_check_with_its_own_message(answers, message):
+    result, _calls = run_on_host(BUILD, answers)
+    assert result["failed"] is True and result["msg"] == message
+
+
+@pytest.mark.parametrize("answer, model", [
+    ({"status": "serving", "model_roots": {"qwen": "/models/new"}}, "/models/new"),
+    ({"status": "serving", "model_roots": {"other": "/models/new"}}, ""),
+    ({"failed": True, "status": "unreachable", "error": "connection refused"}, ""),
+])
+def test_the_serving_check_names_the_directory_the_replica_serves_and_never_fails(answer, model):
+    result, calls = run_on_host({"check": "serving"}, {"factory_floor.llm.vllm_health": answer})
+    assert "failed" not in result and result["model"] == model
+    assert calls == [("factory_floor.llm.vllm_health", {"url": "http://127.0.0.1:8000", "probe": "models", "timeout": 0})]
