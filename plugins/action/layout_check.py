@@ -39,8 +39,8 @@ from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables impor
 
 # The collection's roles, next to plugins/ in a checkout and in an installed collection alike.
 ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
-# Checked by the layout itself (topology, with its own words) or by the API key check.
-SKIP = ("topology",) + iv.KEY_VARS
+# Checked by the layout itself (topology and site_engine_groups, with their own words) or by the API key check.
+SKIP = ("topology", "site_engine_groups") + iv.KEY_VARS
 # The list an operator fills with another collection's variables that share a prefix.
 FOREIGN = "vllm_layout_foreign_variables"
 

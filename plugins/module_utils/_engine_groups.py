@@ -47,6 +47,39 @@ def topology_of(grouping):
     return "groups"
 
 
+def api_hosts(grouping):
+    """Each group's first host (its rank 0, the one that serves the API), in the grouping's order."""
+    return [group[0] for group in grouping or [] if group]
+
+
+def is_supported(grouping):
+    """Whether today's playbooks run ``grouping``: every host its own group (``replicas``) or one group of two
+    (``split``). Other groupings are checked and planned, not yet run."""
+    shape = topology_of(grouping)
+    return shape == "replicas" or (shape == "split" and len(grouping[0]) == 2)
+
+
+def proxy_members(engines, grouping=None):
+    """The hosts the proxy balances over: each group's first host (its API host), every host once.
+
+    With ``grouping`` declared and other than the two topologies' (``topology_of`` says ``groups``), its
+    groups' first hosts. Otherwise the site switches between ``replicas`` and ``split`` without touching
+    the proxy, so its members are the API hosts of both groupings: every engine host, in inventory order
+    (the split's other rank never answers the membership checker, so it never joins).
+    """
+    engines = list(engines or [])
+    if grouping and topology_of(grouping) == "groups":
+        groupings = [grouping]
+    else:
+        groupings = [grouping_of(engines, topology) for topology in TOPOLOGIES]
+    members = []
+    for one in groupings:
+        for host in api_hosts(one):
+            if host not in members:
+                members.append(host)
+    return members
+
+
 def split_sizes(num_attention_heads=None, num_key_value_heads=None, most=8):
     """The tensor-parallel sizes from 1 to ``most`` the model's heads allow, as vLLM checks them.
 

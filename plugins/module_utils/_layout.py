@@ -32,7 +32,12 @@ says what to change):
 * ``split`` on other than exactly two machines, its group not the engine group,
   both ranks on one machine, ``vllm_split_head`` outside the group, ranks that
   disagree on the parallel sizes, and ``vllm_split_tensor_parallel_size`` x
-  ``vllm_split_pipeline_parallel_size`` not equal to the hosts given.
+  ``vllm_split_pipeline_parallel_size`` not equal to the hosts given;
+* a declared ``site_engine_groups`` (``_engine_groups.check_grouping``) with a host outside the
+  engine group or in no or two groups, a group size the model's heads cannot be split over, or two
+  hosts of a group on one machine; engine hosts that disagree on it; and, until the playbooks run
+  engine groups, a grouping other than the topology's own (every host its own group for
+  ``replicas``, the two hosts with ``vllm_split_head`` first for ``split``).
 
 A machine is identified by where Ansible connects: ``ansible_host`` (default,
 the inventory name) and ``ansible_port`` when set to other than ssh's 22;
@@ -44,6 +49,7 @@ from __future__ import annotations
 
 import ipaddress
 
+from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_groups
 from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_args import WILDCARD_HOSTS
 
 TOPOLOGIES = ("replicas", "split")
@@ -80,6 +86,9 @@ HOST_VARS = (
     "vllm_split_tensor_parallel_size",
     "vllm_split_pipeline_parallel_size",
     "vllm_served_model_name",
+    "site_engine_groups",
+    "site_engine_groups_num_attention_heads",
+    "site_engine_groups_num_key_value_heads",
 )
 
 _LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
@@ -274,6 +283,10 @@ def check_layout(topology, groups, hostvars, engine_group=ENGINE_GROUP, proxy_gr
     if topology == "split" and engines:
         _check_split(report, engines, split_hosts, engine_group, split_group, hv, machines, split)
 
+    # --- the declared grouping (site_engine_groups)
+    if engines:
+        _check_engine_groups(report, topology, engines, engine_group, hv, machines, split)
+
     # --- engines that serve the API: every replica, or the split's head
     if topology == "split":
         serving = [split["head"]] if split["head"] in engines else []
@@ -457,6 +470,80 @@ def _check_split(report, engines, split_hosts, engine_group, split_group, hv, ma
             "their direct link. Point one of them at the other machine (ansible_host in %s)."
             % (hosts[0], hosts[1], machines[hosts[0]][1], _where(hosts[1])),
             hosts, ["ansible_host"])
+
+
+def _declared(report, engines, engine_group, hv, name):
+    """``name``'s value on the engine hosts (None when none sets it), after reporting hosts that disagree."""
+    seen = {}
+    for host in engines:
+        value = hv(host).get(name)
+        seen.setdefault(repr(value), (value, []))[1].append(host)
+    if len(seen) > 1:
+        report.add(
+            "engine_groups_differ",
+            "The engine hosts disagree on %s (%s): the site has one grouping. Set it once, in group_vars/all.yml, and "
+            "remove it from the host_vars or group_vars that give another value."
+            % (name, "; ".join("%s on %s" % (_value_words(value), _names(hosts))
+                               for value, hosts in seen.values())),
+            [host for _value, hosts in seen.values() for host in hosts], [name])
+        return None
+    return next(iter(seen.values()))[0]
+
+
+def _grouping_words(grouping):
+    return "[%s]" % ", ".join("[%s]" % ", ".join(str(host) for host in group) for group in grouping)
+
+
+def _value_words(value):
+    if value is None:
+        return "not set"
+    if isinstance(value, (list, tuple)) and all(isinstance(group, (list, tuple)) for group in value):
+        return _grouping_words(value)
+    return repr(value)
+
+
+def _check_engine_groups(report, topology, engines, engine_group, hv, machines, split):
+    """A declared ``site_engine_groups``: check_grouping's errors, then whether the playbooks run it today."""
+    name = _engine_groups.VARIABLE
+    declared = _declared(report, engines, engine_group, hv, name)
+    if declared in (None, []):
+        return
+    heads = {key: _whole(_declared(report, engines, engine_group, hv, "%s_%s" % (name, key)))
+             for key in ("num_attention_heads", "num_key_value_heads")}
+    errors = _engine_groups.check_grouping(declared, engines, engine_group=engine_group,
+                                           machines={host: machines[host][0] for host in engines}, **heads)
+    for message in errors:
+        report.add("engine_groups", message + " (in group_vars/all.yml).", engines, [name])
+    if errors:
+        return
+    said = _grouping_words(declared)
+    if not _engine_groups.is_supported(declared):
+        report.add(
+            "engine_groups_unsupported",
+            "%s is %s: the playbooks do not run engine groups other than the two topologies' yet (every host its own "
+            "group, or one group of two hosts), so no deploy or switch could bring the site to it. Until they do, "
+            "remove %s and set topology: replicas (a full copy on each engine host) or topology: split (one model over "
+            "two hosts) in group_vars/all.yml." % (name, said, name),
+            engines, [name, "topology"])
+        return
+    if topology not in TOPOLOGIES:
+        return
+    wanted = _engine_groups.grouping_of(engines, topology, head=split["head"])
+    if _engine_groups.topology_of(declared) != topology:
+        report.add(
+            "engine_groups_topology",
+            "%s is %s, the %s grouping, but this run brings the site to topology %r, whose grouping is %s. Make them "
+            "agree: set %s to %s, or remove it (the topology's own grouping), in group_vars/all.yml."
+            % (name, said, _engine_groups.topology_of(declared), topology,
+               _grouping_words(wanted), name, _grouping_words(wanted)),
+            engines, [name, "topology"])
+    elif topology == "split" and split["head"] and declared[0][0] != split["head"]:
+        report.add(
+            "engine_groups_head",
+            "%s is %s, whose first host %s is the group's rank 0 (the host that serves the API), but vllm_split_head is "
+            "%s. Put %s first in the group, or set vllm_split_head to %s, in group_vars/all.yml."
+            % (name, said, declared[0][0], split["head"], split["head"], declared[0][0]),
+            engines, [name, "vllm_split_head"])
 
 
 def format_errors(errors):

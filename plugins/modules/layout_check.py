@@ -28,6 +28,12 @@ description:
     engine group; both ranks on one machine; C(vllm_split_head) outside the group; ranks that disagree on the
     parallel sizes or the head; C(vllm_split_tensor_parallel_size) x C(vllm_split_pipeline_parallel_size) not
     equal to the number of hosts (one rank per host)."
+  - "For a declared C(site_engine_groups) (the site's engine groups, a list of lists of engine host names) also: a host
+    outside O(engine_group), in no group or in two; a group size vLLM's tensor parallelism cannot split the model's
+    heads over (C(site_engine_groups_num_attention_heads), C(site_engine_groups_num_key_value_heads), when set); two
+    hosts of one group on one machine; engine hosts that disagree on it; and, until the playbooks run engine groups,
+    any grouping other than O(topology)'s own - every engine host its own group for V(replicas), the two hosts with
+    C(vllm_split_head) first for V(split) - each saying what to set instead."
   - "Also refused, each naming the variable and the hosts, never a value: a variable the roles declare C(type: list)
     or C(type: dict) set to something else (O(value_types); Ansible's own check turns a string into a list or a dict
     for the check only, and the role then takes it character by character); an API key that is not a bearer token
@@ -78,8 +84,9 @@ options:
       - "Variables read: C(topology), C(ansible_host), C(ansible_port), C(ansible_connection), C(vllm_port),
         C(vllm_listen_host), C(site_proxy_port), C(nginx_proxy_backend_address),
         C(vllm_split_head), C(vllm_split_tensor_parallel_size), C(vllm_split_pipeline_parallel_size),
-        C(vllm_served_model_name) (the engine hosts must agree on it). Ports are TCP port numbers; parallel sizes are
-        counts of ranks."
+        C(vllm_served_model_name) (the engine hosts must agree on it), C(site_engine_groups),
+        C(site_engine_groups_num_attention_heads), C(site_engine_groups_num_key_value_heads) (the engine hosts must agree
+        on each). Ports are TCP port numbers; parallel sizes are counts of ranks; heads are counts of heads."
     type: dict
     default: {}
   value_types:
@@ -179,7 +186,11 @@ errors:
         - Which check failed - V(topology), V(topology_differs), V(topology_groups), V(no_engines), V(no_proxy),
           V(port_value), V(port_shared), V(upstream_shared), V(proxy_port_shared), V(loopback_backend),
           V(loopback_listen), V(split_group), V(split_hosts), V(split_settings_differ), V(split_head), V(split_parallel),
-          V(split_machines), V(value_type), V(api_key), V(served_model_name_differs), V(api_key_differs),
+          V(split_machines), V(engine_groups) (C(site_engine_groups) names a host outside the engine group, leaves one
+          out or lists it twice, has a group size the heads cannot be split over or a group with two hosts on one
+          machine), V(engine_groups_differ), V(engine_groups_unsupported) (a grouping the playbooks do not run yet),
+          V(engine_groups_topology) (the grouping of the other topology), V(engine_groups_head) (the split's group not
+          led by C(vllm_split_head)), V(value_type), V(api_key), V(served_model_name_differs), V(api_key_differs),
           V(variable_name) (with O(inventory_variables), a name no role declares), V(variable_renamed) (with
           O(inventory_variables), a name the collection gave up for one shared name, such as C(vllm_engine_group) for
           C(site_engine_group), or one that moved with its procedure to another role, such as C(vllm_replica_drain_timeout)

@@ -64,3 +64,27 @@ def test_the_unit_check_fails_on_warnings_only_when_asked():
     assert plain.endswith('exit $r\'') and "grep" not in plain
     strict = systemd_verify_command("u.service", warnings=True)
     assert strict.endswith('grep -q "u.service:[0-9]"\'')
+
+
+# The proxy's members (issue 37): each engine group's first host, the grouping read from site_engine_groups.
+OLD_BACKENDS = "{{ groups[site_engine_group] | map('extract', hostvars) | map(attribute='inventory_hostname') | list }}"
+FOUR = ["spark-a", "spark-b", "spark-c", "spark-d"]
+
+
+@pytest.mark.parametrize("engines, grouping, members", [
+    (["spark-a", "spark-b"], None, None),                       # the role's default: none declared
+    (["spark-a", "spark-b"], [["spark-a"], ["spark-b"]], None),  # replicas, declared
+    (["spark-a", "spark-b"], [["spark-a", "spark-b"]], None),    # split, declared
+    (FOUR, [["spark-a", "spark-b"], ["spark-c", "spark-d"]], ["spark-a", "spark-c"]),
+    (FOUR, [["spark-a"], ["spark-b"], ["spark-c", "spark-d"]], ["spark-a", "spark-b", "spark-c"]),
+])
+def test_the_proxys_members_are_each_groups_api_host(engines, grouping, members):
+    variables = dict(ROLE, groups={"gb10": engines}, site_engine_group="gb10",
+                     hostvars={host: {"inventory_hostname": host} for host in engines})
+    if grouping is not None:
+        variables["site_engine_groups"] = grouping
+    tpl = with_filters(Templar(loader=DataLoader(), variables=variables))
+    new = tpl.template(trust_as_template("{{ nginx_proxy_backends }}"))
+    # the two topologies: what the proxy had before groups, every engine host
+    assert new == (members if members is not None else tpl.template(trust_as_template(OLD_BACKENDS)))
+    assert members is not None or new == engines

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.factory_floor.llm.plugins.filter.proxy_members import proxy_members as proxy_members_filter
 from ansible_collections.factory_floor.llm.plugins.module_utils._engine_groups import (
+    api_hosts,
     check_grouping,
     group_moves,
     grouping_of,
+    is_supported,
     moves_report,
+    proxy_members,
     split_sizes,
     topology_of,
 )
@@ -130,3 +134,44 @@ def test_the_report_names_each_step_and_the_capacity_left():
     two = [["spark-a", "spark-b"]]
     assert moves_report(two, group_moves(two, [["spark-a"], ["spark-b"]]))[0].endswith(
         "meanwhile the model is away (no other group serves)")
+
+
+# ------------------------------- the proxy's members: each group's first host (its API host)
+
+@pytest.mark.parametrize("engines, grouping, members", [
+    # the two topologies (declared or not): the site switches between them with the proxy as it is, so every
+    # engine host is a member, in inventory order - what nginx_proxy_backends was before groups
+    (FOUR[:2], None, ["spark-a", "spark-b"]),
+    (FOUR[:2], [], ["spark-a", "spark-b"]),
+    (FOUR[:2], [["spark-a"], ["spark-b"]], ["spark-a", "spark-b"]),
+    (FOUR[:2], [["spark-b", "spark-a"]], ["spark-a", "spark-b"]),
+    (FOUR, [["spark-a"], ["spark-b"], ["spark-c"], ["spark-d"]], FOUR),
+    (["spark-a"], None, ["spark-a"]),
+    # engine groups: each group's rank 0, in the grouping's order
+    (FOUR, [["spark-a", "spark-b"], ["spark-c", "spark-d"]], ["spark-a", "spark-c"]),
+    (FOUR, [["spark-a"], ["spark-b"], ["spark-c", "spark-d"]], ["spark-a", "spark-b", "spark-c"]),
+    (FOUR, [["spark-d", "spark-c"], ["spark-b", "spark-a"]], ["spark-d", "spark-b"]),
+])
+def test_the_proxy_balances_over_each_groups_api_host(engines, grouping, members):
+    assert proxy_members(engines, grouping) == members
+    assert proxy_members_filter(engines, grouping) == members
+
+
+def test_the_proxy_members_filter_refuses_what_is_no_grouping():
+    from ansible.errors import AnsibleFilterError
+    with pytest.raises(AnsibleFilterError, match="site_engine_groups must be a list of non-empty host lists"):
+        proxy_members_filter(FOUR, "spark-a")
+    with pytest.raises(AnsibleFilterError, match="expects the engine hosts"):
+        proxy_members_filter("spark-a", [])
+
+
+@pytest.mark.parametrize("grouping, supported", [
+    ([["spark-a"], ["spark-b"], ["spark-c"]], True),
+    ([["spark-a", "spark-b"]], True),
+    ([["spark-a", "spark-b", "spark-c"]], False),
+    ([["spark-a", "spark-b"], ["spark-c"]], False),
+    ([["spark-a", "spark-b"], ["spark-c", "spark-d"]], False),
+])
+def test_the_playbooks_run_the_two_topologies_groupings_only(grouping, supported):
+    assert is_supported(grouping) is supported
+    assert api_hosts(grouping) == [group[0] for group in grouping]

@@ -461,3 +461,87 @@ def test_a_listed_prometheus_host_passes(tmp_path):
     _append(inventory, "host_vars/spark-2.yml", "vllm_prometheus_hosts: [spark-1]\n")
     rc, output = playbook(tmp_path, inventory)
     assert rc == 0, output
+
+
+# ------------------------------- site_engine_groups (issue 37): the site's one grouping, checked before anything changes
+# Read by the action plugin from the inventory itself; each refusal names the host or the group and what to set.
+
+def _four(tmp_path):
+    """inventory/example grown to four Sparks (spark-3, spark-4 in gb10, each its own machine)."""
+    inventory = _site(tmp_path)
+    hosts = (inventory / "hosts.yml").read_text()
+    anchor = "        spark-2:\n          ansible_host: 192.0.2.12\n"
+    assert hosts.count(anchor) == 1
+    (inventory / "hosts.yml").write_text(hosts.replace(anchor, anchor + (
+        "        spark-3:\n          ansible_host: 192.0.2.13\n        spark-4:\n          ansible_host: 192.0.2.14\n")))
+    return inventory
+
+
+@needs_ansible_playbook
+@pytest.mark.parametrize("topology, groups", [
+    (None, "[[spark-1], [spark-2]]"),
+    ("split", "[[spark-1, spark-2]]"),
+    (None, "[]"),
+])
+def test_the_topologys_own_grouping_passes(tmp_path, topology, groups):
+    inventory = _site(tmp_path)
+    _append(inventory, "group_vars/all.yml", "site_engine_groups: %s\n" % groups)
+    rc, output = playbook(tmp_path, inventory, play_topology=topology)
+    assert rc == 0, output
+
+
+@needs_ansible_playbook
+@pytest.mark.parametrize("site, groups, extra, topology, words", [
+    ("four", "[[spark-1, spark-2], [spark-3, spark-4]]", "", None,
+     "site_engine_groups is [[spark-1, spark-2], [spark-3, spark-4]]: the playbooks do not run engine groups other than "
+     "the two topologies' yet (every host its own group, or one group of two hosts), so no deploy or switch could bring "
+     "the site to it. Until they do, remove site_engine_groups and set topology: replicas (a full copy on each engine "
+     "host) or topology: split (one model over two hosts) in group_vars/all.yml."),
+    ("four", "[[spark-1, spark-2], [spark-3]]", "", None,
+     "spark-4 is in the engine group 'gb10' but in no group of site_engine_groups: add [spark-4] as a group of its own "
+     "or put it in a group (in group_vars/all.yml)."),
+    ("four", "[[spark-1], [spark-2], [spark-3], [spark-4], [spark-1]]", "", None,
+     "spark-1 is in group 1 and in group 5 of site_engine_groups: list every engine host in exactly one group"),
+    ("four", "[[spark-1], [spark-2], [spark-3], [spark-4], [spark-9]]", "", None,
+     "site_engine_groups names spark-9 in group 5, which is not in the engine group 'gb10': add it to that group or "
+     "take it out of site_engine_groups"),
+    ("four", "[[spark-1, spark-2], [spark-3, spark-4]]",
+     "site_engine_groups_num_attention_heads: 9\nsite_engine_groups_num_key_value_heads: 3\n", None,
+     "group 1 (spark-1, spark-2) has 2 hosts, and tensor parallelism over 2 needs the model's attention heads (9) and "
+     "key/value heads (3) to split evenly: make its groups 1 or 3 hosts"),
+    ("four", "spark-1", "", None, "site_engine_groups must be a non-empty list of host lists"),
+    ("example", "[[spark-1, spark-2]]", "", None,
+     "site_engine_groups is [[spark-1, spark-2]], the split grouping, but this run brings the site to topology "
+     "'replicas', whose grouping is [[spark-1], [spark-2]]. Make them agree: set site_engine_groups to [[spark-1], "
+     "[spark-2]], or remove it (the topology's own grouping), in group_vars/all.yml."),
+    ("example", "[[spark-2, spark-1]]", "", "split",
+     "site_engine_groups is [[spark-2, spark-1]], whose first host spark-2 is the group's rank 0 (the host that serves "
+     "the API), but vllm_split_head is spark-1. Put spark-1 first in the group, or set vllm_split_head to spark-2"),
+])
+def test_a_grouping_that_cannot_run_is_refused(tmp_path, site, groups, extra, topology, words):
+    inventory = _four(tmp_path) if site == "four" else _site(tmp_path)
+    _append(inventory, "group_vars/all.yml", "site_engine_groups: %s\n%s" % (groups, extra))
+    rc, output = playbook(tmp_path, inventory, play_topology=topology)
+    assert rc != 0, output
+    assert words in re.sub(r"\s+", " ", output), output
+
+
+@needs_ansible_playbook
+def test_a_group_on_one_machine_is_refused(tmp_path):
+    inventory = _four(tmp_path)
+    _append(inventory, "host_vars/spark-4.yml", "---\nansible_host: 192.0.2.13\nvllm_port: 8001\n")
+    _append(inventory, "group_vars/all.yml", "site_engine_groups: [[spark-1], [spark-2], [spark-3, spark-4]]\n")
+    rc, output = playbook(tmp_path, inventory)
+    assert rc != 0, output
+    assert ("group 3 puts spark-3 and spark-4 on one machine (192.0.2.13): a group spreads one model over machines; "
+            "give each host of the group its own machine") in re.sub(r"\s+", " ", output), output
+
+
+@needs_ansible_playbook
+def test_engine_hosts_that_disagree_on_the_grouping_are_refused(tmp_path):
+    inventory = _site(tmp_path)
+    _append(inventory, "host_vars/spark-2.yml", "site_engine_groups: [[spark-1], [spark-2]]\n")
+    rc, output = playbook(tmp_path, inventory)
+    assert rc != 0, output
+    assert ("The engine hosts disagree on site_engine_groups (not set on spark-1; [[spark-1], [spark-2]] on "
+            "spark-2): the site has one grouping. Set it once, in group_vars/all.yml") in re.sub(r"\s+", " ", output)
