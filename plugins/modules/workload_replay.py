@@ -49,9 +49,9 @@ options:
     required: true
   api_key:
     description:
-      - Sent as C(Authorization: Bearer) (C(site_api_key)); empty sends none. Never logged. A key that is no bearer
-        token (RFC 6750: letters, digits and C(-._~+/), C(=) only at its end) is refused before anything is sent, as
-        the other vLLM modules refuse it, without quoting it.
+      - "Sent as C(Authorization: Bearer) (C(site_api_key)); empty sends none. Never logged. A key that is no bearer
+        token (RFC 6750 - letters, digits and C(-._~+/), C(=) only at its end) is refused before anything is sent, as
+        the other vLLM modules refuse it, without quoting it."
     type: str
     default: ""
   endpoint:
@@ -63,7 +63,7 @@ options:
     description:
       - V(token_ids) - the prompt as token ids drawn from O(token_id_range) (O(endpoint=completions) only; lengths
         exact). V(text) - one common English word per planned token (a chat template adds its own tokens; the engines'
-        count is RV(replay.total.prompt_tokens_counted)).
+        count is C(prompt_tokens_counted) in RV(replay.total)).
     type: str
     choices: [token_ids, text]
     default: token_ids
