@@ -36,7 +36,16 @@ author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:
   - factory_floor.llm.attributes
-  - factory_floor.llm.attributes.READ_ONLY
+attributes:
+  check_mode:
+    support: full
+    details: Check mode sends no request (a replay is load on the engines); it makes the plan and returns its summary
+      (RV(replay.plan)). It predicts RV(ignore:changed=false), which a run reports.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+    details: It changes no state; every run measures again.
 options:
   url:
     description:
@@ -117,7 +126,6 @@ options:
     type: path
 notes:
   - Standard library only (C(http.client)); environment proxy settings are not used.
-  - In check mode the plan is made and returned (RV(replay.plan)) and nothing is sent.
 seealso:
   - module: factory_floor.llm.workload_profile
   - name: vLLM benchmark metrics
