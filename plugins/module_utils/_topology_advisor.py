@@ -220,8 +220,8 @@ def rank(results, site, kv_groupings, build, current, margin=DEFAULT_MARGIN):
         else:
             chosen = best
             if best["current"]:
-                reasons.append("stay on %s: the most tokens/s at the %s (%.1f)" % (current, _basis_words(basis),
-                                                                                  score(best)))
+                reasons.append("stay on %s: the most tokens/s at the %s (%.1f)"
+                               % (current, _basis_words(basis), score(best)))
             elif here:
                 reasons.append("switch to %s: %.1f tokens/s at the %s against %.1f on %s (+%.0f%%, more than the "
                                "%d%% margin); the switch costs %s s without a model" % (

@@ -58,10 +58,11 @@ DEFAULT_TOKEN_ID_RANGE = (1000, 20000)
 UPSTREAM_HEADER = "X-Factory-Floor-Upstream"
 USER = "factory-floor-workload-replay"
 # Words that are one token each (with their leading space) in GPT-2's, Llama's and Qwen's BPE vocabularies.
-WORDS = tuple(" " + word for word in ("the of and to in is was for on are with as at be by this from or have an they which one you had "
-               "not but all were when we there can been has more if no out do so up what its about than into them "
-               "only some could time these two may first then any like other over new also after use most made "
-               "many well year way even work back life day part place world").split())
+_WORD_LIST = ("the of and to in is was for on are with as at be by this from or have an they which one you had not but "
+              "all were when we there can been has more if no out do so up what its about than into them only some "
+              "could time these two may first then any like other over new also after use most made many well year "
+              "way even work back life day part place world")
+WORDS = tuple(" " + word for word in _WORD_LIST.split())
 
 
 class ReplayError(ValueError):
@@ -75,8 +76,8 @@ def _stream(key, count, token_ids, id_range):
     rng = random.Random(key)
     if token_ids:
         low, high = id_range
-        return [rng.randrange(low, high) for _ in range(count)]
-    return [rng.choice(WORDS) for _ in range(count)]
+        return [rng.randrange(low, high) for _number in range(count)]
+    return [rng.choice(WORDS) for _number in range(count)]
 
 
 def prompt_of(request, seed, index, token_ids=True, id_range=DEFAULT_TOKEN_ID_RANGE):
@@ -253,8 +254,8 @@ def _round(value, digits=6):
 def _section(records):
     ok = [r for r in records if r["ok"]]
     if ok:
-        wall = max(r["end"] for r in records if r.get("end") is not None) - min(r["start"] for r in records
-                                                                             if r.get("start") is not None)
+        ends = [r["end"] for r in records if r.get("end") is not None]
+        wall = max(ends) - min(r["start"] for r in records if r.get("start") is not None)
     else:
         wall = None
     tokens = sum(r["completion_tokens"] or 0 for r in ok)

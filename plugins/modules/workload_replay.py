@@ -168,7 +168,9 @@ replay:
       type: str
       sample: http://gateway:8080/v1/completions
     plan:
-      description: The plan's C(seed), C(duration_seconds), C(arrival_rate_requests_per_s) and C(summary) (its own rate, mean lengths, prefix-cache hit fraction).
+      description:
+        - The plan's C(seed), C(duration_seconds), C(arrival_rate_requests_per_s) and C(summary) (its own rate, mean
+          lengths, prefix-cache hit fraction).
       type: dict
     total:
       description:
@@ -183,7 +185,9 @@ replay:
                tokens_per_s: 210.4, requests_per_min: 59.8, ttft_seconds: {p50: 0.21, p95: 0.93},
                tpot_seconds: {p50: 0.041, p95: 0.058}}
     engines:
-      description: The same keys as RV(replay.total) (without the plan's) per engine that answered, with C(name) (C(X-Factory-Floor-Upstream), C(unknown) without it).
+      description:
+        - The same keys as RV(replay.total) (without the plan's) per engine that answered, with C(name)
+          (C(X-Factory-Floor-Upstream), C(unknown) without it).
       type: list
       elements: dict
     in_flight_bound:
@@ -213,7 +217,9 @@ def main():
             "api_key": {"type": "str", "default": "", "no_log": True},
             "endpoint": {"type": "str", "choices": list(rr.ENDPOINTS), "default": "completions"},
             "prompt": {"type": "str", "choices": list(rr.PROMPTS), "default": "token_ids"},
-            "token_id_range": {"type": "list", "elements": "int", "default": list(rr.DEFAULT_TOKEN_ID_RANGE)},
+            # Token ids, not credentials.
+            "token_id_range": {"type": "list", "elements": "int", "default": list(rr.DEFAULT_TOKEN_ID_RANGE),
+                               "no_log": False},
             "profile": {"type": "dict"},
             "plan": {"type": "dict"},
             "seconds": {"type": "float", "default": 300},
