@@ -7,7 +7,7 @@
 The runs themselves are in each module's test file: a module that only reads runs in full and
 predicts ``changed: false``; one that writes (``maintenance_lock``, ``concurrency_plot``) writes
 nothing and predicts the ``changed`` a real run reports (both are compared there); one that loads
-an engine (``tool_call_test``, ``concurrency_sweep``) sends nothing and says what it would send.
+an engine (``tool_call_test``, ``concurrency_sweep``, ``workload_replay``) sends nothing and says what it would send.
 ``command_progress`` runs an arbitrary command: like ``ansible.builtin.command`` it cannot predict
 and is skipped in check mode (``check_mode: partial``), which its benchmarks rely on to send no load.
 """
@@ -33,6 +33,7 @@ WRITES = {
     "concurrency_sweep": ("test_concurrency_sweep.py", "test_check_mode_sends_no_load"),
     "command_progress": ("test_command_progress.py", "test_check_mode_runs_nothing"),
     "workload_profile": ("test_workload_profile.py", "test_reads_every_engine_and_writes_the_profile_unless_checking"),
+    "workload_replay": ("test_workload_replay.py", "test_check_mode_sends_nothing"),
 }
 
 
