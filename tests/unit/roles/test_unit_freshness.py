@@ -139,17 +139,15 @@ def test_a_restarted_engine_is_checked_against_the_rendered_configuration():
 
 
 DAEMONS = [
-    ("roles/vllm_watchdog/tasks/run.yml", "{{ _vllm_watchdog_unit }}", "__vllm_watchdog_unit_info",
-     common(_vllm_watchdog_unit="vllm-watchdog-replica.service", __site_host_programs=UNCHANGED,
-            __vllm_watchdog_config=UNCHANGED, __vllm_watchdog_unit_file=UNCHANGED)),
     ("roles/nginx_proxy/tasks/run.yml", "{{ _nginx_proxy_checker_unit }}", "__nginx_proxy_checker_unit_info",
      common(_nginx_proxy_checker_unit="factory-floor-upstream.service", __site_host_programs=UNCHANGED,
             __nginx_proxy_checker_config=UNCHANGED, __nginx_proxy_checker_unit_file=UNCHANGED)),
 ]
-# The memory guard's and keepalived's watches: factory_floor.llm.daemon_service (test_daemon_service.py).
+# The memory guard's and keepalived's watches and the vLLM watchdog: factory_floor.llm.daemon_service
+# (test_daemon_service.py).
 
 
-@pytest.mark.parametrize("path, unit, info, values", DAEMONS, ids=["watchdog", "checker"])
+@pytest.mark.parametrize("path, unit, info, values", DAEMONS, ids=["checker"])
 def test_a_daemon_an_interrupted_run_left_on_its_old_files_is_reloaded_and_restarted(path, unit, info, values):
     values = dict(values, **{info: stale(unit)})
     start = systemd_task(path, name=unit, state="started")
@@ -161,7 +159,7 @@ def test_a_daemon_an_interrupted_run_left_on_its_old_files_is_reloaded_and_resta
                                              start["register"]: UNCHANGED}))
 
 
-@pytest.mark.parametrize("path, unit, info, values", DAEMONS, ids=["watchdog", "checker"])
+@pytest.mark.parametrize("path, unit, info, values", DAEMONS, ids=["checker"])
 def test_the_daemons_files_are_the_ones_it_runs(path, unit, info, values):
     # The module is asked about the unit the role starts, with its code, configuration and unit file.
     reads = [task for task in tasks(path) if "factory_floor.llm.systemd_unit_info" in task and task["register"] == info]
@@ -250,14 +248,10 @@ PACKAGE = ["/usr/local/lib/factory-floor/_host/__init__.py", "/usr/local/lib/fac
 
 
 @pytest.mark.parametrize("path, values, unit, own_files", [
-    ("roles/vllm_watchdog/tasks/run.yml",
-     dict(_vllm_watchdog_unit="vllm-watchdog-replica.service", _vllm_watchdog_unit_dir="/etc/systemd/system",
-          _vllm_watchdog_config_file="/etc/factory-floor/vllm-watchdog-replica.json"),
-     "vllm-watchdog-replica.service", ["/etc/factory-floor/vllm-watchdog-replica.json"]),
     ("roles/nginx_proxy/tasks/run.yml",
      dict(_nginx_proxy_checker_unit="factory-floor-upstream.service", _nginx_proxy_config_dir="/etc/factory-floor"),
      "factory-floor-upstream.service", ["/etc/factory-floor/upstream.json"]),
-], ids=["watchdog", "checker"])
+], ids=["checker"])
 def test_a_daemon_is_asked_about_every_file_it_was_started_from(path, values, unit, own_files):
     (task,) = [task for task in info_tasks(path) if task[INFO]["units"] != ["nginx.service"]]
     asked_for = asked(task, common(_site_host_files=PACKAGE, **values))
