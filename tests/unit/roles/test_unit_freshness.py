@@ -170,25 +170,39 @@ def test_the_daemons_files_are_the_ones_it_runs(path, unit, info, values):
         assert part in files, (path, part)
 
 
+DAEMON = "factory_floor.llm.daemon_service"
+
+
+def firewall_load(**values):
+    """The firewall's daemon_service arguments as Ansible evaluates them (its rule: test_daemon_service.py)."""
+    (task,) = [task for task in tasks("roles/vllm/tasks/firewall.yml") if DAEMON in task]
+    variables = common(_vllm_config_dir="/etc/factory-floor", **dict(
+        {"__vllm_firewall_rules": UNCHANGED, "__vllm_firewall_unit": UNCHANGED, "__vllm_firewall_table": {"rc": 0}},
+        **values))
+
+    def value_of(value):
+        return evaluate(value, variables) if "{{" in value else value
+
+    return {key: value_of(value) if isinstance(value, str) else [value_of(item) for item in value]
+            for key, value in task[DAEMON].items()}
+
+
 def test_the_firewall_rules_an_interrupted_run_wrote_are_loaded():
-    task = systemd_task("roles/vllm/tasks/firewall.yml", name="factory-floor-firewall.service")
-    values = common(__vllm_firewall_rules=UNCHANGED, __vllm_firewall_unit=UNCHANGED, __vllm_firewall_table={"rc": 0},
-                    __vllm_firewall_unit_info=stale("factory-floor-firewall.service"))
-    assert argument(task, "state", values).strip() == "restarted"
-    assert boolean(argument(task, "daemon_reload", values))
-    values["__vllm_firewall_unit_info"] = dict(UNCHANGED, need_daemon_reload=False, restart=[])
-    assert argument(task, "state", values).strip() == "started"
+    # daemon_service asks systemd_unit_info about the rules and the unit: reloaded, restarted when not on them.
+    args = firewall_load()
+    assert args["unit"] == "factory-floor-firewall.service"
+    assert args["files"] == ["/etc/factory-floor/firewall.nft", "/etc/systemd/system/factory-floor-firewall.service"]
+    assert not boolean(args["changed"]) and not boolean(args["unit_changed"])
+    assert boolean(firewall_load(__vllm_firewall_rules=CHANGED)["changed"])
+    assert boolean(firewall_load(__vllm_firewall_unit=CHANGED)["unit_changed"])
 
 
 def test_a_firewall_table_flushed_under_an_active_unit_is_loaded_again():
     # `systemctl start nftables` on a running host flushes the ruleset; the unit stays active.
-    task = systemd_task("roles/vllm/tasks/firewall.yml", name="factory-floor-firewall.service")
     (read,) = [t for t in tasks("roles/vllm/tasks/firewall.yml") if "ansible.builtin.command" in t
                and t["ansible.builtin.command"]["argv"] == ["nft", "list", "table", "inet", "factory_floor"]]
-    values = common(__vllm_firewall_rules=UNCHANGED, __vllm_firewall_unit=UNCHANGED, __vllm_firewall_table={"rc": 1},
-                    __vllm_firewall_unit_info=dict(UNCHANGED, need_daemon_reload=False, restart=[]))
     assert read["register"] == "__vllm_firewall_table" and read["check_mode"] is False
-    assert argument(task, "state", values).strip() == "restarted"
+    assert boolean(firewall_load(__vllm_firewall_table={"rc": 1})["changed"])
 
 
 def test_the_leave_unit_and_keepalived_are_reloaded_never_restarted():
