@@ -108,8 +108,9 @@ WATCHDOG = {"_vllm_watchdog_unit_dir": "/etc/systemd/system", "vllm_watchdog_top
 
 def _watchdog_vars(**changes):
     with open(os.path.join(ROOT, "roles", "vllm_watchdog", "vars", "main.yml"), encoding="utf-8") as handle:
-        verdicts = yaml.safe_load(handle)["_vllm_watchdog_stop_verdicts"]
-    return dict(WATCHDOG, _vllm_watchdog_stop_verdicts=trust_as_template(verdicts), **changes)
+        role_vars = yaml.safe_load(handle)
+    return dict(WATCHDOG, **{name: trust_as_template(role_vars[name]) for name in
+                             ("_vllm_watchdog_stop_verdict", "_vllm_watchdog_stop_verdicts")}, **changes)
 
 
 @pytest.mark.parametrize("path, unit, verdict", [
