@@ -73,8 +73,8 @@ def run(variables, results):
     task = mock.MagicMock(args={}, check_mode=False, async_val=0, action="factory_floor.llm.engine_cli_check")
     connection = mock.MagicMock()
     connection._shell.tmpdir = None
-    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), Templar(loader=DataLoader(),
-                                                                                   variables=variables), None)
+    templar = Templar(loader=DataLoader(), variables=variables)
+    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
     calls = []
 
     def execute(module_name, module_args, task_vars):

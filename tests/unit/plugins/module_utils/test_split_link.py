@@ -98,8 +98,8 @@ def run(args, variables, results=()):
     task = mock.MagicMock(args=dict(args), check_mode=False, async_val=0, action="factory_floor.llm.split_link")
     connection = mock.MagicMock()
     connection._shell.tmpdir = None
-    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), Templar(loader=DataLoader(),
-                                                                                   variables=variables), None)
+    templar = Templar(loader=DataLoader(), variables=variables)
+    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
     calls = []
 
     def execute(module_name, module_args, task_vars):

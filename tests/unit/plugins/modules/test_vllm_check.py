@@ -85,8 +85,8 @@ def _read_run(variables, results, check_mode=False):
                           action="factory_floor.llm.vllm_check")
     connection = mock.MagicMock()
     connection._shell.tmpdir = None
-    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), Templar(loader=DataLoader(),
-                                                                                   variables=variables), None)
+    templar = Templar(loader=DataLoader(), variables=variables)
+    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
     calls = []
 
     def execute(module_name, module_args, task_vars):

@@ -64,8 +64,8 @@ def test_the_split_check_reads_the_models_config_itself(model, read, heads_refus
     connection = mock.MagicMock()
     connection._shell.tmpdir = None
     variables = dict(SPLIT, vllm_model=model)
-    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), Templar(loader=DataLoader(),
-                                                                                   variables=variables), None)
+    templar = Templar(loader=DataLoader(), variables=variables)
+    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
     calls = []
 
     def execute(module_name, module_args, task_vars):
