@@ -7,7 +7,8 @@ against what the host runs. Its documentation is plugins/modules/engine_plan.py.
 
 Composing here keeps the environment and the API keys on the controller: a module given them as ``no_log`` options
 would mask every occurrence of their values in its own result (an environment value ``1`` in ``--max-num-seqs 12``).
-The host is only read, by the collection's read-only modules: ``vllm_engine_info`` (the unit's process, given the
+Options the task leaves out are the vllm role's variables (``_engine_plan.ROLE_VARIABLES``), read as the task sees
+them. The host is only read, by the collection's read-only modules: ``vllm_engine_info`` (the unit's process, given the
 fingerprint as its ``no_log`` option, as before) and, with the container runtime, ``container_image_info``. The
 result holds the environment and the fingerprint, so a successful run's output is hidden (``no_log``); a failure's
 message names variables and types only, and is shown.
@@ -19,6 +20,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_plan as ep
 from ansible_collections.factory_floor.llm.plugins.module_utils._engine_plan import EnginePlanError
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain
 
 # The options (the documentation's). Lists and mappings are taken as given ("raw") and checked by _engine_plan:
 # Ansible's own conversion would turn a string into a list of its comma-separated parts, and their items' types are
@@ -60,7 +62,12 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
         task_vars = task_vars or {}
-        _validation, params = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        given = self._task.args
+        self._task.args = dict(ep.role_args(lambda name: self._role_variable(name, task_vars), given), **given)
+        try:
+            _validation, params = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        finally:
+            self._task.args = given
         try:
             composed = ep.compose(params, task_vars.get("inventory_hostname") or "this host")
         except EnginePlanError as exc:
@@ -79,6 +86,12 @@ class ActionModule(ActionBase):
         # The environment (HF_TOKEN...) and the fingerprint (a guess of the key could be checked against it).
         result["_ansible_no_log"] = True
         return result
+
+    def _role_variable(self, name, task_vars):
+        """The variable ``name`` as the task sees it (an include's ``vars`` too); KeyError when it is not defined."""
+        if name not in task_vars:
+            raise KeyError(name)
+        return plain(self._templar.resolve_variable_expression(name))
 
     def _read(self, params, composed, task_vars):
         """(vllm_engine_info's result, container_image_info's or {}) on the host; both only read."""

@@ -4,10 +4,10 @@
 
 """factory_floor.llm.vllm_role_check, on the controller: the engine service roles' own preflight refusals.
 
-The task names a check and passes what the role's tasks read on the host (the model's ``config.json``). This plugin
-reads the variables that check needs itself, as the task sees them (``_vllm_role_check.VARIABLES``); the decision is
-``plugins/module_utils/_vllm_role_check.py``'s. Nothing runs on the host. The module's documentation is
-``plugins/modules/vllm_role_check.py``.
+The task names a check. This plugin reads the variables that check needs itself, as the task sees them
+(``_vllm_role_check.VARIABLES``), and for ``split`` the model's ``config.json`` on the host (``slurp``, in check mode
+too; a read that fails is not checked) unless the task passes it; the decision is
+``plugins/module_utils/_vllm_role_check.py``'s. The module's documentation is ``plugins/modules/vllm_role_check.py``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ class ActionModule(ActionBase):
     """Runs the check on the controller; its documentation is the module factory_floor.llm.vllm_role_check's."""
 
     _supports_check_mode = True
-    _requires_connection = False
     TRANSFERS_FILES = False
 
     def read_variables(self, name):
@@ -43,12 +42,28 @@ class ActionModule(ActionBase):
                                             % (name, variable, error)) from error
         return found
 
+    def read_model_config(self, variables, task_vars):
+        """The split model's ``config.json`` as ``slurp`` read it on the host ({} when it is not a path)."""
+        read = rc.model_config_read(variables)
+        if read is None:
+            return {}
+        check_mode = self._task.check_mode
+        self._task.check_mode = False
+        try:
+            return self._execute_module(module_name="ansible.legacy.slurp", module_args=read, task_vars=task_vars)
+        finally:
+            self._task.check_mode = check_mode
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         observed = {key: value for key, value in args.items() if key != "check" and value is not None}
-        errors = rc.check(args["check"], self.read_variables(args["check"]), observed)
+        variables = self.read_variables(args["check"])
+        if args["check"] == "split" and "model_config" not in observed:
+            observed["model_config"] = self.read_model_config(variables, task_vars)
+        errors = rc.check(args["check"], variables, observed)
         result.update(changed=False, errors=errors)
         if errors:
             result.update(failed=True, msg=rc.format_errors(errors))

@@ -94,7 +94,7 @@ from collections.abc import Iterable, Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.factory_floor.llm.plugins.module_utils import _link_check as lc
+from ansible_collections.factory_floor.llm.plugins.module_utils import _split_link as sl
 from ansible_collections.factory_floor.llm.plugins.module_utils._host_inputs import per_host
 
 
@@ -110,34 +110,10 @@ def link_report(results, hostvars=None, registered=None, kind="link", mtu=None, 
         results = per_host(hostvars, list(results), registered)
     if not isinstance(results, Mapping):
         raise AnsibleFilterError("link_report expects a dict of each host's result, got %s" % type(results).__name__)
-    results = {str(host): dict(value or {}) for host, value in results.items()}
-    if kind == "link":
-        report = lc.assess(results, mtu=mtu, runtime=runtime)
-        report["message"] = lc.message(
-            report["problems"], "The direct link cannot carry the split. Nothing was changed.") if report["problems"] else ""
-        return report
-    if kind == "collective":
-        problems = lc.collective_problems(results, {"rdma": rdma, "interface": interface, "head": head, "master": master,
-                                                    "min_busbw_gb_s": min_busbw_gb_s})
-        done = [r for r in results.values() if r.get("ok")]
-        summary = ["%s (rank %s): %s" % (host, results[host].get("rank", "?"), lc.collective_summary(results[host]))
-                   for host in sorted(results) if not results[host].get("skipped")]
-        return {"ok": not problems, "problems": problems, "summary": summary,
-                "message": lc.message(problems, "The all-reduce between the ranks over the link failed. Nothing was changed.")
-                if problems else "",
-                "busbw_gb_s": min((float(r.get("busbw_gb_s") or 0) for r in done), default=0.0),
-                "transport": (done[0].get("transport") or {}).get("transport", "") if done else ""}
-    if kind == "engine":
-        levels = {}
-        for host in sorted(results):
-            if "engine_transport" not in results[host]:
-                continue  # a host that did not read (switch_serving reads the head only)
-            levels[host] = lc.engine_transport_verdict(results[host]["engine_transport"] or {}, rdma)
-        order = ["refuse", "warn", "info", "ok"]
-        level = min((lvl for lvl, _text in levels.values()), key=order.index, default="info")
-        text = "; ".join("%s: %s" % (host, text) for host, (_lvl, text) in sorted(levels.items()))
-        return {"ok": level != "refuse", "level": level, "text": text, "problems": [], "summary": [text], "message": text}
-    raise AnsibleFilterError("link_report: kind must be link, collective or engine, got %r" % (kind,))
+    if kind not in sl.KINDS:
+        raise AnsibleFilterError("link_report: kind must be link, collective or engine, got %r" % (kind,))
+    return sl.report(kind, results, mtu=mtu, runtime=runtime, rdma=rdma, interface=interface, head=head, master=master,
+                     min_busbw_gb_s=min_busbw_gb_s)
 
 
 class FilterModule:

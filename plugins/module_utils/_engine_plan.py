@@ -229,3 +229,37 @@ def decide(runtime, engine_info, image=None, image_info=None, unit=""):
     removed, added = list(engine_info.get("args_removed") or []), list(engine_info.get("args_added") or [])
     return {"running": running, "restart_pending": pending, "args_removed": removed, "args_added": added,
             "image": state, "change": change_words(removed, added, state, pending)}
+
+
+# The vllm role's variable each option comes from, when the task leaves the option out (roles/vllm/tasks/plan.yml
+# passed them one by one before). ``env_file`` is derived: ``_vllm_config_dir``/UNIT.env.
+ROLE_VARIABLES = {
+    "unit": "vllm_service_name", "runtime": "vllm_runtime", "settings": "_vllm_settings",
+    "service_settings": "vllm_service_settings", "extra_args": "vllm_extra_args", "venv": "vllm_venv",
+    "container_engine": "_vllm_container_engine_path", "container_image": "vllm_container_image",
+    "container_pull": "vllm_container_pull", "container_log_driver": "vllm_container_log_driver",
+    "container_resource_args": "_vllm_container_resource_args", "container_cache_dir": "vllm_container_cache_dir",
+    "container_cache_path": "vllm_container_cache_path", "container_run_args": "vllm_container_run_args",
+    "service_run_args": "vllm_service_run_args", "stop_timeout": "_vllm_stop_timeout", "env": "vllm_env",
+    "env_host": "vllm_env_host", "service_env": "vllm_service_env", "api_key": "vllm_api_key",
+    "api_key_next": "vllm_api_key_next",
+}
+
+
+def role_args(read, given):
+    """The options ``given`` (the task's) leaves out, from the role's variables: ``read(name)`` is a variable's value
+    as the task sees it, raising KeyError when it is undefined there (the option's default then applies)."""
+    args = {}
+    for option, variable in ROLE_VARIABLES.items():
+        if option not in given:
+            try:
+                args[option] = read(variable)
+            except KeyError:
+                continue
+    unit = given.get("unit", args.get("unit"))
+    if "env_file" not in given and unit:
+        try:
+            args["env_file"] = "%s/%s.env" % (read("_vllm_config_dir"), unit)
+        except KeyError:
+            pass
+    return args

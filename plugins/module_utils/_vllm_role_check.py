@@ -72,6 +72,13 @@ def split_layout_ok(hosts, head, tensor_parallel_size, pipeline_parallel_size, i
             and _length(interface) > 0 and _length(address) > 0)
 
 
+def model_config_read(v):
+    """The ``slurp`` arguments of the split model's ``config.json`` on the host, or None when ``vllm_split_model`` is
+    not a path (a hub name: nothing to read)."""
+    model = str(v.get("vllm_split_model") or "")
+    return {"src": model + "/config.json"} if model.startswith("/") else None
+
+
 def attention_heads(model_config):
     """The attention heads of a model from the ``slurp`` of its ``config.json`` (its text model's for a multimodal
     one); 0 when it was not read or does not say."""

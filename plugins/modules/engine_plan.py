@@ -16,8 +16,9 @@ description:
   - Composes, on the controller, what an engine's systemd unit runs - its command line (C(ExecStart=)), its
     environment (the root-only env file) and the configuration fingerprint of both with the API keys - then reads on
     the host what runs now and says whether a C(service) run would restart it. The C(factory_floor.llm.vllm) role's
-    C(plan) entry point (the first step of C(service)) calls it with the role's variables; each option names the
-    variable it comes from there.
+    C(plan) entry point (the first step of C(service)) calls it with no option; each option left out is read from
+    the role's variable it names, as the task sees it (an include's C(vars) too); one not defined there takes its
+    default.
   - "The command line per O(runtime). V(venv): C(VENV/bin/vllm serve) (O(venv)). V(container): the attached
     C(ENGINE run --name UNIT --network=host --pull=missing|never --stop-timeout=SECONDS [--log-driver=DRIVER]
     --env-file ENV_FILE) (O(container_engine), O(unit), O(container_pull), O(stop_timeout), O(container_log_driver),
@@ -134,7 +135,7 @@ options:
     type: int
     default: 40
   env_file:
-    description: The unit's root-only env file, the container's C(--env-file) (C(/etc/factory-floor/UNIT.env)).
+    description: The unit's root-only env file, the container's C(--env-file) (the role's C(_vllm_config_dir)/UNIT.env, C(/etc/factory-floor/UNIT.env)).
     type: str
     default: ""
   env:
@@ -174,7 +175,11 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: Plan the replica's engine against what runs (the role's plan entry point)
+- name: Plan the engine against what runs, every option from the vllm role's variables (its plan entry point)
+  factory_floor.llm.engine_plan: {}
+  register: engine
+
+- name: Plan the replica's engine against what runs, the options given
   factory_floor.llm.engine_plan:
     unit: vllm-replica.service
     runtime: container

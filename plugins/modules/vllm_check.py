@@ -13,10 +13,11 @@ version_added: 0.1.0
 description:
   - "The refusals of the C(factory_floor.llm.vllm) role's preflight, image check, and the preflights of C(deploy.yml)
     and the topology switch. Each names the host and the variable, says what to change, and fails the task with one
-    message per problem (numbered when there are several). The role's tasks read the host (C(stat), C(ss), C(ps),
-    M(factory_floor.llm.container_image_info), M(factory_floor.llm.vllm_health)) and pass what they saw; the module
-    reads the variables the check needs itself, as the task sees them (inventory, the roles' defaults, an include's
-    C(vars)), on the controller."
+    message per problem (numbered when there are several). The roles' tasks read the host
+    (M(factory_floor.llm.container_image_info), M(factory_floor.llm.vllm_health)) and pass what they saw; O(check=engine)
+    given none of its observations reads the host itself (M(ansible.builtin.stat), C(systemctl is-active), C(ss),
+    C(ps), run for real in check mode too: they only read). The module reads the variables the check needs itself, as
+    the task sees them (inventory, the roles' defaults, an include's C(vars)), on the controller."
   - "O(check=engine) (the role's C(preflight) entry point, on each engine host) refuses: a setting vLLM cannot run
     with, in one message naming each - C(vllm_runtime) other than C(venv)/C(container), an empty C(vllm_model) or
     C(vllm_served_model_name), C(vllm_port) outside 1-65535, C(vllm_max_num_seqs) or C(vllm_max_model_len) below 1,
@@ -95,7 +96,11 @@ options:
     required: true
     choices: [engine, deploy, restart, switch, switch_incumbent, switch_hosts, switch_proxy, image, image_builds]
   model_dir:
-    description: V(engine) - the M(ansible.builtin.stat) result of C(vllm_model) (read when it is an absolute path).
+    description:
+      - V(engine) - the M(ansible.builtin.stat) result of C(vllm_model) (read when it is an absolute path).
+      - When O(model_dir), O(venv_vllm), O(tool_parsers), O(units_active), O(port_listeners) and O(port_units) are all
+        left out, the module reads them on the host itself (the vllm role's preflight does); a failed read of the
+        model directory, of the virtualenv's C(vllm) or of C(ss) fails the task with that read's message.
     type: dict
   venv_vllm:
     description: V(engine) - the M(ansible.builtin.stat) result of C(vllm_venv)/bin/vllm (the C(venv) runtime).
@@ -140,8 +145,13 @@ seealso:
 """
 
 EXAMPLES = r"""
-# What the vllm role's preflight does, after reading the host.
+# What the vllm role's preflight does: the module reads the host itself.
 - name: Refuse settings vLLM cannot run with, a missing model or vLLM, an unknown parser, a taken port
+  factory_floor.llm.vllm_check:
+    check: engine
+
+# The same, given what the host said.
+- name: Refuse settings vLLM cannot run with, judged on given observations
   factory_floor.llm.vllm_check:
     check: engine
     model_dir: "{{ __model_dir }}"

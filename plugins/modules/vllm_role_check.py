@@ -14,7 +14,7 @@ description:
   - "The refusals of the engine service roles' own preflights, before anything changes. Each names the host and the
     variable and says what to change; the task fails with one message per problem (numbered when there are several).
     The module reads the variables the check needs itself, as the task sees them (inventory, the roles' defaults, an
-    include's C(vars)), on the controller; it connects to no host."
+    include's C(vars)), on the controller; only V(split) reads the host (the model's C(config.json), O(model_config))."
   - "O(check=split) (the C(factory_floor.llm.vllm_split) role's C(preflight), each engine host): a layout the split
     cannot run on - not exactly two machines in C(vllm_split_group) (C(_vllm_split_hosts)), C(vllm_split_head) not among
     them, C(vllm_split_tensor_parallel_size) x C(vllm_split_pipeline_parallel_size) other than the number of machines,
@@ -56,6 +56,8 @@ options:
     description:
       - V(split) - the M(ansible.builtin.slurp) result of the model's C(config.json). Not checked when it has no
         C(content) (not read) or names no attention heads.
+      - Left out, the module reads C(vllm_split_model)/config.json on the host itself (M(ansible.builtin.slurp), in
+        check mode too; nothing to read when C(vllm_split_model) is not a path, a read that fails is not checked).
     type: dict
 notes:
   - An undefined variable the check reads fails the task, naming it - except the watchdog's split settings and
@@ -68,7 +70,6 @@ EXAMPLES = r"""
 - name: Refuse a split layout, or a tensor-parallel size the model's heads cannot be divided by
   factory_floor.llm.vllm_role_check:
     check: split
-    model_config: "{{ __config_json }}"
 
 - name: Refuse watchdog settings it cannot run with
   factory_floor.llm.vllm_role_check:

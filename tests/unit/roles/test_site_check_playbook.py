@@ -85,7 +85,7 @@ def every_task():
 
 def test_it_reuses_the_roles_checks():
     reached = {where for where, _task, _action in every_task()}
-    assert {"roles/vllm/tasks/image_check.yml", "roles/vllm/tasks/cli_check.yml", "roles/memory_guard/tasks/share.yml",
+    assert {"roles/vllm/tasks/image_check.yml", "roles/memory_guard/tasks/share.yml",
             "roles/memory_guard/tasks/model.yml", "roles/vllm_split/tasks/link_check.yml"} <= reached
 
 

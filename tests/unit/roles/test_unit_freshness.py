@@ -138,13 +138,8 @@ def test_a_restarted_engine_is_checked_against_the_rendered_configuration():
 # --------------------------------------------------------------------------- item 16: the daemons
 
 
-DAEMONS = [
-    ("roles/vllm_watchdog/tasks/run.yml", "{{ _vllm_watchdog_unit }}", "__vllm_watchdog_unit_info",
-     common(_vllm_watchdog_unit="vllm-watchdog-replica.service", __site_host_programs=UNCHANGED,
-            __vllm_watchdog_config=UNCHANGED, __vllm_watchdog_unit_file=UNCHANGED)),
-]
-# The memory guard's and keepalived's watches and the proxy's membership checker: factory_floor.llm.daemon_service
-# (test_daemon_service.py holds its rule; below, what the checker's task gives it).
+# The memory guard's and keepalived's watches, the vLLM watchdog and the proxy's membership checker:
+# factory_floor.llm.daemon_service (test_daemon_service.py holds its rule; below, what the checker's task gives it).
 
 
 def test_the_checker_is_restarted_on_its_code_configuration_and_unit():
@@ -161,48 +156,39 @@ def test_the_checker_is_restarted_on_its_code_configuration_and_unit():
     assert not boolean(evaluate(args["changed"], values)) and boolean(evaluate(args["unit_changed"], values))
 
 
-@pytest.mark.parametrize("path, unit, info, values", DAEMONS, ids=["watchdog"])
-def test_a_daemon_an_interrupted_run_left_on_its_old_files_is_reloaded_and_restarted(path, unit, info, values):
-    values = dict(values, **{info: stale(unit)})
-    start = systemd_task(path, name=unit, state="started")
-    assert boolean(argument(start, "daemon_reload", values))
-    restart = systemd_task(path, name=unit, state="restarted")
-    assert runs(restart, dict(values, **{start["register"]: UNCHANGED}))
-    # ...and one on its files is left running.
-    assert not runs(restart, dict(values, **{info: dict(UNCHANGED, need_daemon_reload=False, restart=[]),
-                                             start["register"]: UNCHANGED}))
+DAEMON = "factory_floor.llm.daemon_service"
 
 
-@pytest.mark.parametrize("path, unit, info, values", DAEMONS, ids=["watchdog"])
-def test_the_daemons_files_are_the_ones_it_runs(path, unit, info, values):
-    # The module is asked about the unit the role starts, with its code, configuration and unit file.
-    reads = [task for task in tasks(path) if "factory_floor.llm.systemd_unit_info" in task and task["register"] == info]
-    assert len(reads) == 1
-    assert reads[0]["factory_floor.llm.systemd_unit_info"]["units"] == [unit]
-    files = reads[0]["factory_floor.llm.systemd_unit_info"]["files"]
-    for part in ("_unit", "config", "_site_host_files"):
-        assert part in files, (path, part)
+def firewall_load(**values):
+    """The firewall's daemon_service arguments as Ansible evaluates them (its rule: test_daemon_service.py)."""
+    (task,) = [task for task in tasks("roles/vllm/tasks/firewall.yml") if DAEMON in task]
+    variables = common(_vllm_config_dir="/etc/factory-floor", **dict(
+        {"__vllm_firewall_rules": UNCHANGED, "__vllm_firewall_unit": UNCHANGED, "__vllm_firewall_table": {"rc": 0}},
+        **values))
+
+    def value_of(value):
+        return evaluate(value, variables) if "{{" in value else value
+
+    return {key: value_of(value) if isinstance(value, str) else [value_of(item) for item in value]
+            for key, value in task[DAEMON].items()}
 
 
 def test_the_firewall_rules_an_interrupted_run_wrote_are_loaded():
-    task = systemd_task("roles/vllm/tasks/firewall.yml", name="factory-floor-firewall.service")
-    values = common(__vllm_firewall_rules=UNCHANGED, __vllm_firewall_unit=UNCHANGED, __vllm_firewall_table={"rc": 0},
-                    __vllm_firewall_unit_info=stale("factory-floor-firewall.service"))
-    assert argument(task, "state", values).strip() == "restarted"
-    assert boolean(argument(task, "daemon_reload", values))
-    values["__vllm_firewall_unit_info"] = dict(UNCHANGED, need_daemon_reload=False, restart=[])
-    assert argument(task, "state", values).strip() == "started"
+    # daemon_service asks systemd_unit_info about the rules and the unit: reloaded, restarted when not on them.
+    args = firewall_load()
+    assert args["unit"] == "factory-floor-firewall.service"
+    assert args["files"] == ["/etc/factory-floor/firewall.nft", "/etc/systemd/system/factory-floor-firewall.service"]
+    assert not boolean(args["changed"]) and not boolean(args["unit_changed"])
+    assert boolean(firewall_load(__vllm_firewall_rules=CHANGED)["changed"])
+    assert boolean(firewall_load(__vllm_firewall_unit=CHANGED)["unit_changed"])
 
 
 def test_a_firewall_table_flushed_under_an_active_unit_is_loaded_again():
     # `systemctl start nftables` on a running host flushes the ruleset; the unit stays active.
-    task = systemd_task("roles/vllm/tasks/firewall.yml", name="factory-floor-firewall.service")
     (read,) = [t for t in tasks("roles/vllm/tasks/firewall.yml") if "ansible.builtin.command" in t
                and t["ansible.builtin.command"]["argv"] == ["nft", "list", "table", "inet", "factory_floor"]]
-    values = common(__vllm_firewall_rules=UNCHANGED, __vllm_firewall_unit=UNCHANGED, __vllm_firewall_table={"rc": 1},
-                    __vllm_firewall_unit_info=dict(UNCHANGED, need_daemon_reload=False, restart=[]))
     assert read["register"] == "__vllm_firewall_table" and read["check_mode"] is False
-    assert argument(task, "state", values).strip() == "restarted"
+    assert boolean(firewall_load(__vllm_firewall_table={"rc": 1})["changed"])
 
 
 def test_the_leave_unit_and_keepalived_are_reloaded_never_restarted():
@@ -259,18 +245,6 @@ def asked(task, variables):
 
 # The host programs' package as the site role names its files (roles/site/vars/main.yml, _site_host_files).
 PACKAGE = ["/usr/local/lib/factory-floor/_host/__init__.py", "/usr/local/lib/factory-floor/_host/watchdog.py"]
-
-
-@pytest.mark.parametrize("path, values, unit, own_files", [
-    ("roles/vllm_watchdog/tasks/run.yml",
-     dict(_vllm_watchdog_unit="vllm-watchdog-replica.service", _vllm_watchdog_unit_dir="/etc/systemd/system",
-          _vllm_watchdog_config_file="/etc/factory-floor/vllm-watchdog-replica.json"),
-     "vllm-watchdog-replica.service", ["/etc/factory-floor/vllm-watchdog-replica.json"]),
-], ids=["watchdog"])
-def test_a_daemon_is_asked_about_every_file_it_was_started_from(path, values, unit, own_files):
-    (task,) = info_tasks(path)
-    asked_for = asked(task, common(_site_host_files=PACKAGE, **values))
-    assert asked_for == {"units": [unit], "files": ["/etc/systemd/system/" + unit] + own_files + PACKAGE}
 
 
 def test_the_memory_guard_asks_about_the_slice_every_workload_and_the_engines():

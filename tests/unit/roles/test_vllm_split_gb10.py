@@ -23,6 +23,7 @@ import yaml
 
 from ansible.template import trust_as_template
 
+from ansible_collections.factory_floor.llm.plugins.action.engine_plan import ARGUMENT_SPEC
 from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_plan as ep
 from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, _trusted, templar as role_templar
 
@@ -62,12 +63,24 @@ def _variables(inventory, host, hosts, link, cli):
     return values
 
 
+def plan_args(templar):
+    """engine_plan's options as the vllm role's plan entry point leaves them to the action plugin: each read from the
+    role's variable it names (``_engine_plan.ROLE_VARIABLES``), an undefined one left to the option's default."""
+    def read(name):
+        if name not in templar.available_variables:
+            raise KeyError(name)
+        return templar.template(trust_as_template("{{ %s }}" % name))
+    return ep.role_args(read, {})
+
+
 def render(inventory="example", host="spark-1", hosts=("spark-1", "spark-2"), link=None, cli=None):
-    """(argv, environment) of ``host``'s rank as plan.yml's engine_plan composes them from the task's arguments."""
+    """(argv, environment) of ``host``'s rank as plan.yml's engine_plan composes them from the role's variables."""
     templar = role_templar(_variables(
         inventory, host, list(hosts), SPARK_LINK if link is None else link, {"nccl_library": IMAGE_NCCL} if cli is None else cli))
     (task,) = [task for task in _load("roles", "vllm", "tasks", "plan.yml") if "factory_floor.llm.engine_plan" in task]
-    composed = ep.compose(templar.template(_trusted(task["factory_floor.llm.engine_plan"])), host)
+    assert task["factory_floor.llm.engine_plan"] == {}  # every option from the role's variables
+    defaults = {name: spec.get("default") for name, spec in ARGUMENT_SPEC.items()}
+    composed = ep.compose(dict(defaults, **plan_args(templar)), host)
     return [str(a) for a in composed["argv"]], {str(k): str(v) for k, v in composed["environment"].items()}
 
 

@@ -22,6 +22,7 @@ import yaml
 
 from ansible.template import trust_as_template
 
+from ansible_collections.factory_floor.llm.plugins.action.engine_plan import ARGUMENT_SPEC
 from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_plan as ep
 from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_check import MANAGED_RUN_ARGS
 from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import templar as role_templar
@@ -92,14 +93,23 @@ def words(unit, section, key):
     return [word for value in unit.get((section, key), []) for word in value.split()]
 
 
+def plan_args(templar):
+    """engine_plan's options as the vllm role's plan entry point leaves them to the action plugin: each read from the
+    role's variable it names (``_engine_plan.ROLE_VARIABLES``), an undefined one left to the option's default."""
+    def read(name):
+        if name not in templar.available_variables:
+            raise KeyError(name)
+        return templar.template(trust_as_template("{{ %s }}" % name))
+    return ep.role_args(read, {})
+
+
 def plan_container_argv(**overrides):
     """The container runtime's command line, as roles/vllm/tasks/plan.yml's engine_plan composes it."""
-    with open(os.path.join(ROOT, "roles", "vllm", "tasks", "plan.yml"), encoding="utf-8") as handle:
-        tasks = yaml.safe_load(handle)
-    args = next(task for task in tasks if "factory_floor.llm.engine_plan" in task)["factory_floor.llm.engine_plan"]
-    values = {"vllm_model": "/models/m", "vllm_service_settings": {}, "vllm_service_env": {}}
+    values = {"vllm_model": "/models/m", "vllm_service_name": "vllm-replica.service", "vllm_service_settings": {},
+              "vllm_service_env": {}}
     values.update(overrides)
-    return ep.argv(_templar(**values).template(_trusted(args)))
+    defaults = {name: spec.get("default") for name, spec in ARGUMENT_SPEC.items()}
+    return ep.argv(dict(defaults, **plan_args(_templar(**values))))
 
 
 # --------------------------------------------------------------------------- item 6: docker's lifetime

@@ -320,3 +320,21 @@ def test_decide(what, runtime, engine_info, image_info):
     assert ep.decide(runtime, engine_info, IMAGE, image_info, "vllm-replica.service") == {
         "running": running, "restart_pending": pending, "args_removed": engine_info["args_removed"],
         "args_added": engine_info["args_added"], "image": state, "change": change}
+
+
+def test_the_options_left_out_are_the_roles_variables():
+    variables = {"vllm_service_name": "vllm-split.service", "vllm_runtime": "venv", "_vllm_config_dir": "/etc/ff",
+                 "vllm_api_key": "k"}
+
+    def read(name):
+        return variables[name]  # KeyError: not defined where the task runs
+
+    assert ep.role_args(read, {}) == {"unit": "vllm-split.service", "runtime": "venv", "api_key": "k",
+                                      "env_file": "/etc/ff/vllm-split.service.env"}
+    # What the task gives wins, and names the env file's unit.
+    assert ep.role_args(read, {"unit": "vllm-replica.service", "api_key": "x"}) == {
+        "runtime": "venv", "env_file": "/etc/ff/vllm-replica.service.env"}
+    assert "env_file" not in ep.role_args(read, {"env_file": ""})
+    assert set(ep.ROLE_VARIABLES) | {"env_file", "systemctl"} == set(
+        __import__("ansible_collections.factory_floor.llm.plugins.action.engine_plan",
+                   fromlist=["ARGUMENT_SPEC"]).ARGUMENT_SPEC)

@@ -150,7 +150,12 @@ def _evaluate(task, variables):
           _keepalived_watch_config="/etc/factory-floor/keepalived-watch.json",
           __keepalived_watch_config_file=UNCHANGED, __keepalived_watch_unit_file=UNCHANGED),
      "factory-floor-keepalived-watch.service", "/etc/factory-floor/keepalived-watch.json"),
-], ids=["memory-watch", "keepalived-watch"])
+    ("roles/vllm_watchdog/tasks/run.yml",
+     dict(_vllm_watchdog_unit="vllm-replica-watchdog.service", _vllm_watchdog_unit_dir="/etc/systemd/system",
+          _vllm_watchdog_config_file="/etc/factory-floor/vllm-replica-watchdog.json",
+          __vllm_watchdog_config=UNCHANGED, __vllm_watchdog_unit_file=UNCHANGED),
+     "vllm-replica-watchdog.service", "/etc/factory-floor/vllm-replica-watchdog.json"),
+], ids=["memory-watch", "keepalived-watch", "vllm-watchdog"])
 def test_each_watch_is_asked_about_every_file_it_was_started_from(path, values, unit, config):
     task = _call(path)
     args = _evaluate(task, dict(values, _site_host_files=PACKAGE, __site_host_programs=UNCHANGED))

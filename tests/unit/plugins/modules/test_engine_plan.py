@@ -202,6 +202,29 @@ def test_a_host_that_cannot_be_read_is_a_failure_with_its_reason(run_module, hos
     assert not result.get("_ansible_no_log") and KEY not in shown(result)
 
 
+def test_options_left_out_are_read_from_the_roles_variables_as_the_task_sees_them(run_module, host):
+    task = mock.MagicMock(async_val=0, check_mode=False, no_log=False, action="factory_floor.llm.engine_plan",
+                          args={"runtime": "container"})
+    connection = mock.MagicMock(has_native_async=False)
+    connection._shell.tmpdir = None
+    role = {"vllm_runtime": "venv", "vllm_service_name": ARGS["unit"], "_vllm_settings": ARGS["settings"],
+            "_vllm_config_dir": "/etc/factory-floor"}
+    templar = mock.MagicMock()
+    templar.resolve_variable_expression.side_effect = role.get
+    plugin = action.ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), templar, mock.MagicMock())
+    seen = []
+    plugin._execute_module = lambda module_name=None, module_args=None, task_vars=None, **kw: seen.append(
+        module_args) or {"failed": True, "msg": "stop here"}
+    plugin._remove_tmp_path = lambda path: None
+    result = plugin.run(task_vars=dict(role, inventory_hostname="spark-t"))
+    # The task's runtime wins over vllm_runtime; the unit, settings and env file come from the role's variables.
+    argv = seen[0]["argv"]
+    assert seen[0]["unit"] == "vllm-replica.service" and result["msg"] == "stop here"
+    assert argv[:2] == ["/usr/bin/docker", "run"] and "/models/m" in argv
+    assert argv[argv.index("--env-file") + 1] == "/etc/factory-floor/vllm-replica.service.env"
+    assert task.args == {"runtime": "container"}  # the task's own arguments are left as they were
+
+
 def test_an_option_of_another_type_is_refused_by_its_name(run_module, host):
     with pytest.raises(AnsibleActionFail) as refused:
         plan(run_module, host, runtime="docker")

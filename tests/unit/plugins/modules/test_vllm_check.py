@@ -78,6 +78,47 @@ def test_a_refusal_fails_the_task_naming_the_variable_never_the_value(check_mode
     assert SECRET not in repr(result) and KEY not in repr(result)
 
 
+def _read_run(variables, results, check_mode=False):
+    """The engine check given no observation: the plugin reads the host (``_execute_module`` answered from
+    ``results`` by option), in check mode for real too."""
+    task = mock.MagicMock(args={"check": "engine"}, check_mode=check_mode, async_val=0,
+                          action="factory_floor.llm.vllm_check")
+    connection = mock.MagicMock()
+    connection._shell.tmpdir = None
+    templar = Templar(loader=DataLoader(), variables=variables)
+    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
+    calls = []
+
+    def execute(module_name, module_args, task_vars):
+        calls.append((module_name, module_args["argv"][0] if "argv" in module_args else module_args["path"],
+                      task.check_mode))
+        return dict(results[len(calls) - 1])
+
+    with mock.patch.object(action, "_execute_module", side_effect=execute):
+        return action.run(task_vars=variables), calls, task
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_the_engine_check_reads_the_host_itself_when_given_nothing(check_mode):
+    variables = dict(ENGINE, vllm_model="/models/m", vllm_port=8000, _vllm_tool_parser_probe="print()")
+    held = {"rc": 0, "stdout": "LISTEN 0 128 *:8000 users:((\"jupyter\",pid=7,fd=3))"}
+    result, calls, task = _read_run(variables, [
+        {"stat": {"exists": True, "isdir": True}}, {"rc": 3, "stdout_lines": ["inactive", "inactive"]}, held,
+        {"rc": 0, "stdout_lines": ["jupyter.service"]}], check_mode=check_mode)
+    assert [call[:2] for call in calls] == [("ansible.legacy.stat", "/models/m"), ("ansible.legacy.command", "systemctl"),
+                                            ("ansible.legacy.command", "ss"), ("ansible.legacy.command", "ps")]
+    assert all(call[2] is False for call in calls) and task.check_mode is check_mode
+    assert [error["check"] for error in result["errors"]] == ["port"] and result["failed"] is True
+    assert result["msg"].startswith("Port 8000 on spark-1 is held by jupyter.service")
+
+
+def test_a_failed_port_read_fails_the_engine_check_with_its_message():
+    variables = dict(ENGINE, vllm_model="hub/name", vllm_port=8000, _vllm_tool_parser_probe="print()")
+    result, calls, _task = _read_run(variables, [{"rc": 3, "stdout_lines": ["inactive"]},
+                                                 {"failed": True, "rc": 1, "msg": "non-zero return code"}])
+    assert len(calls) == 2 and result == {"failed": True, "msg": "non-zero return code"}
+
+
 def test_an_include_var_is_what_the_check_reads():
     # vllm_split's preflight passes its model as vllm_model; an upgrade passes its candidate's.
     variables = dict(ENGINE, __split_model="/models/split", vllm_model=trust_as_template("{{ __split_model }}"))
@@ -143,7 +184,7 @@ def test_the_documentation_is_the_argument_spec():
 def test_the_module_file_is_documentation_only_and_the_action_supports_check_mode():
     _doc, text = _documentation()
     assert "def main" not in text and "import" not in text.replace("from __future__ import annotations", "")
-    assert ActionModule._supports_check_mode is True and ActionModule._requires_connection is False  # pylint: disable=protected-access
+    assert ActionModule._supports_check_mode is True
 
 
 def _role_calls():

@@ -8,6 +8,8 @@ spec. The refusals themselves are tests/unit/plugins/module_utils/test_vllm_role
 
 from __future__ import annotations
 
+import base64
+
 import os
 from unittest import mock
 
@@ -47,15 +49,40 @@ def test_the_split_check_reads_the_roles_templated_settings(check_mode):
     assert run({"check": "split", "model_config": {"skipped": True}}, SPLIT, check_mode) == {
         "changed": False, "errors": []}
     variables = dict(SPLIT, groups={"gb10": ["spark-1"]})
-    result = run({"check": "split"}, variables, check_mode)
+    result = run({"check": "split", "model_config": {"skipped": True}}, variables, check_mode)
     assert result["failed"] is True and result["changed"] is False
     assert result["msg"].startswith("The split topology needs exactly two machines in group 'gb10' (it has 1: spark-1)")
+
+
+@pytest.mark.parametrize("model, read, heads_refused", [
+    ("/models/q", {"content": base64.b64encode(b'{"num_attention_heads": 7}').decode()}, True),
+    ("/models/q", {"failed": True, "msg": "file not found"}, False),   # not read: not checked
+    ("Qwen/Qwen3-8B", None, False),                                    # a hub name: nothing to read
+])
+def test_the_split_check_reads_the_models_config_itself(model, read, heads_refused):
+    task = mock.MagicMock(args={"check": "split"}, check_mode=True, async_val=0, action="factory_floor.llm.vllm_role_check")
+    connection = mock.MagicMock()
+    connection._shell.tmpdir = None
+    variables = dict(SPLIT, vllm_model=model)
+    templar = Templar(loader=DataLoader(), variables=variables)
+    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
+    calls = []
+
+    def execute(module_name, module_args, task_vars):
+        calls.append((module_name, dict(module_args), task.check_mode))
+        return dict(read)
+
+    with mock.patch.object(action, "_execute_module", side_effect=execute):
+        result = action.run(task_vars=variables)
+    assert calls == ([("ansible.legacy.slurp", {"src": model + "/config.json"}, False)] if read is not None else [])
+    assert task.check_mode is True
+    assert [error["check"] for error in result["errors"]] == (["split_heads"] if heads_refused else [])
 
 
 def test_an_undefined_variable_is_named():
     variables = {key: value for key, value in SPLIT.items() if key != "vllm_link_interface"}
     with pytest.raises(AnsibleActionFail, match="vllm_role_check split reads vllm_link_interface"):
-        run({"check": "split"}, variables)
+        run({"check": "split", "model_config": {}}, variables)
 
 
 def test_the_watchdog_split_settings_are_optional_for_replicas():
