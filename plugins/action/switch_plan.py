@@ -29,14 +29,16 @@ from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables impor
 PLUGIN_OPTIONS = ("read_hosts", "proxies", "incumbent_host")
 # With read_hosts, per procedure: option -> the variable it is read from where the task gives none ("models" is
 # each topology's model directory, "head" the split's head or the first engine host, "incumbent_host" empty before
-# the first decision).
+# the first decision). An undefined one of OPTIONAL leaves the module's default; any other is an error.
 STANDING = {
     "switch": {"topology": "switch_to", "engines": "groups[site_engine_group]", "proxies": "groups[site_proxy_group]",
                "startup": "maintenance_window_startup", "play_hosts": "ansible_play_hosts",
                "playbook_dir": "playbook_dir", "served_model_name": "vllm_served_model_name"},
     "record": {"engines": "groups[site_engine_group]", "plan": "vllm_switch_plan"},
 }
+OPTIONAL = ("startup", "play_hosts", "playbook_dir", "served_model_name", "models")
 MODELS = {"replicas": "_vllm_topologies.replicas.model", "split": "_vllm_topologies.split.model"}
+_UNSET = object()
 
 
 def read_inputs(args, hostvars):
@@ -81,9 +83,13 @@ class ActionModule(ActionBase):
         args = dict(args)
         for option, expression in STANDING[procedure].items():
             if option not in args:
-                args[option] = self._variable(expression)
+                value = self._variable(expression, _UNSET if option in OPTIONAL else None)
+                if value is not _UNSET:
+                    args[option] = value
         if "models" not in args:
-            args["models"] = {name: self._variable(expression) for name, expression in MODELS.items()}
+            models = {name: self._variable(expression, _UNSET) for name, expression in MODELS.items()}
+            if _UNSET not in models.values():
+                args["models"] = models
         if procedure == "switch":
             if "head" not in args:
                 args["head"] = self._variable("vllm_split_head", "") or (args["engines"] or [""])[0]

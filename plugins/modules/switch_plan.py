@@ -220,7 +220,8 @@ options:
         C(groups[site_proxy_group])), O(head) (C(vllm_split_head), else the first engine host), O(incumbent_host) (the
         previous C(vllm_switch_plan)'s), O(startup) (C(maintenance_window_startup)), O(play_hosts)
         (C(ansible_play_hosts)), O(playbook_dir), O(models) (C(_vllm_topologies)), O(served_model_name)
-        (C(vllm_served_model_name)); for the records O(plan) (C(vllm_switch_plan)).
+        (C(vllm_served_model_name)); for the records O(plan) (C(vllm_switch_plan)). An undefined variable leaves the
+        option's default, except for O(topology), O(engines), O(proxies) and O(plan), where it is an error.
     type: bool
     default: false
   proxies:

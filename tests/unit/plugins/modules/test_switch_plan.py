@@ -274,3 +274,14 @@ def test_a_switch_and_its_records_read_the_variables_they_run_with(run_module):
     _result, runs = through_the_action(run_module, {"procedure": "record", "read_hosts": True}, HOSTVARS, task_vars)
     assert runs[0]["engines"] == ["spark-a", "spark-b"] and runs[0]["plan"] == RECORD["plan"]
     assert runs[0]["models"] == {"replicas": "/m/R", "split": "/m/S"}
+
+
+def test_an_undefined_optional_variable_leaves_the_modules_default_and_a_required_one_is_an_error(run_module):
+    from ansible.errors import AnsibleUndefinedVariable
+
+    given = {"read_hosts": True, "topology": "replicas", "engines": ["spark-a", "spark-b"], "proxies": ["proxy-1"]}
+    _result, runs = through_the_action(run_module, given, HOSTVARS, {})
+    assert not set(runs[0]) & {"startup", "play_hosts", "playbook_dir", "served_model_name", "models"}
+    assert runs[0]["head"] == "spark-a"
+    with pytest.raises(AnsibleUndefinedVariable):
+        through_the_action(run_module, {"read_hosts": True}, HOSTVARS, {})
