@@ -10,23 +10,26 @@ short_description: The plan a topology switch's report reads, from the final dec
 version_added: 0.1.0
 description:
   - Takes the switch's final decision (M(factory_floor.llm.switch_plan)'s result, C(vllm_switch_plan)) and returns
-    it with C(inventory), C(site) and C(record_errors) (from O(site)), C(lost_hosts) (the decision's and every host
-    of O(lost_locks)), C(lost_locks), C(run), C(rotation_error) and C(inventory_sources) - the C(plan) option of
-    M(factory_floor.llm.switch_report).
+    it with C(inventory), C(site) and C(record_errors) (the C(switch_record) entry point's comparison
+    C(__vllm_switch_site) and each host's C(__vllm_switch_record_error)), C(lost_hosts) (the decision's and every
+    host of C(lost_locks)), C(lost_locks) (the C(switch_release) entry point's C(maintenance_window_unlocked)),
+    C(run), C(rotation_error) and C(inventory_sources) - the C(plan) option of M(factory_floor.llm.switch_report).
+    What the last steps left is read from each engine host of O(engine_hosts) in O(hostvars).
   - Used by the C(switch_close) entry point of the C(factory_floor.llm.topology_switch) role.
 options:
   _input:
     description: The final decision (C(vllm_switch_plan)).
     type: dict
     required: true
-  site:
-    description: What the engine hosts run and record (C(vllm_switch_site) - C(site), C(inventory), C(write_errors)).
+  hostvars:
+    description: Ansible's C(hostvars), where the engine hosts' variables are read.
     type: dict
     default: {}
-  lost_locks:
-    description: Per engine host the run lost, whether its lock was given back (C(vllm_switch_lost_locks)).
-    type: dict
-    default: {}
+  engine_hosts:
+    description: The engine hosts (C(groups[site_engine_group])), in inventory order.
+    type: list
+    elements: str
+    default: []
   run:
     description: The run's id (C(maintenance_window_run.id)).
     type: str
@@ -45,7 +48,7 @@ options:
 EXAMPLES = r"""
 - name: Build the report
   factory_floor.llm.switch_report:
-    plan: "{{ vllm_switch_plan | factory_floor.llm.switch_report_plan(vllm_switch_site, {}, run_id) }}"
+    plan: "{{ vllm_switch_plan | factory_floor.llm.switch_report_plan(hostvars, groups['gb10'], run_id) }}"
 """
 
 RETURN = r"""
@@ -58,14 +61,15 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._switch_steps import report_plan
+from ansible_collections.factory_floor.llm.plugins.module_utils._switch_steps import outcome_reads, report_plan
 
 
-def switch_report_plan(plan, site=None, lost_locks=None, run="", rotation_error="", inventory_sources=None):
+def switch_report_plan(plan, hostvars=None, engine_hosts=None, run="", rotation_error="", inventory_sources=None):
     """Filter entry point."""
     if not isinstance(plan, Mapping):
         raise AnsibleFilterError("switch_report_plan expects the switch's decision (a dict), got %s"
                                  % type(plan).__name__)
+    site, lost_locks = outcome_reads(hostvars or {}, engine_hosts or ())
     return report_plan(plan, site, lost_locks, run, rotation_error, inventory_sources or ())
 
 

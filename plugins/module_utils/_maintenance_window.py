@@ -114,3 +114,32 @@ def abort_message(unlocked_hosts, failure, note, check_mode, engine_hosts):
     stays = ("; it stays on %s (not reachable): remove it there once this run is known ended" % ", ".join(kept)
              if kept else "")
     return head + "This run's maintenance lock was given back on %s%s." % (", ".join(released) or "no host", stays)
+
+
+# The probe client: a transient unit on a proxy host that asks the model through the proxy for the whole run.
+PROBE_PROGRAM = ["/usr/bin/python3", "-m", "_host.probe_client"]
+
+
+def probe_argv(args):
+    """``systemd-run``'s command line that starts the probe client as the transient unit ``args["unit"]``, collected
+    when it ends, stopped by systemd after ``max_seconds``; the host programs' package on its ``PYTHONPATH``
+    (``lib_dir``); the API key read from ``api_key_file``, never on the command line; ``ca_file`` empty for none."""
+    return (["systemd-run", "--unit=%s" % args["unit"], "--collect", "--property=RuntimeMaxSec=%s" % args["max_seconds"],
+             "--setenv=PYTHONPATH=%s" % args["lib_dir"]] + PROBE_PROGRAM
+            + ["--url=%s" % args["url"], "--model=%s" % args["model"], "--out=%s" % args["log"],
+               "--interval=%s" % args["interval"], "--concurrency=%s" % args["concurrency"],
+               "--api-key-file=%s" % args["api_key_file"], "--ca-file=%s" % (args.get("ca_file") or "")])
+
+
+def probe_steps(args, check_mode):
+    """The probe client's steps, ``(module, arguments, must succeed)`` in order: stop one an interrupted run left behind
+    (never in check mode; a unit that is not there is no failure), then, with ``start``, remove the last run's log and
+    start this run's client (not in check mode: that would start it)."""
+    steps = []
+    if not check_mode:
+        steps.append(("command", {"argv": ["systemctl", "stop", "%s.service" % args["unit"]]}, False))
+    if args["start"]:
+        steps.append(("file", {"path": args["log"], "state": "absent"}, True))
+        if not check_mode:
+            steps.append(("command", {"argv": probe_argv(args)}, True))
+    return steps

@@ -22,6 +22,7 @@ import os
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._host import systemd
 from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_record as tr
+from ansible_collections.factory_floor.llm.plugins.module_utils._running_topology import BOTH, running_topology
 
 UNITS = {"replicas": "vllm-replica.service", "split": "vllm-split.service"}
 WATCHDOG_UNITS = {"replicas": "vllm-replica-watchdog.service", "split": "vllm-split-watchdog.service"}
@@ -187,7 +188,14 @@ def gate_view(record, model, parser, image_id):
 
 def _topology(engines, inventory):
     """What the hosts run (their active engine units), what they record, what the inventory says, and whether all agree."""
-    running = sorted({t for e in engines.values() for t, unit in UNITS.items() if _up(_units(e).get(unit))})
+    # Each host's engine units' states, in _topology_record's order, for running_topology (and the comparison below).
+    states = {}
+    for host, e in engines.items():
+        units = _units(e)
+        states[host] = [(units.get(UNITS[name]) or {}).get("active_state") or "unknown"
+                        for name in tr.UNIT_ORDER] if units else None
+    live = running_topology(states)
+    running = list(tr.UNIT_ORDER) if live == BOTH else ([live] if live in tr.UNIT_ORDER else [])
     recorded = {}
     for host, e in engines.items():
         record = (e.get("record") or {})
@@ -209,11 +217,8 @@ def _topology(engines, inventory):
         view["advice"] = next((r.get("message") for r in recorded.values() if r.get("message")), None)
     # Each host's record next to what its units run, and records that differ between hosts
     # (_topology_record's comparison, as deploy.yml and the switches make it).
-    observed = {}
-    for host, e in engines.items():
-        units = _units(e)
-        states = [(units.get(UNITS[name]) or {}).get("active_state") or "unknown" for name in tr.UNIT_ORDER] if units else None
-        observed[host] = {"record": (e.get("record") or {}).get("record"), "runs": tr.runs(states)}
+    observed = {host: {"record": (e.get("record") or {}).get("record"), "runs": tr.runs(states[host])}
+                for host, e in engines.items()}
     view["disagreements"] = tr.compare(list(engines), observed)["disagreements"]
     return view
 

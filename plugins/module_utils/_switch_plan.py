@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_record as tr
 from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
+from ansible_collections.factory_floor.llm.plugins.module_utils._running_topology import BOTH, running_topology
 
 # The topologies in the order of the states in ``units``.
 UNIT_ORDER = ("replicas", "split")
@@ -49,8 +50,12 @@ def api_engines(topology, engines, head):
 
 
 def _running(states):
-    """The topologies whose unit is active on one host."""
-    return [name for name, state in zip(UNIT_ORDER, states or []) if state == "active"]
+    """The topologies whose unit runs on one host, as ``running_topology`` reads them (active, activating or
+    reloading; both when ``Conflicts=`` failed)."""
+    host_runs = running_topology({"host": states})
+    if host_runs == BOTH:
+        return list(UNIT_ORDER)
+    return [host_runs] if host_runs in UNIT_ORDER else []
 
 
 def _merge_drains(drains):

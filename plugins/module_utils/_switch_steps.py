@@ -23,6 +23,38 @@ def report_plan(plan, site=None, lost_locks=None, run="", rotation_error="", inv
                 rotation_error=rotation_error or "", inventory_sources=list(inventory_sources or []))
 
 
+# What the last steps left on the engine hosts for the report: switch_record's comparison (registered once for every
+# engine host of its play) and each host's failed record write, switch_release's release of the lost hosts' locks.
+SITE = "__vllm_switch_site"
+RECORD_ERROR = "__vllm_switch_record_error"
+UNLOCKED = "maintenance_window_unlocked"
+
+
+def _first(hostvars, engines, name):
+    """The variable ``name`` of the first of ``engines`` that has one (a host the run lost before it was set has
+    none), else None."""
+    for host in engines or ():
+        if host in hostvars and name in hostvars[host]:
+            return hostvars[host][name]
+    return None
+
+
+def outcome_reads(hostvars, engines):
+    """``(site, lost_locks)`` for :func:`report_plan`, read from the engine hosts' variables (Ansible's ``hostvars``):
+    the comparison of records and units (``site`` and ``inventory`` of switch_record's ``__vllm_switch_site``), each
+    host's record that could not be written (``write_errors``), and the locks switch_release tried to release on the
+    hosts the run lost (``maintenance_window_unlocked``); empty where a step did not run."""
+    compared = _first(hostvars, engines, SITE)
+    compared = compared if isinstance(compared, Mapping) else {}
+    errors = {}
+    for host in engines or ():
+        error = hostvars[host][RECORD_ERROR] if host in hostvars and RECORD_ERROR in hostvars[host] else ""
+        if error:
+            errors[host] = error
+    site = {"site": compared.get("site") or {}, "inventory": compared.get("inventory") or {}, "write_errors": errors}
+    return site, _first(hostvars, engines, UNLOCKED) or {}
+
+
 def _truncate(text, length, end="...", leeway=5):
     """Jinja's ``truncate`` filter as Ansible configures it (whole words, ``...``, a leeway of 5 characters)."""
     if len(text) <= length + leeway:

@@ -215,6 +215,13 @@ options:
         O(min_score) (the C(min_score) of the first engine host's C(tool_gate_bar) that is set).
       - (record) O(records) (each engine host's registered C(__vllm_switch_record_seen)).
       - (restart) O(rotations) (each host of O(proxies)' C(nginx_proxy_rotation)).
+      - (switch, record) Also the variables the switch runs with, as the task sees them, for every option the task does
+        not give - O(topology) (C(switch_to)), O(engines) and O(proxies) (C(groups[site_engine_group]),
+        C(groups[site_proxy_group])), O(head) (C(vllm_split_head), else the first engine host), O(incumbent_host) (the
+        previous C(vllm_switch_plan)'s), O(startup) (C(maintenance_window_startup)), O(play_hosts)
+        (C(ansible_play_hosts)), O(playbook_dir), O(models) (C(_vllm_topologies)), O(served_model_name)
+        (C(vllm_served_model_name)); for the records O(plan) (C(vllm_switch_plan)). An undefined variable leaves the
+        option's default, except for O(topology), O(engines), O(proxies) and O(plan), where it is an error.
     type: bool
     default: false
   proxies:

@@ -73,10 +73,13 @@ def test_the_switch_plan_gets_the_models_the_records_get_and_the_served_name():
     the topology records are written with."""
     [decide] = _load("roles", "topology_switch", "tasks", "switch_plan.yml")[:1]
     [record] = _tasks_named(_load("roles", "topology_switch", "tasks", "switch_record.yml"), "Decide every engine host's record")
-    args = decide["factory_floor.llm.switch_plan"]
-    assert args["models"] == record["factory_floor.llm.switch_plan"]["models"]
-    assert "_vllm_topologies.split.model" in args["models"]
-    assert args["served_model_name"] == "{{ vllm_served_model_name }}"
+    # Neither task gives them: the action plugin reads both from one table (tests/unit/plugins/modules/test_switch_plan.py).
+    from ansible_collections.factory_floor.llm.plugins.action.switch_plan import MODELS, STANDING
+
+    assert decide["factory_floor.llm.switch_plan"] == {"read_hosts": True}
+    assert record["factory_floor.llm.switch_plan"] == {"procedure": "record", "read_hosts": True}
+    assert MODELS == {"replicas": "_vllm_topologies.replicas.model", "split": "_vllm_topologies.split.model"}
+    assert STANDING["switch"]["served_model_name"] == "vllm_served_model_name"
 
 
 def test_the_upgrade_prints_the_plan_on_a_dry_run():

@@ -61,6 +61,14 @@ def units(a, b):
      units(SPLIT, SPLIT), [{"spark-a": "switch-to-replicas"}], True,
      dict(on_target=False, heal=False, heal_hosts=[], heal_holders=["switch-to-replicas"],
           incumbent={"topology": "split", "host": HEAD})),
+    # The one reading of what runs (running_topology): an engine on its way up or reloading runs; this
+    # decision once counted only "active", and took a split coming up on the head for nothing serving.
+    ("a split still starting on the head is the incumbent", "replicas", units(["inactive", "activating"], SPLIT), [{}],
+     True, dict(on_target=False, incumbent={"topology": "split", "host": HEAD})),
+    ("a replica reloading on spark-b is the incumbent", "split", units(NONE, ["reloading", "inactive"]), [{}], False,
+     dict(on_target=False, incumbent={"topology": "replicas", "host": "spark-b"})),
+    ("a unit that failed does not run", "split", units(["failed", "inactive"], NONE), [{}], False,
+     dict(on_target=False, incumbent={"topology": "", "host": ""})),
 ])
 def test_decide(row, topology, hosts, drains, gated, expected):
     plan = sp.decide(topology, ENGINES, HEAD, hosts, drains, gated)

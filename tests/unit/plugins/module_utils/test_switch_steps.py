@@ -12,7 +12,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.factory_floor.llm.plugins.filter.switch_report_plan import switch_report_plan
 from ansible_collections.factory_floor.llm.plugins.filter.switch_gate_failure import switch_gate_failure
-from ansible_collections.factory_floor.llm.plugins.module_utils._switch_steps import gate_failure, report_plan
+from ansible_collections.factory_floor.llm.plugins.module_utils._switch_steps import gate_failure, outcome_reads, report_plan
 
 PLAN = {"on_target": False, "lost_hosts": ["spark-b"], "outcome": "switched"}
 SITE = {"site": {"agree": False}, "inventory": {"topology": "split"}, "write_errors": {"spark-a": "read-only"},
@@ -34,6 +34,38 @@ def test_a_switch_that_recorded_nothing_and_lost_no_host():
     assert switch_report_plan({"lost_hosts": []}) == got
     with pytest.raises(AnsibleFilterError, match="a dict"):
         switch_report_plan("plan")
+
+
+# What switch_record and switch_release leave on the engine hosts: the comparison registered once for every host of
+# the play, one host's failed write, the lost host's lock (the play's first host noted the release); spark-c was lost
+# before switch_record and holds nothing; proxy-1 is no engine host.
+HOSTVARS = {
+    "spark-c": {},
+    "spark-a": {"__vllm_switch_site": {"site": {"agree": False}, "inventory": {"topology": "split"}, "changed": False},
+                "__vllm_switch_record_error": "read-only",
+                "maintenance_window_unlocked": {"spark-c": {"released": False}}},
+    "spark-b": {"__vllm_switch_site": {"site": {"agree": False}, "inventory": {"topology": "split"}},
+                "__vllm_switch_record_error": ""},
+    "proxy-1": {"__vllm_switch_record_error": "not an engine host"},
+}
+
+
+def test_the_report_reads_what_the_last_steps_left_on_the_engine_hosts():
+    site, lost = outcome_reads(HOSTVARS, ["spark-c", "spark-a", "spark-b"])
+    # What the set_facts on the first proxy host handed the report before (vllm_switch_site, vllm_switch_lost_locks).
+    assert site == {"site": {"agree": False}, "inventory": {"topology": "split"}, "write_errors": {"spark-a": "read-only"}}
+    assert lost == {"spark-c": {"released": False}}
+    got = switch_report_plan(PLAN, HOSTVARS, ["spark-c", "spark-a", "spark-b"], "run-1", "", ["/inv/lab"])
+    assert got == report_plan(PLAN, site, lost, "run-1", "", ["/inv/lab"])
+    assert got["lost_hosts"] == ["spark-b", "spark-c"] and got["record_errors"] == {"spark-a": "read-only"}
+
+
+@pytest.mark.parametrize("hostvars", [
+    {},                                                                   # no engine host ran the last steps
+    {"spark-a": {"__vllm_switch_site": {"failed": True, "msg": "boom"}}},  # the comparison failed
+])
+def test_nothing_left_reads_as_nothing_recorded_and_no_lock_kept(hostvars):
+    assert outcome_reads(hostvars, ["spark-a", "spark-b"]) == ({"site": {}, "inventory": {}, "write_errors": {}}, {})
 
 
 @pytest.mark.parametrize("failure, gate, why", [
@@ -58,3 +90,57 @@ def test_the_gate_failure_is_truncated_as_the_report_had_it():
     assert gate_failure({"msg": long}) == expected and len(expected) <= 900
     with pytest.raises(AnsibleFilterError, match="a dict"):
         switch_gate_failure("failed")
+
+
+# A real run: the filter reads Ansible's own hostvars (lazy, templated when read) on the proxy host, after the engine
+# hosts' plays registered and noted as switch_record and switch_release do (run_once: on every host of the play).
+REAL_PLAY = """
+- hosts: gb10
+  gather_facts: false
+  tasks:
+    - ansible.builtin.set_fact:
+        __vllm_switch_record_error: "{{ 'read-only' if inventory_hostname == 'spark-b' else '' }}"
+    - ansible.builtin.set_fact:
+        __vllm_switch_site: {site: {agrees: "{{ true }}"}, inventory: {topology: replicas}}
+      run_once: true
+    - ansible.builtin.set_fact:
+        maintenance_window_unlocked: {spark-c: {released: false, path: /run/lock, error: "host unreachable: gone"}}
+      run_once: true
+- hosts: proxy
+  gather_facts: false
+  tasks:
+    - ansible.builtin.copy:
+        dest: %s
+        mode: "0644"
+        content: >-
+          {{ {'lost_hosts': ['spark-c']} | factory_floor.llm.switch_report_plan(hostvars, groups['gb10'], 'run-1', '',
+          ['/inv']) | to_json }}
+"""
+
+
+def test_a_run_reads_what_the_engine_hosts_left_as_ansible_holds_it(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    out = tmp_path / "out.json"
+    inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
+                         "children": {"gb10": {"hosts": {"spark-a": {}, "spark-b": {}, "spark-c": {}}},
+                                      "proxy": {"hosts": {"proxy-a": {}}}}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "play.yml").write_text(REAL_PLAY % out)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(root, "build", "collections"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_CONFIG=os.path.join(root, "ansible.cfg"))
+    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
+                           str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    got = json.loads(out.read_text())
+    assert (got["site"], got["inventory"], got["record_errors"]) == ({"agrees": True}, {"topology": "replicas"},
+                                                                     {"spark-b": "read-only"})
+    assert got["lost_hosts"] == ["spark-c"] and got["lost_locks"]["spark-c"]["released"] is False
+    assert got["run"] == "run-1" and got["inventory_sources"] == ["/inv"]

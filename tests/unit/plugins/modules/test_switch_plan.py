@@ -165,9 +165,18 @@ def test_restart_needs_the_host(run_module):
 
 # --- read_hosts: the action plugin reads what the hosts hold (issue 36) -----------------------------------------
 
-def through_the_action(run_module, task_args, hostvars):
-    """The module's result as the task gets it, through plugins/action/switch_plan.py; and the arguments it got."""
+# The variables a switch's tasks see (the plugin reads those the task does not give).
+TASK_VARS = {"ansible_play_hosts": ["spark-a", "spark-b", "proxy-1"], "playbook_dir": "/pb",
+             "vllm_served_model_name": "", "_vllm_topologies": {"replicas": {"model": ""}, "split": {"model": ""}}}
+
+
+def through_the_action(run_module, task_args, hostvars, task_vars=None):
+    """The module's result as the task gets it, through plugins/action/switch_plan.py; and the arguments it got.
+    ``task_vars``: the variables the task sees (``TASK_VARS`` by default)."""
     from unittest import mock
+
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
 
     from ansible_collections.factory_floor.llm.plugins.action.switch_plan import ActionModule
 
@@ -175,7 +184,8 @@ def through_the_action(run_module, task_args, hostvars):
                           args=task_args)
     connection = mock.MagicMock(has_native_async=False)
     connection._shell.tmpdir = None
-    action = ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock())
+    templar = Templar(loader=DataLoader(), variables=TASK_VARS if task_vars is None else task_vars)
+    action = ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), templar, mock.MagicMock())
     runs = []
 
     def execute(module_name=None, module_args=None, task_vars=None, **kwargs):
@@ -239,3 +249,39 @@ def test_a_model_upgrade_reads_the_scores_notes_and_bar_from_hostvars(run_module
     _result, runs = through_the_action(run_module, dict(args, read_hosts=True), hostvars)
     assert runs == [dict(args, incumbents={"spark-a": {"score": 91.0}, "spark-b": {}}, min_score=0,
                          notes={"spark-a": {}, "spark-b": {"failed": True}})]
+
+
+def test_a_switch_and_its_records_read_the_variables_they_run_with(run_module):
+    """roles/topology_switch gives only read_hosts: the plugin reads switch_to, the groups, the split's head, the
+    start-ups, the play's hosts and the models as the task sees them; an option the task gives is not read."""
+    task_vars = dict(TASK_VARS, switch_to="replicas", site_engine_group="gb10", site_proxy_group="proxy",
+                     groups={"gb10": ["spark-a", "spark-b"], "proxy": ["proxy-1"]},
+                     maintenance_window_startup={"replicas": "93.5"}, vllm_served_model_name="llm",
+                     _vllm_topologies={"replicas": {"model": "/m/R"}, "split": {"model": "/m/S"}})
+    _result, runs = through_the_action(run_module, {"read_hosts": True}, HOSTVARS, task_vars)
+    read = {key: runs[0][key] for key in ("topology", "engines", "head", "startup", "play_hosts", "playbook_dir",
+                                          "models", "served_model_name")}
+    assert read == {"topology": "replicas", "engines": ["spark-a", "spark-b"], "head": "spark-a",
+                    "startup": {"replicas": "93.5"}, "play_hosts": ["spark-a", "spark-b", "proxy-1"],
+                    "playbook_dir": "/pb", "models": {"replicas": "/m/R", "split": "/m/S"}, "served_model_name": "llm"}
+    assert runs[0]["drains"] == [{"spark-b": "switch-to-replicas"}] and "incumbent_host" not in runs[0]
+    # The split's head when the inventory names one, the previous decision's incumbent host, what the task gives.
+    task_vars.update(vllm_split_head="spark-b", vllm_switch_plan={"incumbent": {"host": "spark-a"}})
+    _result, runs = through_the_action(run_module, {"read_hosts": True, "startup": {}}, HOSTVARS, task_vars)
+    assert runs[0]["head"] == "spark-b" and runs[0]["startup"] == {}
+    # The records at the end of a switch: the engine hosts and the decision.
+    task_vars["vllm_switch_plan"] = dict(RECORD["plan"])
+    _result, runs = through_the_action(run_module, {"procedure": "record", "read_hosts": True}, HOSTVARS, task_vars)
+    assert runs[0]["engines"] == ["spark-a", "spark-b"] and runs[0]["plan"] == RECORD["plan"]
+    assert runs[0]["models"] == {"replicas": "/m/R", "split": "/m/S"}
+
+
+def test_an_undefined_optional_variable_leaves_the_modules_default_and_a_required_one_is_an_error(run_module):
+    from ansible.errors import AnsibleUndefinedVariable
+
+    given = {"read_hosts": True, "topology": "replicas", "engines": ["spark-a", "spark-b"], "proxies": ["proxy-1"]}
+    _result, runs = through_the_action(run_module, given, HOSTVARS, {})
+    assert not set(runs[0]) & {"startup", "play_hosts", "playbook_dir", "served_model_name", "models"}
+    assert runs[0]["head"] == "spark-a"
+    with pytest.raises(AnsibleUndefinedVariable):
+        through_the_action(run_module, {"read_hosts": True}, HOSTVARS, {})
