@@ -3,8 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """The procedure roles' multi-line expressions moved to filters - rolling_restart's serving peers (serving_peers),
-tool_gate's suite files (tool_gate_suite_files), topology_switch's write errors (noted_by_hosts), tune_concurrency's
-run timeout (tune_run_timeout), maintenance_window's probe URL (proxy_chat_url): each renders exactly what the Jinja
+tool_gate's suite files (tool_gate_suite_files), tune_concurrency's run timeout (tune_run_timeout), maintenance_window's probe URL (proxy_chat_url): each renders exactly what the Jinja
 it replaced rendered (kept here as it stood in the roles), through Ansible's own templar."""
 
 from __future__ import annotations
@@ -51,20 +50,6 @@ def test_tool_gate_suite_files(suite, extra):
     new = "{{ ([tool_gate_suite] + tool_gate_suite_extra) | factory_floor.llm.tool_gate_suite_files(role_path) }}"
     found = same(old, new, tool_gate_suite=suite, tool_gate_suite_extra=extra, role_path="/c/roles/tool_gate")
     assert found[0] == ("/c/roles/tool_gate/files/suites/%s.yml" % suite if suite[0] != "." else suite)
-
-
-@pytest.mark.parametrize("noted", [
-    {}, {"spark-a": {"__vllm_switch_record_error": "read-only file system"}},
-    {"spark-a": {"__vllm_switch_record_error": ""}, "spark-b": {"__vllm_switch_record_error": None},
-     "spark-c": {"__vllm_switch_record_error": "disk full"}},
-])
-def test_noted_by_hosts(noted):
-    hosts = ["spark-a", "spark-b", "spark-c"]
-    hostvars = {host: dict(noted.get(host, {})) for host in hosts}
-    old = """{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars)
-   | map(attribute='__vllm_switch_record_error', default=''))) | dict2items | selectattr('value') | items2dict }}"""
-    new = "{{ ansible_play_hosts | factory_floor.llm.noted_by_hosts(hostvars, '__vllm_switch_record_error') }}"
-    same(old, new, ansible_play_hosts=hosts, hostvars=hostvars)
 
 
 @pytest.mark.parametrize("knobs", [
