@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """The procedure roles' multi-line expressions moved to filters - rolling_restart's serving peers (serving_peers),
-tool_gate's suite files (tool_gate_suite_files), tune_concurrency's run timeout (tune_run_timeout), maintenance_window's probe URL (proxy_chat_url): each renders exactly what the Jinja
-it replaced rendered (kept here as it stood in the roles), through Ansible's own templar."""
+tool_gate's suite files (tool_gate_suite_files), tune_concurrency's run timeout (tune_run_timeout), maintenance_window's
+probe URL (proxy_chat_url): each renders exactly what the Jinja it replaced rendered (kept here as it stood in the roles), through Ansible's own templar."""
 
 from __future__ import annotations
 
