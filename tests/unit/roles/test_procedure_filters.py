@@ -4,7 +4,8 @@
 
 """The procedure roles' multi-line expressions moved to filters - rolling_restart's serving peers (serving_peers),
 tool_gate's suite files (tool_gate_suite_files), tune_concurrency's run timeout (tune_run_timeout), maintenance_window's
-probe URL (proxy_chat_url): each renders exactly what the Jinja it replaced rendered (kept here as it stood in the roles), through Ansible's own templar."""
+probe URL (proxy_chat_url): each renders exactly what the Jinja it replaced rendered (kept here as it stood in the
+roles), through Ansible's own templar."""
 
 from __future__ import annotations
 
