@@ -11,6 +11,7 @@ import json
 import pytest
 import yaml
 
+from ansible_collections.factory_floor.llm.plugins.doc_fragments.topology_record import ModuleDocFragment as TopologyRecordFragment
 from ansible_collections.factory_floor.llm.plugins.modules import topology_record as module
 
 INVENTORY = ["/srv/ff/inventory/site"]
@@ -96,10 +97,13 @@ def test_an_unknown_topology_is_refused_by_the_argument_spec(run_module, path):
 
 
 def test_documentation_is_yaml_and_matches_the_argument_spec():
+    # The record-reading options live in the topology_record doc fragment (shared with deploy_topology_check).
     doc = yaml.safe_load(module.DOCUMENTATION)
-    assert set(doc["options"]) == {"path", "topology", "inventory_sources", "inventory_topology", "playbook_dir", "units",
+    fragment = yaml.safe_load(TopologyRecordFragment.DOCUMENTATION)
+    assert "topology_record" in " ".join(doc["extends_documentation_fragment"])
+    assert set(doc["options"]) | set(fragment["options"]) == {"path", "topology", "inventory_sources", "inventory_topology", "playbook_dir", "units",
                                    "model", "hosts", "engine_hosts", "registered"}
-    assert doc["options"]["path"]["default"] == module.tr.PATH
+    assert fragment["options"]["path"]["default"] == module.tr.PATH
     returned = yaml.safe_load(module.RETURN)
     assert set(returned) == {"state", "record_state", "recorded", "runs", "record", "message", "model_state", "model_message",
                              "site", "inventory"}

@@ -27,6 +27,7 @@ import pytest
 import requests
 import yaml
 
+from ansible_collections.factory_floor.llm.plugins.module_utils import _maintenance_window
 from ansible_collections.factory_floor.llm.plugins.module_utils._host import probe_client as pc
 from ansible_collections.factory_floor.llm.tests.unit.plugins.fake_vllm import free_port
 from ansible_collections.factory_floor.llm.tests.unit.plugins.module_utils._host import host_layout
@@ -419,13 +420,16 @@ def probe_tasks():
 
 
 def test_the_role_installs_the_package_and_runs_the_client_from_it():
-    """The probe entry point installs the host programs (site's host_programs) and runs ``-m _host.probe_client``."""
+    """The probe entry point installs the host programs (site's host_programs); maintenance_probe runs
+    ``-m _host.probe_client`` with the package on PYTHONPATH."""
     block = probe_tasks()
     includes = [task["ansible.builtin.include_role"] for task in block if "ansible.builtin.include_role" in task]
     assert {"name": "factory_floor.llm.site", "tasks_from": "host_programs"} in includes
-    (start,) = [task["ansible.builtin.command"]["argv"] for task in block if "ansible.builtin.command" in task]
+    start = _maintenance_window.probe_argv({"unit": "ff-probe", "max_seconds": 60, "lib_dir": "/usr/local/lib/ff",
+                                            "url": "http://127.0.0.1:8080", "model": "m", "log": "/tmp/p.jsonl",
+                                            "interval": 0.5, "concurrency": 1, "api_key_file": "/etc/ff/key"})
     at = start.index("/usr/bin/python3")
-    assert start[at - 1] == "--setenv=PYTHONPATH={{ _site_host_lib_dir }}"
+    assert start[at - 1] == "--setenv=PYTHONPATH=/usr/local/lib/ff"
     assert start[at + 1:at + 3] == ["-m", "_host.probe_client"]
 
 
