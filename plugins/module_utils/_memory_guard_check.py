@@ -31,7 +31,7 @@ import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-CHECKS = ("preflight", "compute", "share", "outside", "stale")
+CHECKS = ("preflight", "compute", "share", "outside", "stale", "installed")
 
 _FIGURES = ("inventory_hostname", "_memory_guard_weights_gib", "_memory_guard_min_kv_gib", "memory_guard_activation_gib",
             "memory_guard_os_reserve_gib", "memory_guard_headroom_gib", "memory_guard_device_total_gib",
@@ -45,12 +45,14 @@ VARIABLES = {
                              "memory_guard_watch_resume_gib", "memory_guard_watch_settle", "memory_guard_workloads",
                              "_memory_guard_slice_prefix"),
     "compute": _FIGURES + ("memory_guard_workloads", "_memory_guard_running_unit",
-                           "memory_guard_share_hysteresis_gib"),
+                           "memory_guard_share_hysteresis_gib", "_memory_guard_engine_log_cmd"),
     "share": _FIGURES + ("memory_guard_workloads", "_memory_guard_running_unit",
                          "memory_guard_share_hysteresis_gib", "vllm_gpu_memory_utilization", "__memory_guard_applied",
-                         "memory_guard_set_gpu_memory_utilization", "memory_guard_start_need_gib"),
-    "outside": ("memory_guard_slice", "memory_guard_restart_workloads"),
+                         "memory_guard_set_gpu_memory_utilization", "memory_guard_start_need_gib",
+                         "_memory_guard_engine_log_cmd"),
+    "outside": ("memory_guard_slice", "memory_guard_restart_workloads", "_memory_guard_unit_workloads"),
     "stale": ("memory_guard_workloads", "_memory_guard_unit_dir", "_memory_guard_dropin"),
+    "installed": ("_memory_guard_unit_dir", "_memory_guard_dropin", "_memory_guard_start_dropin", "memory_guard_slice"),
 }
 OPTIONAL = frozenset(("vllm_gpu_memory_utilization", "__memory_guard_applied"))
 
@@ -343,3 +345,30 @@ def stale(v, found):
                                 v["_memory_guard_dropin"])
                 for item in v["memory_guard_workloads"] or [] if _given(item.get("unit")) or _given(item.get("slice"))}
     return [entry["path"] for entry in (found or {}).get("files") or [] if entry["path"] not in declared]
+
+
+def engine_log_args(v):
+    """``ansible.builtin.shell``'s arguments that read what vLLM printed about its memory at the engines' last start
+    here (``_memory_guard_engine_log_cmd``: the lines of the later of the engine units' journals)."""
+    return {"_raw_params": v["_memory_guard_engine_log_cmd"], "_uses_shell": True, "executable": "/bin/bash"}
+
+
+def where_args(v):
+    """Per workload service, ``command``'s arguments that read where it runs (``systemctl show``), for ``outside``."""
+    return [(item, {"argv": ["systemctl", "show", "--property=Slice", "--property=ActiveState", item["unit"]]})
+            for item in v["_memory_guard_unit_workloads"] or []]
+
+
+def find_args(v, check):
+    """``find``'s arguments for the drop-ins the role wrote: its workloads' (``stale``), or with the engines' start
+    check's too (``installed``)."""
+    patterns = [v["_memory_guard_dropin"]] + ([v["_memory_guard_start_dropin"]] if check == "installed" else [])
+    return {"paths": [v["_memory_guard_unit_dir"]], "patterns": patterns, "recurse": True, "depth": 2}
+
+
+def installed(v, found):
+    """Everything the role wrote under the unit directory (``found``: a ``find`` of its drop-ins) and its workloads'
+    slice, for the role to remove when ``memory_guard_enabled`` is false."""
+    return ([entry["path"] for entry in (found or {}).get("files") or []]
+            + ["%s/%s" % (v["_memory_guard_unit_dir"], v["memory_guard_slice"])])
+
