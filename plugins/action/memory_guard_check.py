@@ -7,7 +7,7 @@
 The action plugin reads the variables a check needs itself, as the task sees them
 (``_memory_guard_check.VARIABLES``: inventory, the role's defaults and vars, the registered
 model figures), and what it observes on the host itself, read-only also in check mode: ``outside`` where each
-workload service runs (``systemctl show``), ``stale`` and ``installed`` the role's drop-ins (``find``), ``compute``
+workload service runs (``systemctl show``), ``stale``, ``installed`` and ``files`` the role's drop-ins (``find``), ``compute``
 and ``share`` the engines' journal, then ``factory_floor.llm.gpu_memory_utilization``, ``share`` a second time at a
 share the inventory pins. ``preflight`` runs nothing on the host. The decisions are
 ``plugins/module_utils/_memory_guard_check.py``'s; the documentation is
@@ -27,6 +27,7 @@ ARGUMENT_SPEC = dict(
     engine_log=dict(type="str"),
     where=dict(type="dict"),
     found=dict(type="dict"),
+    files=dict(type="str", choices=list(mg.FILES)),
 )
 SHARE = "factory_floor.llm.gpu_memory_utilization"
 
@@ -70,7 +71,7 @@ class ActionModule(ActionBase):
             seen = [dict(self.observe("command", module_args, task_vars), item=item)
                     for item, module_args in mg.where_args(variables)]
             args["where"] = {"results": seen}
-        if name in ("stale", "installed") and args["found"] is None:
+        if (name in ("stale", "installed") or name == "files" and args["files"] == "workloads") and args["found"] is None:
             args["found"] = self.observe("find", mg.find_args(variables, name), task_vars)
             seen = [args["found"]]
         if name in ("compute", "share") and args["engine_log"] is None:
@@ -93,6 +94,11 @@ class ActionModule(ActionBase):
     def decide(self, result, name, args, variables, task_vars):
         """The check ``name``'s result, after what it reads on the host."""
         self.observations(name, args, variables, task_vars)
+        if name == "files":
+            if not args["files"]:
+                raise AnsibleActionFail("memory_guard_check files needs files: %s" % " or ".join(mg.FILES))
+            result.update(changed=False, **mg.files(variables, args["files"], args["found"]))
+            return result
         if name == "installed":
             result.update(changed=False, paths=mg.installed(variables, args["found"]))
             return result

@@ -42,6 +42,12 @@ description:
     O(found)) that belong to no declared workload's unit or slice any more (RV(paths)), for the role to remove."
   - "O(check=installed) names every file the role wrote (its workloads' and the engines' start check's drop-ins, found
     the same way, and the workloads' slice, RV(paths)), for the role to remove with C(memory_guard_enabled) false."
+  - "O(check=files) plans the unit files of O(files) the role writes and removes under C(/etc/systemd/system):
+    RV(dirs), RV(write) (each with its template, path and C(systemd-analyze verify) command) and RV(remove). For
+    V(workloads), the slice C(memory_guard_slice) (removed when nothing is declared inside it), a drop-in per workload
+    service (C(Slice=) and its limits) and per declared slice (its limits), and the drop-ins of workloads no longer
+    declared (found as O(check=stale) does); for V(start_check), the engines' C(ExecStartPre=) drop-ins, removed with
+    C(memory_guard_start_check) false."
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:
@@ -52,7 +58,7 @@ options:
     description: Which decision.
     type: str
     required: true
-    choices: [preflight, compute, share, outside, stale, installed]
+    choices: [preflight, compute, share, outside, stale, installed, files]
   engine_log:
     description:
       - What the engines' journal said at their last start on this host (the lines about vLLM's memory), for
@@ -69,6 +75,11 @@ options:
       - For O(check=stale) and O(check=installed), the registered C(ansible.builtin.find) of the role's drop-ins under
         the unit directory. Default, run on the host.
     type: dict
+  files:
+    description:
+      - For O(check=files), which files - the workloads' slice and drop-ins, or the engines' start check drop-ins.
+    type: str
+    choices: [workloads, start_check]
 seealso:
   - module: factory_floor.llm.gpu_memory_utilization
 """
@@ -132,6 +143,25 @@ paths:
   type: list
   elements: str
   sample: [/etc/systemd/system/mysql.service.d/60-factory-floor-memory-guard.conf]
+dirs:
+  description: O(check=files)'s drop-in directories to create (root's, C(0755)).
+  returned: when O(check=files)
+  type: list
+  elements: str
+  sample: [/etc/systemd/system/postgresql.service.d]
+write:
+  description:
+    - O(check=files)'s files to write, each with C(src) (the role's template), C(dest), C(validate) (the
+      C(systemd-analyze verify) command, C(%s) the file), C(label), and what the template reads as C(item) (the
+      workload's keys, or C(unit) for the start check).
+  returned: when O(check=files)
+  type: list
+  elements: dict
+remove:
+  description: O(check=files)'s files to remove.
+  returned: when O(check=files)
+  type: list
+  elements: str
 share:
   description: What the share gives (O(check=share)); the rest of the result is M(factory_floor.llm.gpu_memory_utilization)'s.
   returned: when O(check=share) and the computation succeeded

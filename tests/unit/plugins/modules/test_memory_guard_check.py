@@ -169,4 +169,4 @@ def test_the_role_runs_each_check_where_it_decided_before():
             if "factory_floor.llm.memory_guard_check" in task:
                 where.add((name, task["factory_floor.llm.memory_guard_check"]["check"]))
     assert where == {("preflight.yml", "preflight"), ("plan.yml", "share"), ("status.yml", "compute"),
-                     ("move.yml", "outside"), ("workloads.yml", "stale"), ("disable.yml", "installed")}
+                     ("move.yml", "outside"), ("files.yml", "files"), ("disable.yml", "installed")}
