@@ -421,4 +421,3 @@ def files(v, which, found=None):
                                    **item))
     plan["remove"] += stale(v, found)
     return plan
-

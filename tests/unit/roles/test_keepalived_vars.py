@@ -53,4 +53,3 @@ def test_the_watch_configuration_is_the_settings_as_json_byte_for_byte():
     assert text == json.dumps(json.loads(text), indent=4, sort_keys=True)
     assert json.loads(text) == {"interface": "eth0", "interval": 5.0, "state_file": "/run/factory-floor/keepalived.json",
                                 "virtual_ipaddress": "10.0.0.9/24"}
-

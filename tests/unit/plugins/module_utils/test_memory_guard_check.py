@@ -263,8 +263,8 @@ def test_a_slice_with_nothing_inside_is_removed():
 @pytest.mark.parametrize("start_check", [True, False])
 def test_the_engines_start_check_is_written_to_both_engines_or_removed(start_check):
     plan = mg.files(variables("files", memory_guard_start_check=start_check), "start_check")
-    paths = [UNITS + "/%s.d/60-factory-floor-start-check.conf" % unit for unit in ("vllm-replica.service",
-                                                                                  "vllm-split.service")]
+    units = ("vllm-replica.service", "vllm-split.service")
+    paths = [UNITS + "/%s.d/60-factory-floor-start-check.conf" % unit for unit in units]
     if start_check:
         assert [f["dest"] for f in plan["write"]] == paths and plan["remove"] == []
         assert [f["unit"] for f in plan["write"]] == ["vllm-replica.service", "vllm-split.service"]
