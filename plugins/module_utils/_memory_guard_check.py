@@ -31,7 +31,9 @@ import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-CHECKS = ("preflight", "compute", "share", "outside", "stale")
+CHECKS = ("preflight", "compute", "share", "outside", "stale", "installed", "files")
+# What O(check=files) plans: the workloads' slice and drop-ins, or the engines' start check drop-ins.
+FILES = ("workloads", "start_check")
 
 _FIGURES = ("inventory_hostname", "_memory_guard_weights_gib", "_memory_guard_min_kv_gib", "memory_guard_activation_gib",
             "memory_guard_os_reserve_gib", "memory_guard_headroom_gib", "memory_guard_device_total_gib",
@@ -45,12 +47,18 @@ VARIABLES = {
                              "memory_guard_watch_resume_gib", "memory_guard_watch_settle", "memory_guard_workloads",
                              "_memory_guard_slice_prefix"),
     "compute": _FIGURES + ("memory_guard_workloads", "_memory_guard_running_unit",
-                           "memory_guard_share_hysteresis_gib"),
+                           "memory_guard_share_hysteresis_gib", "_memory_guard_engine_log_cmd"),
     "share": _FIGURES + ("memory_guard_workloads", "_memory_guard_running_unit",
                          "memory_guard_share_hysteresis_gib", "vllm_gpu_memory_utilization", "__memory_guard_applied",
-                         "memory_guard_set_gpu_memory_utilization", "memory_guard_start_need_gib"),
-    "outside": ("memory_guard_slice", "memory_guard_restart_workloads"),
+                         "memory_guard_set_gpu_memory_utilization", "memory_guard_start_need_gib",
+                         "_memory_guard_engine_log_cmd"),
+    "outside": ("memory_guard_slice", "memory_guard_restart_workloads", "_memory_guard_unit_workloads"),
     "stale": ("memory_guard_workloads", "_memory_guard_unit_dir", "_memory_guard_dropin"),
+    "files": ("memory_guard_workloads", "_memory_guard_unit_dir", "_memory_guard_dropin", "_memory_guard_start_dropin",
+              "memory_guard_slice", "_memory_guard_unit_workloads", "_memory_guard_slice_workloads",
+              "_memory_guard_inside", "_memory_guard_validate_slice", "_memory_guard_validate_service_dropin",
+              "_memory_guard_validate_slice_dropin", "memory_guard_engine_units", "memory_guard_start_check"),
+    "installed": ("_memory_guard_unit_dir", "_memory_guard_dropin", "_memory_guard_start_dropin", "memory_guard_slice"),
 }
 OPTIONAL = frozenset(("vllm_gpu_memory_utilization", "__memory_guard_applied"))
 
@@ -343,3 +351,73 @@ def stale(v, found):
                                 v["_memory_guard_dropin"])
                 for item in v["memory_guard_workloads"] or [] if _given(item.get("unit")) or _given(item.get("slice"))}
     return [entry["path"] for entry in (found or {}).get("files") or [] if entry["path"] not in declared]
+
+
+def engine_log_args(v):
+    """``ansible.builtin.shell``'s arguments that read what vLLM printed about its memory at the engines' last start
+    here (``_memory_guard_engine_log_cmd``: the lines of the later of the engine units' journals)."""
+    return {"_raw_params": v["_memory_guard_engine_log_cmd"], "_uses_shell": True, "executable": "/bin/bash"}
+
+
+def where_args(v):
+    """Per workload service, ``command``'s arguments that read where it runs (``systemctl show``), for ``outside``."""
+    return [(item, {"argv": ["systemctl", "show", "--property=Slice", "--property=ActiveState", item["unit"]]})
+            for item in v["_memory_guard_unit_workloads"] or []]
+
+
+def find_args(v, check):
+    """``find``'s arguments for the drop-ins the role wrote: its workloads' (``stale``), or with the engines' start
+    check's too (``installed``)."""
+    patterns = [v["_memory_guard_dropin"]] + ([v["_memory_guard_start_dropin"]] if check == "installed" else [])
+    return {"paths": [v["_memory_guard_unit_dir"]], "patterns": patterns, "recurse": True, "depth": 2}
+
+
+def installed(v, found):
+    """Everything the role wrote under the unit directory (``found``: a ``find`` of its drop-ins) and its workloads'
+    slice, for the role to remove when ``memory_guard_enabled`` is false."""
+    return ([entry["path"] for entry in (found or {}).get("files") or []]
+            + ["%s/%s" % (v["_memory_guard_unit_dir"], v["memory_guard_slice"])])
+
+
+def _file(v, template, path, validate, label, **item):
+    """One file to write: the template, its path under the unit directory, its check, the loop's label, and what the
+    template reads as ``item``."""
+    return dict(item, src=template, validate=v[validate], label=label,
+                dest="%s/%s" % (v["_memory_guard_unit_dir"], path))
+
+
+def files(v, which, found=None):
+    """The files ``which`` (``FILES``) the role writes and removes: ``dirs`` to create, ``write`` (each a template,
+    its ``dest``, its systemd-analyze ``validate`` command, a ``label``, and what the template reads as ``item``),
+    ``remove``. ``workloads``: the slice (removed when nothing is declared inside it), a drop-in per workload service
+    (Slice= and its limits) and per declared slice (its limits), and the drop-ins of workloads no longer declared
+    (``found``, a ``find`` of them). ``start_check``: the engines' ExecStartPre= drop-ins, removed with
+    ``memory_guard_start_check`` false."""
+    unit_dir, slice_name = v["_memory_guard_unit_dir"], _text(v["memory_guard_slice"])
+    plan = {"dirs": [], "write": [], "remove": []}
+    if which == "start_check":
+        units = list(v["memory_guard_engine_units"] or [])
+        paths = ["%s.d/%s" % (unit, v["_memory_guard_start_dropin"]) for unit in units]
+        if not boolean(v["memory_guard_start_check"], strict=False):
+            plan["remove"] = ["%s/%s" % (unit_dir, path) for path in paths]
+            return plan
+        plan["dirs"] = ["%s/%s.d" % (unit_dir, unit) for unit in units]
+        plan["write"] = [_file(v, "engine-start-check.conf.j2", path, "_memory_guard_validate_service_dropin", unit,
+                               unit=unit) for unit, path in zip(units, paths)]
+        return plan
+    if v["_memory_guard_inside"]:
+        plan["write"].append(_file(v, "workloads.slice.j2", slice_name, "_memory_guard_validate_slice", slice_name))
+    else:
+        plan["remove"].append("%s/%s" % (unit_dir, slice_name))
+    for item in v["_memory_guard_unit_workloads"] or []:
+        plan["dirs"].append("%s/%s.d" % (unit_dir, item["unit"]))
+        plan["write"].append(_file(v, "workload-service.conf.j2", "%s.d/%s" % (item["unit"], v["_memory_guard_dropin"]),
+                                   "_memory_guard_validate_service_dropin", "%s (%s)" % (item["name"], item["unit"]),
+                                   **item))
+    for item in v["_memory_guard_slice_workloads"] or []:
+        plan["dirs"].append("%s/%s.d" % (unit_dir, item["slice"]))
+        plan["write"].append(_file(v, "workload-slice.conf.j2", "%s.d/%s" % (item["slice"], v["_memory_guard_dropin"]),
+                                   "_memory_guard_validate_slice_dropin", "%s (%s)" % (item["name"], item["slice"]),
+                                   **item))
+    plan["remove"] += stale(v, found)
+    return plan

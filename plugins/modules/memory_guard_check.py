@@ -24,18 +24,30 @@ description:
     engine unit, a slice that is systemd's own or C(memory_guard_slice) itself, a C(memory_high_gib) outside
     (0, C(peak_gib)], an C(action) other than C(stop) or C(pause); and a workload name declared twice. It runs nothing
     on the host."
-  - "O(check=compute) runs M(factory_floor.llm.gpu_memory_utilization) on the host with the role's figures (the running
-    engine's share kept within C(memory_guard_share_hysteresis_gib), what vLLM measured at its last start from
-    O(engine_log)) and returns its result. It reads only, also in check mode."
+  - "O(check=compute) reads what vLLM printed about its memory at the engines' last start here (the later of the engine
+    units' journals, C(journalctl); nothing when no engine has run here) unless O(engine_log) gives it, then runs
+    M(factory_floor.llm.gpu_memory_utilization) on the host with the role's figures (the running engine's share kept
+    within C(memory_guard_share_hysteresis_gib), what vLLM measured) and returns its result. It reads only, also in
+    check mode."
   - "O(check=share) does the same, then decides what the share gives (RV(share)): a plan whose problems say it does
     not describe the host (a device total far above C(MemTotal)) is refused, and so is a C(vllm_gpu_memory_utilization)
     the inventory pins above what the host allows, computed again at the pin; else the share the engines get (at most
     0.99, the engine roles' limit) and what the start check counts. The role's tasks set the facts and fail with
     RV(share.refusal)."
   - "O(check=outside) names the workload services that run outside C(memory_guard_slice) now (RV(units)), from
-    O(where); C(Slice=) moves a service only when it starts. It runs nothing on the host."
-  - "O(check=stale) names the workload drop-ins the role wrote (O(found)) that belong to no declared workload's unit or
-    slice any more (RV(paths)), for the role to remove. It runs nothing on the host."
+    C(systemctl show --property=Slice --property=ActiveState <unit>) run on the host per workload service (or O(where));
+    C(Slice=) moves a service only when it starts. It reads only, also in check mode; a C(systemctl) that fails fails
+    the task with its message."
+  - "O(check=stale) names the workload drop-ins the role wrote (a C(find) on the host under C(/etc/systemd/system), or
+    O(found)) that belong to no declared workload's unit or slice any more (RV(paths)), for the role to remove."
+  - "O(check=installed) names every file the role wrote (its workloads' and the engines' start check's drop-ins, found
+    the same way, and the workloads' slice, RV(paths)), for the role to remove with C(memory_guard_enabled) false."
+  - "O(check=files) plans the unit files of O(files) the role writes and removes under C(/etc/systemd/system):
+    RV(dirs), RV(write) (each with its template, path and C(systemd-analyze verify) command) and RV(remove). For
+    V(workloads), the slice C(memory_guard_slice) (removed when nothing is declared inside it), a drop-in per workload
+    service (C(Slice=) and its limits) and per declared slice (its limits), and the drop-ins of workloads no longer
+    declared (found as O(check=stale) does); for V(start_check), the engines' C(ExecStartPre=) drop-ins, removed with
+    C(memory_guard_start_check) false."
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:
@@ -46,23 +58,28 @@ options:
     description: Which decision.
     type: str
     required: true
-    choices: [preflight, compute, share, outside, stale]
+    choices: [preflight, compute, share, outside, stale, installed, files]
   engine_log:
     description:
       - What the engines' journal said at their last start on this host (the lines about vLLM's memory), for
-        O(check=compute) and O(check=share); empty when no engine has run here.
+        O(check=compute) and O(check=share); empty when no engine has run here. Default, read on the host with the
+        role's C(_memory_guard_engine_log_cmd).
     type: str
-    default: ""
   where:
     description:
       - For O(check=outside), the registered loop of C(systemctl show --property=Slice --property=ActiveState <unit>)
-        over the workloads that name a unit (each result's C(item) the workload).
+        over the workloads that name a unit (each result's C(item) the workload). Default, run on the host.
     type: dict
   found:
     description:
-      - For O(check=stale), the registered C(ansible.builtin.find) of the role's workload drop-ins under the unit
-        directory.
+      - For O(check=stale) and O(check=installed), the registered C(ansible.builtin.find) of the role's drop-ins under
+        the unit directory. Default, run on the host.
     type: dict
+  files:
+    description:
+      - For O(check=files), which files - the workloads' slice and drop-ins, or the engines' start check drop-ins.
+    type: str
+    choices: [workloads, start_check]
 seealso:
   - module: factory_floor.llm.gpu_memory_utilization
 """
@@ -76,7 +93,6 @@ EXAMPLES = r"""
 - name: Compute this host's share for vLLM, and check a pinned one against it
   factory_floor.llm.memory_guard_check:
     check: share
-    engine_log: "{{ __memory_guard_engine_log.stdout | default('') }}"
   register: __memory_guard_plan
 """
 
@@ -120,11 +136,32 @@ message:
   returned: when O(check=outside)
   type: str
 paths:
-  description: O(check=stale)'s drop-ins of workloads no longer declared, to remove.
-  returned: when O(check=stale)
+  description:
+    - O(check=stale)'s drop-ins of workloads no longer declared, to remove.
+    - O(check=installed)'s files the role wrote, to remove (the workloads' slice last, whether it exists or not).
+  returned: when O(check=stale) or O(check=installed)
   type: list
   elements: str
   sample: [/etc/systemd/system/mysql.service.d/60-factory-floor-memory-guard.conf]
+dirs:
+  description: O(check=files)'s drop-in directories to create (root's, C(0755)).
+  returned: when O(check=files)
+  type: list
+  elements: str
+  sample: [/etc/systemd/system/postgresql.service.d]
+write:
+  description:
+    - O(check=files)'s files to write, each with C(src) (the role's template), C(dest), C(validate) (the
+      C(systemd-analyze verify) command, C(%s) the file), C(label), and what the template reads as C(item) (the
+      workload's keys, or C(unit) for the start check).
+  returned: when O(check=files)
+  type: list
+  elements: dict
+remove:
+  description: O(check=files)'s files to remove.
+  returned: when O(check=files)
+  type: list
+  elements: str
 share:
   description: What the share gives (O(check=share)); the rest of the result is M(factory_floor.llm.gpu_memory_utilization)'s.
   returned: when O(check=share) and the computation succeeded

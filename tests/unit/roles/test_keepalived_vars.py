@@ -8,12 +8,14 @@ role), through Ansible's own templar over the role's variables and an inventory.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 from ansible_collections.factory_floor.llm.tests.unit.roles.collection_filters import with_filters
-from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import role_variables
+from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import render, role_variables
 
 OLD_CONFIG = """\
 {{ {'virtual_ipaddress': __keepalived_address | default(keepalived_virtual_ipaddress),
@@ -41,3 +43,13 @@ def test_the_watch_config_and_check_are_what_the_old_jinja_rendered(inventory):
         trust_as_template(OLD_CONFIG))
     assert tpl.template(trust_as_template("{{ _keepalived_watch_unit_validate }}")) == tpl.template(
         trust_as_template(OLD_VALIDATE))
+
+
+def test_the_watch_configuration_is_the_settings_as_json_byte_for_byte():
+    # Written with the site role's daemon entry point (a template), the same bytes as the copy it replaced: a watch
+    # running on the old file is not restarted for nothing.
+    inventory = dict(keepalived_interface="eth0", keepalived_virtual_ipaddress="10.0.0.9/24")
+    text = render("keepalived", "keepalived-watch.json.j2", **inventory)
+    assert text == json.dumps(json.loads(text), indent=4, sort_keys=True)
+    assert json.loads(text) == {"interface": "eth0", "interval": 5.0, "state_file": "/run/factory-floor/keepalived.json",
+                                "virtual_ipaddress": "10.0.0.9/24"}

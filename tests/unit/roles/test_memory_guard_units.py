@@ -43,7 +43,7 @@ SLICES = ["factory-floor-workloads.slice", "site\\x2dbuilds.slice", "work loads.
 @needs_systemd
 @pytest.mark.parametrize("slice_name", SLICES)
 def test_the_start_check_gets_exactly_the_roles_arguments(slice_name):
-    text = render("engine-start-check.conf.j2", item="vllm-replica.service", __memory_guard_need_gib=80.5,
+    text = render("engine-start-check.conf.j2", item={"unit": "vllm-replica.service"}, __memory_guard_need_gib=80.5,
                   __memory_guard_need_source="the share of MemTotal", memory_guard_slice=slice_name,
                   memory_guard_start_require_free=True)
     (line,) = re.findall(r"^ExecStartPre=(.*)$", text, re.M)
@@ -57,7 +57,7 @@ def test_the_start_check_gets_exactly_the_roles_arguments(slice_name):
 
 def test_the_drop_in_passes_systemds_own_check(tmp_path):
     """What the role's validate runs: systemd-analyze verify on a stub unit with the drop-in."""
-    text = render("engine-start-check.conf.j2", item="vllm-replica.service", __memory_guard_need_gib=80.5,
+    text = render("engine-start-check.conf.j2", item={"unit": "vllm-replica.service"}, __memory_guard_need_gib=80.5,
                   __memory_guard_need_source="x", memory_guard_slice="site\\x2dbuilds.slice")
     path = tmp_path / "guard.conf"
     path.write_text(text)

@@ -58,12 +58,23 @@ def test_an_existing_directory_keeps_its_owner_and_mode_and_a_missing_one_is_mad
 @pytest.mark.parametrize("path, variable", [
     ("roles/vllm_watchdog/tasks/install.yml", "vllm_watchdog_textfile_dir"),
     ("roles/nginx_proxy/tasks/install.yml", "nginx_proxy_textfile_dir"),
-    ("roles/memory_guard/tasks/watch.yml", "memory_guard_textfile_dir"),
-    ("roles/keepalived/tasks/watch.yml", "keepalived_textfile_dir"),
+    ("roles/site/tasks/daemon.yml", "site_daemon.textfile_dir"),
 ])
 def test_every_textfile_directory_goes_through_it(path, variable):
-    found = [task for task in tasks(path) if variable in str(task.get("ansible.builtin.file", {}).get("path", ""))
+    made = [task.get("ansible.builtin.file", {}) for task in tasks(path)]
+    found = [task for task, file in zip(tasks(path), made)
+             if variable in str(file.get("path", "")) and file.get("state") == "directory"
              or variable in str(task.get("vars", {}).get("site_dir_path", ""))]
     assert len(found) == 1, found
     include = found[0].get("ansible.builtin.include_role") or {}
-    assert (include.get("name"), include.get("tasks_from")) == ("factory_floor.llm.site", "dir_if_missing")
+    assert (include.get("name"), include.get("tasks_from")) == ("factory_floor.llm.site", "dir_if_missing") \
+        or found[0].get("ansible.builtin.include_tasks") == "dir_if_missing.yml"
+
+
+# The memory guard's and keepalived's watches write their metrics through the site role's daemon entry point.
+@pytest.mark.parametrize("role, variable", [("memory_guard", "memory_guard_textfile_dir"),
+                                            ("keepalived", "keepalived_textfile_dir")])
+def test_the_watches_textfile_directory_is_the_daemon_steps(role, variable):
+    with open(os.path.join(ROOT, "roles", role, "vars", "main.yml"), encoding="utf-8") as handle:
+        daemon = yaml.safe_load(handle)["_%s_watch_daemon" % role]
+    assert daemon["textfile_dir"] == "{{ %s }}" % variable

@@ -231,3 +231,48 @@ def test_the_drop_ins_of_workloads_no_longer_declared_are_stale():
         "/etc/systemd/system/mysql.service.d/" + drop]
     assert len(mg.stale(variables("stale"), found)) == 3
     assert mg.stale(variables("stale"), {"files": []}) == []
+
+
+UNITS = "/etc/systemd/system"
+BUILDS = {"name": "builds", "slice": "factory-floor-workloads-builds.slice", "peak_gib": 4}
+FOUND = {"files": [{"path": UNITS + "/postgresql.service.d/60-factory-floor-memory-guard.conf"},
+                   {"path": UNITS + "/mysql.service.d/60-factory-floor-memory-guard.conf"}]}
+
+
+def test_the_workloads_files_are_the_slice_a_drop_in_each_and_the_stale_ones_removed():
+    plan = mg.files(variables("files", memory_guard_workloads=[DB, BUILDS]), "workloads", FOUND)
+    assert plan["dirs"] == [UNITS + "/postgresql.service.d", UNITS + "/factory-floor-workloads-builds.slice.d"]
+    assert [(f["src"], f["dest"], f["label"]) for f in plan["write"]] == [
+        ("workloads.slice.j2", UNITS + "/factory-floor-workloads.slice", "factory-floor-workloads.slice"),
+        ("workload-service.conf.j2", UNITS + "/postgresql.service.d/60-factory-floor-memory-guard.conf",
+         "db (postgresql.service)"),
+        ("workload-slice.conf.j2", UNITS + "/factory-floor-workloads-builds.slice.d/60-factory-floor-memory-guard.conf",
+         "builds (factory-floor-workloads-builds.slice)")]
+    # Each file is checked as its kind, and its template reads the workload as item.
+    assert "ff-guard-stub" not in plan["write"][0]["validate"] and "systemd-analyze verify" in plan["write"][0]["validate"]
+    assert "ff-guard-stub.service" in plan["write"][1]["validate"] and "ff-guard-stub.slice" in plan["write"][2]["validate"]
+    assert plan["write"][1]["peak_gib"] == 8 and plan["write"][2]["slice"] == BUILDS["slice"]
+    assert plan["remove"] == [UNITS + "/mysql.service.d/60-factory-floor-memory-guard.conf"]
+
+
+def test_a_slice_with_nothing_inside_is_removed():
+    plan = mg.files(variables("files", memory_guard_workloads=[]), "workloads", {"files": []})
+    assert plan == {"dirs": [], "write": [], "remove": [UNITS + "/factory-floor-workloads.slice"]}
+
+
+@pytest.mark.parametrize("start_check", [True, False])
+def test_the_engines_start_check_is_written_to_both_engines_or_removed(start_check):
+    plan = mg.files(variables("files", memory_guard_start_check=start_check), "start_check")
+    units = ("vllm-replica.service", "vllm-split.service")
+    paths = [UNITS + "/%s.d/60-factory-floor-start-check.conf" % unit for unit in units]
+    if start_check:
+        assert [f["dest"] for f in plan["write"]] == paths and plan["remove"] == []
+        assert [f["unit"] for f in plan["write"]] == ["vllm-replica.service", "vllm-split.service"]
+        assert plan["dirs"] == [UNITS + "/vllm-replica.service.d", UNITS + "/vllm-split.service.d"]
+    else:
+        assert plan == {"dirs": [], "write": [], "remove": paths}
+
+
+def test_installed_is_every_drop_in_found_and_the_slice():
+    assert mg.installed(variables("installed"), FOUND) == [f["path"] for f in FOUND["files"]] + [
+        UNITS + "/factory-floor-workloads.slice"]

@@ -16,11 +16,11 @@ from unittest import mock
 import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import Templar
 
 from ansible_collections.factory_floor.llm.plugins.action.daemon_service import ARGUMENT_SPEC, ActionModule
 from ansible_collections.factory_floor.llm.plugins.module_utils import _daemon_service as ds
-from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT
+from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, _trusted, role_variables, templar
 
 UNIT = "factory-floor-memory-guard.service"
 FRESH = {"changed": False, "need_daemon_reload": False, "restart": []}
@@ -127,42 +127,64 @@ CHANGED = {"changed": True, "skipped": False, "failed": False}
 PACKAGE = ["/usr/local/lib/factory-floor/_host/__init__.py", "/usr/local/lib/factory-floor/_host/watchdog.py"]
 
 
-def _call(path):
+def _call(path, state="present"):
     with open(os.path.join(ROOT, path), encoding="utf-8") as handle:
-        (task,) = [task for task in yaml.safe_load(handle) if "factory_floor.llm.daemon_service" in task]
+        (task,) = [task for task in yaml.safe_load(handle) if "factory_floor.llm.daemon_service" in task
+                   and state in task.get("when", "site_daemon_state == 'present'")]
     return task
 
 
 def _evaluate(task, variables):
-    templar = Templar(loader=DataLoader(), variables=variables)
-    return {key: templar.template(trust_as_template(value)) for key, value in
+    found = templar(variables)
+    return {key: found.template(_trusted(value)) for key, value in
             task["factory_floor.llm.daemon_service"].items()}
 
 
-@pytest.mark.parametrize("path, values, unit, config", [
-    ("roles/memory_guard/tasks/watch.yml",
-     dict(_memory_guard_watch_unit=UNIT, _memory_guard_unit_dir="/etc/systemd/system",
-          _memory_guard_watch_config="/etc/factory-floor/memory-guard.json", __memory_guard_watch_config=UNCHANGED,
-          __memory_guard_watch_unit_file=UNCHANGED),
-     UNIT, "/etc/factory-floor/memory-guard.json"),
-    ("roles/keepalived/tasks/watch.yml",
-     dict(_keepalived_watch_unit="factory-floor-keepalived-watch.service",
-          _keepalived_watch_config="/etc/factory-floor/keepalived-watch.json",
-          __keepalived_watch_config_file=UNCHANGED, __keepalived_watch_unit_file=UNCHANGED),
-     "factory-floor-keepalived-watch.service", "/etc/factory-floor/keepalived-watch.json"),
-    ("roles/vllm_watchdog/tasks/run.yml",
-     dict(_vllm_watchdog_unit="vllm-replica-watchdog.service", _vllm_watchdog_unit_dir="/etc/systemd/system",
-          _vllm_watchdog_config_file="/etc/factory-floor/vllm-replica-watchdog.json",
-          __vllm_watchdog_config=UNCHANGED, __vllm_watchdog_unit_file=UNCHANGED),
-     "vllm-replica-watchdog.service", "/etc/factory-floor/vllm-replica-watchdog.json"),
-], ids=["memory-watch", "keepalived-watch", "vllm-watchdog"])
-def test_each_watch_is_asked_about_every_file_it_was_started_from(path, values, unit, config):
-    task = _call(path)
-    args = _evaluate(task, dict(values, _site_host_files=PACKAGE, __site_host_programs=UNCHANGED))
+def _daemon_step(path):
+    """The site role's daemon entry point is how the role installs its watch."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as handle:
+        (include,) = [task for task in yaml.safe_load(handle) if (task.get("ansible.builtin.include_role") or {})
+                      .get("tasks_from") == "daemon" and "present" in task["vars"]["site_daemon_state"]]
+    return include["vars"]["site_daemon"]
+
+
+# The watches' daemon_service call is the site role's daemon entry point's, given each role's description of its watch.
+DAEMON = "roles/site/tasks/daemon.yml"
+TASK = yaml.safe_load(open(os.path.join(ROOT, DAEMON), encoding="utf-8"))[0]["block"]
+
+
+@pytest.mark.parametrize("role, path, unit, config", [
+    ("memory_guard", "roles/memory_guard/tasks/main.yml", UNIT, "/etc/factory-floor/memory-guard.json"),
+    ("keepalived", "roles/keepalived/tasks/main.yml", "factory-floor-keepalived-watch.service",
+     "/etc/factory-floor/keepalived-watch.json"),
+], ids=["memory-watch", "keepalived-watch"])
+def test_each_watch_is_asked_about_every_file_it_was_started_from(role, path, unit, config):
+    (task,) = [task for task in TASK if "factory_floor.llm.daemon_service" in task]
+    values = dict(role_variables(role), site_daemon=_trusted(_daemon_step(path)), _site_host_files=PACKAGE,
+                  __site_host_programs=UNCHANGED, __site_daemon_config=UNCHANGED, __site_daemon_unit_file=UNCHANGED)
+    args = _evaluate(task, values)
     assert args == {"unit": unit, "files": ["/etc/systemd/system/" + unit, config] + PACKAGE, "changed": False,
                     "unit_changed": False}
     # The code (the host programs' package), the configuration and the unit written by this run.
-    for name in [name for name in values if name.startswith("__")] + ["__site_host_programs"]:
-        changed = _evaluate(task, dict(dict(values, _site_host_files=PACKAGE, __site_host_programs=UNCHANGED),
-                                       **{name: CHANGED}))
+    for name in ("__site_host_programs", "__site_daemon_config", "__site_daemon_unit_file"):
+        changed = _evaluate(task, dict(values, **{name: CHANGED}))
+        assert changed["changed"] or changed["unit_changed"], name
+    # Removed: its unit (the marker that the role installed it) and its configuration, never the package.
+    removed = _evaluate(_call(DAEMON, "absent"), values)
+    assert removed == {"unit": unit, "files": ["/etc/systemd/system/" + unit, config], "state": "absent"}
+
+
+def test_the_watchdog_is_asked_about_every_file_it_was_started_from():
+    # The vLLM watchdog keeps its own daemon_service call (one unit per topology); site's daemon step is the watches'.
+    values = dict(_vllm_watchdog_unit="vllm-replica-watchdog.service", _vllm_watchdog_unit_dir="/etc/systemd/system",
+                  _vllm_watchdog_config_file="/etc/factory-floor/vllm-replica-watchdog.json",
+                  __vllm_watchdog_config=UNCHANGED, __vllm_watchdog_unit_file=UNCHANGED, _site_host_files=PACKAGE,
+                  __site_host_programs=UNCHANGED)
+    task = _call("roles/vllm_watchdog/tasks/run.yml")
+    assert _evaluate(task, values) == {
+        "unit": "vllm-replica-watchdog.service", "changed": False, "unit_changed": False,
+        "files": ["/etc/systemd/system/vllm-replica-watchdog.service",
+                  "/etc/factory-floor/vllm-replica-watchdog.json"] + PACKAGE}
+    for name in ("__site_host_programs", "__vllm_watchdog_config", "__vllm_watchdog_unit_file"):
+        changed = _evaluate(task, dict(values, **{name: CHANGED}))
         assert changed["changed"] or changed["unit_changed"], name

@@ -67,11 +67,26 @@ def test_compute_returns_the_computation_of_the_host():
     assert result["gpu_memory_utilization"] == 0.8 and "share" not in result
 
 
+JOURNAL = {"changed": False, "rc": 0, "stdout": "Model loading took 23.5 GiB"}
+
+
+def test_share_reads_the_engines_journal_on_the_host_first_also_in_check_mode():
+    result, calls = run({"check": "share"}, check_mode=True, results=[JOURNAL, PLAN])
+    (journal, journal_args), (module, args) = calls
+    assert journal == "ansible.legacy.command" and journal_args["_uses_shell"] and journal_args["executable"] == "/bin/bash"
+    assert "journalctl" in journal_args["_raw_params"] and "vllm-replica.service" in journal_args["_raw_params"]
+    assert module == "factory_floor.llm.gpu_memory_utilization" and args["engine_log"] == JOURNAL["stdout"]
+    assert result["share"]["applied"] == 0.8
+    # No engine has run here: the journal read fails, the share is computed without it.
+    result, calls = run({"check": "compute"}, results=[{"failed": True, "rc": 1, "stdout": ""}, PLAN])
+    assert calls[1][1].get("engine_log", "") == "" and not result.get("failed")
+
+
 def test_share_decides_and_computes_a_pin_again_at_the_pin():
-    result, calls = run({"check": "share"}, results=[PLAN])
+    result, calls = run({"check": "share", "engine_log": ""}, results=[PLAN])
     assert len(calls) == 1 and result["share"]["applied"] == 0.8 and result["share"]["refusal"] == ""
     refused = {"failed": True, "msg": "0.9 leaves too little."}
-    result, calls = run({"check": "share"}, results=[PLAN, refused], vllm_gpu_memory_utilization=0.9)
+    result, calls = run({"check": "share", "engine_log": ""}, results=[PLAN, refused], vllm_gpu_memory_utilization=0.9)
     assert calls[1][1]["gpu_memory_utilization"] == 0.9 and "running_unit" not in calls[1][1]
     assert result["share"]["refusal"].startswith("spark-a pins vllm_gpu_memory_utilization 0.9 in the inventory: 0.9 "
                                                  "leaves too little. Lower the pin")
@@ -80,9 +95,9 @@ def test_share_decides_and_computes_a_pin_again_at_the_pin():
 
 def test_a_plan_refused_is_not_computed_again_at_the_pin_and_a_failed_computation_is_the_result():
     plan = dict(PLAN, problems=[{"what": "device total 121.70 GiB is 5.2 times MemTotal"}])
-    result, calls = run({"check": "share"}, results=[plan], vllm_gpu_memory_utilization=0.9)
+    result, calls = run({"check": "share", "engine_log": ""}, results=[plan], vllm_gpu_memory_utilization=0.9)
     assert len(calls) == 1 and "does not describe this host" in result["share"]["refusal"]
-    result, calls = run({"check": "share"}, results=[{"failed": True, "msg": "the model does not fit"}])
+    result, calls = run({"check": "share", "engine_log": ""}, results=[{"failed": True, "msg": "the model does not fit"}])
     assert result["failed"] and result["msg"] == "the model does not fit" and "share" not in result
 
 
@@ -90,6 +105,37 @@ def test_outside_reads_the_registered_loop_and_runs_nothing_on_the_host():
     where = {"results": [{"item": {"unit": "a.service"}, "stdout": "Slice=system.slice\nActiveState=active"}]}
     result, calls = run({"check": "outside", "where": where})
     assert calls == [] and result["units"] == ["a.service"] and result["message"].startswith("Running outside")
+
+
+WORKLOADS = [{"name": "db", "unit": "postgresql.service", "peak_gib": 8},
+             {"name": "builds", "slice": "factory-floor-workloads-builds.slice", "peak_gib": 4}]
+
+
+def test_outside_reads_where_each_workload_service_runs_on_the_host():
+    shown = {"changed": False, "rc": 0, "stdout": "Slice=system.slice\nActiveState=active"}
+    result, calls = run({"check": "outside"}, check_mode=True, results=[shown], memory_guard_workloads=WORKLOADS)
+    assert calls == [("ansible.legacy.command", {"argv": ["systemctl", "show", "--property=Slice",
+                                                          "--property=ActiveState", "postgresql.service"]})]
+    assert result["units"] == ["postgresql.service"]
+    with pytest.raises(AnsibleActionFail, match="memory_guard_check outside could not read the host: no systemctl"):
+        run({"check": "outside"}, results=[{"failed": True, "msg": "no systemctl"}], memory_guard_workloads=WORKLOADS)
+
+
+@pytest.mark.parametrize("check, patterns, paths", [
+    ("stale", ["60-factory-floor-memory-guard.conf"], ["/etc/systemd/system/mysql.service.d/60-factory-floor-memory-guard.conf"]),
+    ("installed", ["60-factory-floor-memory-guard.conf", "60-factory-floor-start-check.conf"],
+     ["/etc/systemd/system/postgresql.service.d/60-factory-floor-memory-guard.conf",
+      "/etc/systemd/system/mysql.service.d/60-factory-floor-memory-guard.conf",
+      "/etc/systemd/system/factory-floor-workloads.slice"]),
+])
+def test_the_role_drop_ins_are_found_on_the_host(check, patterns, paths):
+    found = {"changed": False, "files": [
+        {"path": "/etc/systemd/system/postgresql.service.d/60-factory-floor-memory-guard.conf"},
+        {"path": "/etc/systemd/system/mysql.service.d/60-factory-floor-memory-guard.conf"}]}
+    result, calls = run({"check": check}, results=[found], memory_guard_workloads=WORKLOADS)
+    assert calls == [("ansible.legacy.find", {"paths": ["/etc/systemd/system"], "patterns": patterns, "recurse": True,
+                                              "depth": 2})]
+    assert result["paths"] == paths and result["changed"] is False
 
 
 def test_an_undefined_variable_is_named():
@@ -123,4 +169,4 @@ def test_the_role_runs_each_check_where_it_decided_before():
             if "factory_floor.llm.memory_guard_check" in task:
                 where.add((name, task["factory_floor.llm.memory_guard_check"]["check"]))
     assert where == {("preflight.yml", "preflight"), ("plan.yml", "share"), ("status.yml", "compute"),
-                     ("move.yml", "outside"), ("workloads.yml", "stale")}
+                     ("move.yml", "outside"), ("files.yml", "files"), ("disable.yml", "installed")}
