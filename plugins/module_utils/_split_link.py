@@ -82,6 +82,14 @@ def report(kind, results, mtu=None, runtime="container", rdma="auto", interface=
     ``transport`` for ``collective``; ``level`` and ``text`` for ``engine``."""
     results = {str(host): dict(value or {}) for host, value in results.items()}
     if kind == "link":
+        unread = sorted(host for host, value in results.items() if "interface" not in value and "interfaces" not in value)
+        if unread:
+            # A host with no reading (its read skipped or failed) is not judged: its link is unknown, not broken.
+            problems = [{"host": host, "what": "it did not read its link in this run (no link_check result)",
+                         "fix": "run the play on both split hosts (no --limit leaving one out) so each reads its link"}
+                        for host in unread]
+            return {"ok": False, "problems": problems, "summary": [],
+                    "message": lc.message(problems, "The direct link cannot carry the split. Nothing was changed.")}
         verdict = lc.assess(results, mtu=mtu, runtime=runtime)
         verdict["message"] = lc.message(
             verdict["problems"], "The direct link cannot carry the split. Nothing was changed.") \
