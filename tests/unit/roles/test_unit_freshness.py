@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
 import yaml
 
 from ansible.module_utils.parsing.convert_bool import boolean

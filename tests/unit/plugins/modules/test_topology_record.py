@@ -101,8 +101,9 @@ def test_documentation_is_yaml_and_matches_the_argument_spec():
     doc = yaml.safe_load(module.DOCUMENTATION)
     fragment = yaml.safe_load(TopologyRecordFragment.DOCUMENTATION)
     assert "topology_record" in " ".join(doc["extends_documentation_fragment"])
-    assert set(doc["options"]) | set(fragment["options"]) == {"path", "topology", "inventory_sources", "inventory_topology", "playbook_dir", "units",
-                                   "model", "hosts", "engine_hosts", "registered"}
+    assert set(doc["options"]) | set(fragment["options"]) == {
+        "path", "topology", "inventory_sources", "inventory_topology", "playbook_dir", "units", "model", "hosts",
+        "engine_hosts", "registered"}
     assert fragment["options"]["path"]["default"] == module.tr.PATH
     returned = yaml.safe_load(module.RETURN)
     assert set(returned) == {"state", "record_state", "recorded", "runs", "record", "message", "model_state", "model_message",
