@@ -160,7 +160,8 @@ STEPS = [
     "\tTAGS: [configure, proxy]",
     "factory_floor.llm.keepalived : Write keepalived.conf (checked with keepalived -t before it is installed)"
     "\tTAGS: [configure, keepalived]",
-    "factory_floor.llm.memory_guard : Compute this host's share for vLLM from what else runs on it\tTAGS: [memory_guard, plan]",
+    "factory_floor.llm.memory_guard : Compute this host's share for vLLM from what else runs on it and what vLLM measured"
+    " at its last start here\tTAGS: [memory_guard, plan]",
     "factory_floor.llm.vllm : Record the topology, who, when, the playbook and the run\tTAGS: [vllm]",
     "factory_floor.llm.vllm_watchdog : Disable --now the watchdog of topology {{ vllm_watchdog_topology }}"
     "\tTAGS: [service, vllm, watchdog]",

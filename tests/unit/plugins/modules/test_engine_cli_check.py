@@ -53,10 +53,11 @@ def build(monkeypatch):
 
 @pytest.fixture
 def run(run_module, build, tmp_path):
-    """``run(check_mode=False, image=IMAGE, **inventory)``: the plugin's run over the vllm role's variables and
+    """``run(check_mode=False, image=None, **inventory)`` (``image`` None: IMAGE): the plugin's run over the vllm role's variables and
     ``inventory`` (which wins); returns its result and the modules it ran (name, the arguments Ansible sends)."""
 
-    def run(check_mode=False, image=IMAGE, **inventory):
+    def run(check_mode=False, image=None, **inventory):
+        image = IMAGE if image is None else image
         variables = role_variables("vllm")
         variables.update(inventory_hostname="spark-a", groups={"all": ["spark-a"], "gb10": ["spark-a"]},
                          vllm_model="/models/Qwen3-Next", vllm_served_model_name="qwen3-next",
