@@ -112,7 +112,8 @@ def merge(planned, stored, this_key, levels):
     keys); ``dropped``, the values of stored runs of another engine (not compared)."""
     stored = stored if isinstance(stored, dict) else {}
     kept = dict(stored.get("runs") or {}) if stored.get("key") == this_key else {}
-    dropped = [] if stored.get("key") == this_key else sorted(stored.get("runs") or {}, key=_int)
+    dropped = [] if stored.get("key") == this_key else sorted(stored.get("runs") or {}, key=lambda name: (
+        _int(name) is None, _int(name) or 0, str(name)))
     if levels:
         kept[str(planned["now"])] = levels
     return {"key": this_key, "runs": kept, "dropped": dropped}
@@ -165,9 +166,9 @@ def compare(merged, values, cap, recommended, shares, tolerance=0.03):
         for row in levels:
             figures.setdefault(value, {}).setdefault(row["profile"], {})[row["concurrency"]] = {
                 name: row.get(name) for name in FIGURES}
+    header = ("PROFILE", "CONC", "DRAFT", "TOK/S", "TTFT_P50", "TTFT_P95", "TPOT_P50_MS", "TPOT_P95_MS")
     lines = ["num_speculative_tokens (vLLM's --speculative-config), one run of the sweep per value:",
-             "%-7s %5s %6s %9s %9s %9s %11s %11s" % ("PROFILE", "CONC", "DRAFT", "TOK/S", "TTFT_P50", "TTFT_P95",
-                                                    "TPOT_P50_MS", "TPOT_P95_MS")]
+             "%-7s %5s %6s %9s %9s %9s %11s %11s" % header]
     profiles = []
     for levels in runs.values():
         for row in levels:
