@@ -13,6 +13,9 @@ on the host (``vllm_engine_info``) for ``plan`` when the task passes none, and d
 
 from __future__ import annotations
 
+import json
+import os
+
 from ansible_collections.factory_floor.llm.plugins.module_utils import _concurrency_sweep_check as sc
 from ansible_collections.factory_floor.llm.plugins.plugin_utils._task_variables import TaskVariablesAction
 
@@ -27,7 +30,7 @@ ARGUMENT_SPEC = dict(
 PLAN_READ = dict(inventory_hostname="", tune_concurrency=[], tune_profiles=[], tune_target_metric="",
                  tune_write_path="", tune_allow_over_cap=False, tune_long_prompt_tokens=0, tune_load_host="",
                  vllm_max_num_seqs=None, vllm_max_num_batched_tokens=None, nginx_proxy_backend_address="",
-                 playbook_dir=None)
+                 playbook_dir=None, tune_num_speculative_tokens=[], vllm_speculative_config={})
 REPORT_READ = dict(inventory_hostname="", tune_target_seconds=None, tune_target_metric="", tune_write=False,
                    tune_write_path="", tune_output_dir="")
 
@@ -50,6 +53,18 @@ class ActionModule(TaskVariablesAction):
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
 
+    @staticmethod
+    def stored(v):
+        """What an earlier run saved as ``<tune_output_dir>/<host>.json`` on the controller (its num_speculative_tokens
+        runs are compared with this one's); {} when there is none or it is not JSON."""
+        path = os.path.join(v.get("tune_output_dir") or "", "%s.json" % v.get("inventory_hostname"))
+        try:
+            with open(path, encoding="utf-8") as handle:
+                found = json.load(handle)
+        except (OSError, ValueError):
+            return {}
+        return found if isinstance(found, dict) else {}
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
@@ -64,6 +79,7 @@ class ActionModule(TaskVariablesAction):
             if outcome["errors"]:
                 result.update(failed=True, msg=outcome["errors"][0])
             return result
-        outcome = sc.report(self.variables(REPORT_READ, **REPORT_READ), args["plan"], args["sweep"])
+        v = self.variables(REPORT_READ, **REPORT_READ)
+        outcome = sc.report(v, args["plan"], args["sweep"], self.stored(v))
         result.update(outcome, changed=False)
         return result

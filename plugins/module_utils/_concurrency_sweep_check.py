@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 
+from ansible_collections.factory_floor.llm.plugins.module_utils import _concurrency_spec as spec
 from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
 
 # Who wrote the inventory's vllm_max_num_seqs line: the mark that line has always carried (a checkout's name of the
@@ -61,9 +62,11 @@ def engine_flag(running, flag, inventory):
 
 
 def plan(v, results):
-    """What the sweep runs with, and its refusals: ``{errors, url, cap, cap_source, batched, batch_note}``. ``v``: the
-    tune_* variables, inventory_hostname, engines (the engine group's hosts), vllm_max_num_seqs,
-    vllm_max_num_batched_tokens, url (the replica's own endpoint), nginx_proxy_backend_address, playbook_dir."""
+    """What the sweep runs with, and its refusals: ``{errors, url, cap, cap_source, batched, batch_note,
+    speculative}``. ``v``: the tune_* variables, inventory_hostname, engines (the engine group's hosts),
+    vllm_max_num_seqs, vllm_max_num_batched_tokens, vllm_speculative_config, url (the replica's own endpoint),
+    nginx_proxy_backend_address, playbook_dir. ``speculative``: the num_speculative_tokens dimension's plan
+    (``_concurrency_spec.plan``; its refusals follow the others)."""
     host = v.get("inventory_hostname")
     levels, profiles = v.get("tune_concurrency") or [], v.get("tune_profiles") or []
     running = running_engine(results)
@@ -89,6 +92,8 @@ def plan(v, results):
                 "levels above %s would measure its queue, not the engine running that many. Deploy this host with a "
                 "higher cap for the sweep (ansible-playbook -i <inventory> %s -e vllm_max_num_seqs=%d --limit %s,proxy), "
                 "lower tune_concurrency, or pass -e tune_allow_over_cap=true." % (highest, cap, cap, deploy, highest, host))
+    speculative = spec.plan(v.get("tune_num_speculative_tokens"), running, v.get("vllm_speculative_config"), host, deploy)
+    errors += speculative["errors"]
     long_prompt = v.get("tune_long_prompt_tokens")
     more = ""
     if _int(batched or 0) < _int(long_prompt):
@@ -97,7 +102,8 @@ def plan(v, results):
     note = "The engine runs with max_num_batched_tokens %s: the figures below hold for it. %s" % (
         BATCH_UNSET if _unset(batched) else batched, more)
     return {"errors": errors, "url": url, "load_host": load_host, "cap": cap,
-            "cap_source": running.get("item") or "", "batched": batched, "batch_note": note}
+            "cap_source": running.get("item") or "", "batched": batched, "batch_note": note,
+            "speculative": speculative}
 
 
 def _target(v):
@@ -105,10 +111,12 @@ def _target(v):
     return None if seconds is None else "%s p95 <= %s s" % (v.get("tune_target_metric"), seconds)
 
 
-def report(v, planned, sweep):
+def report(v, planned, sweep, stored=None):
     """After the sweep: ``{lines, saved, line, refusal}`` - the printed report, the figures saved as JSON, the
     ``vllm_max_num_seqs`` line written with ``tune_write``, and the refusal when writing was asked but no level
-    qualified (after a sweep that sent load; "" otherwise). ``planned`` is :func:`plan`'s result."""
+    qualified (after a sweep that sent load; "" otherwise). ``planned`` is :func:`plan`'s result; ``stored``, what an
+    earlier run saved for this host (its ``speculative`` runs are compared with this one's when the
+    num_speculative_tokens dimension is on)."""
     host, recommendation = v.get("inventory_hostname"), sweep.get("recommendation") or {}
     seqs, target, path = recommendation.get("max_num_seqs"), _target(v), v.get("tune_write_path")
     write = _truthy(v.get("tune_write", False))
@@ -131,6 +139,9 @@ def report(v, planned, sweep):
              "profiles": sweep.get("profiles"), "levels": sweep.get("levels"),
              "max_num_batched_tokens": None if _unset(planned["batched"]) else _int(planned["batched"]),
              "recommendation": recommendation}
+    asked = (planned.get("speculative") or {}).get("values") or []
+    if asked:
+        lines[-3:-3] = _speculative(planned, sweep, stored, saved, recommendation)
     line = "vllm_max_num_seqs: %s  # %s, %s, shares %s" % (
         seqs, WRITER, target or "no latency target", json.dumps(recommendation.get("shares")))
     refusal = ""
@@ -138,3 +149,20 @@ def report(v, planned, sweep):
         refusal = ("No level met the target, so nothing was written to %s. See the reasoning above; relax "
                    "tune_target_seconds or sweep lower levels." % path)
     return {"lines": lines, "saved": saved, "line": line, "refusal": refusal}
+
+
+def _speculative(planned, sweep, stored, saved, recommendation):
+    """The report's num_speculative_tokens lines; the merged runs and the comparison go to ``saved["speculative"]``."""
+    dimension = planned["speculative"]
+    merged = spec.merge(dimension, (stored or {}).get("speculative"),
+                        spec.key(dimension["config"], sweep.get("engine"), planned["batched"]), sweep.get("levels"))
+    compared = spec.compare(merged, dimension["values"], planned["cap"], recommendation.get("max_num_seqs"),
+                            recommendation.get("shares"))
+    saved["speculative"] = dict(merged, values=dimension["values"], config=dimension["config"], now=dimension["now"],
+                                recommendation={name: compared[name] for name in ("best", "level", "rates", "missing")})
+    measured = "this run measured num_speculative_tokens %s (the engine's --speculative-config)" % dimension["now"]
+    after = ["next value: %s, then this playbook again with the same tune_num_speculative_tokens (the deploy restarts "
+             "the engine; the tool-calling gate runs before the sweep measures it)" % command
+             for value, command in zip([v for v in dimension["values"] if v != dimension["now"]], dimension["next"])
+             if value in compared["missing"]]
+    return [""] + [measured] + compared["lines"] + after + [""]

@@ -19,11 +19,15 @@ description:
   - "O(check=plan) refuses a C(tune_host) outside the engine group (C(site_engine_group)), C(tune_concurrency) empty
     or with a level below 1, C(tune_profiles) empty or other than C(short)/C(long), C(tune_target_metric) other than
     C(e2e)/C(ttft)/C(tpot), an empty C(tune_write_path); then, unless C(tune_allow_over_cap), a highest level above
-    the cap the engine runs with (RV(cap)). Returns the engine's URL from where the load comes (RV(url)), its cap and
+    the cap the engine runs with (RV(cap)); with C(tune_num_speculative_tokens) set, an engine without a speculative
+    config (no C(method), no draft C(model) in its C(--speculative-config), else in C(vllm_speculative_config)) or one
+    running a C(num_speculative_tokens) the list does not hold (RV(speculative)). Returns the engine's URL from where the load comes (RV(url)), its cap and
     batch budget (RV(batched)) and the sentence about the budget (RV(batch_note))."
   - "O(check=report) returns the printed report (RV(lines)), the figures saved as JSON (RV(saved)), the
     C(vllm_max_num_seqs) line C(tune_write) writes (RV(line)) and, when writing was asked but no level qualified in a
-    sweep that sent load, the refusal (RV(refusal)) for the role to fail with. Never fails."
+    sweep that sent load, the refusal (RV(refusal)) for the role to fail with. With C(tune_num_speculative_tokens),
+    the report compares this run's value with the runs of the other values that C(<tune_output_dir>/<host>.json) on the
+    controller holds for the same engine, and RV(saved) gains them (C(speculative)). Never fails."
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:
@@ -107,6 +111,36 @@ batch_note:
   description: V(plan) - the sentence that says which batch budget the figures hold for.
   returned: when O(check=plan)
   type: str
+speculative:
+  description:
+    - V(plan) - the C(num_speculative_tokens) dimension (C(tune_num_speculative_tokens)); C(values) empty, off.
+  returned: when O(check=plan)
+  type: dict
+  contains:
+    values:
+      description: The values compared, draft tokens per step (C(tune_num_speculative_tokens)).
+      type: list
+      elements: int
+      sample: [2, 4]
+    config:
+      description: The speculative config the engine runs (its process's C(--speculative-config), else C(vllm_speculative_config)).
+      type: dict
+      sample: {method: mtp, num_speculative_tokens: 2}
+    source:
+      description: The engine unit whose command line gave RV(speculative.config); empty, the inventory's.
+      type: str
+    now:
+      description: The C(num_speculative_tokens) the engine runs, the value this run measures, tokens; null, unset.
+      type: int
+      sample: 2
+    errors:
+      description: The dimension's refusals (also in RV(errors)).
+      type: list
+      elements: str
+    next:
+      description: For each other value, the deploy that restarts the engine with it, before its own run.
+      type: list
+      elements: str
 lines:
   description: V(report) - the sweep's table, the engine, the reasoning and the recommendation, one line each.
   returned: when O(check=report)
@@ -114,7 +148,10 @@ lines:
   elements: str
 saved:
   description: V(report) - what is saved as C(<host>.json) (C(host), C(url), C(load_host), C(engine), C(profiles),
-    C(levels), C(max_num_batched_tokens), C(recommendation)).
+    C(levels), C(max_num_batched_tokens), C(recommendation)); with C(tune_num_speculative_tokens), C(speculative) -
+    C(key) (the engine the values share), C(runs) (value -> the levels measured at it, this run's and earlier ones'),
+    C(dropped), C(values), C(config), C(now), and C(recommendation) (C(best) value, at C(level) concurrent requests,
+    C(rates) value -> tokens/s for the mix, C(missing) values not measured yet).
   returned: when O(check=report)
   type: dict
 line:

@@ -111,3 +111,45 @@ def test_writing_asked_with_no_qualifying_level_is_refused_after_a_sweep_that_se
                                "reasoning above; relax tune_target_seconds or sweep lower levels.")
     assert "recommended vllm_max_num_seqs: none" in done["lines"]
     assert sc.report(dict(TOLD, tune_write=True), sc.plan(ASKED, []), dict(sweep, load_sent=False))["refusal"] == ""
+
+
+MTP = {"item": "vllm-replica.service", "running": True,
+       "args_now": ["vllm", "serve", "/m", "--max-num-seqs", "8", "--speculative-config",
+                    '{"method":"mtp","num_speculative_tokens":2}']}
+
+
+def test_the_num_speculative_tokens_dimension_is_off_by_default_and_refused_without_a_speculative_config():
+    assert sc.plan(ASKED, [MTP])["speculative"]["values"] == []
+    planned = sc.plan(dict(ASKED, tune_concurrency=[1, 4], tune_num_speculative_tokens=[2, 4]), RUNNING)
+    assert len(planned["errors"]) == 1 and planned["errors"][0].startswith(
+        "tune_num_speculative_tokens [2, 4] sweeps vLLM's num_speculative_tokens, which only an engine with a "
+        "speculative config has: the engine vllm-replica.service on spark-a runs no --speculative-config")
+    planned = sc.plan(dict(ASKED, tune_num_speculative_tokens=[2, 4]), [MTP])
+    assert planned["errors"] == [] and planned["speculative"]["now"] == 2 and len(planned["speculative"]["next"]) == 1
+
+
+def test_the_report_compares_this_runs_value_with_the_ones_saved_before():
+    planned = sc.plan(dict(ASKED, tune_num_speculative_tokens=[2, 4]), [MTP])
+    levels = [{"profile": "short", "concurrency": 8, "tokens_per_s": 145.0, "requests_failed": 0,
+               "completion_tokens_mean": 128, "ttft_p50": 0.5, "ttft_p95": 1.0, "tpot_p50": 0.05, "tpot_p95": 0.07}]
+    sweep = dict(SWEEP, engine={"model": "chat", "max_model_len": 8192}, levels=levels,
+                 recommendation={"max_num_seqs": 8, "reasoning": [], "shares": {"short": 1.0}})
+    first = sc.report(TOLD, planned, sweep, {})
+    assert first["saved"]["speculative"]["runs"] == {"2": levels}
+    assert "recommended num_speculative_tokens: 2 at 8 concurrent requests (the engine's max_num_seqs): 145.0 " \
+        "tokens/s for the mix; of the values measured so far, not yet [4]" in first["lines"]
+    assert first["lines"][-5].startswith("next value: ansible-playbook -i <inventory> playbooks/deploy.yml -e")
+    assert first["lines"][-4:] == ["", "the proxy (nginx_proxy) has no per-replica cap to set; max_num_seqs is the only one",
+                                   "files: /src/build/tune-concurrency/spark-a.json, .png",
+                                   "not written (-e tune_write=true writes it to /inv/host_vars/spark-a.yml)"]
+    four = sc.plan(dict(ASKED, tune_num_speculative_tokens=[2, 4]),
+                   [dict(MTP, args_now=MTP["args_now"][:-1] + ['{"method":"mtp","num_speculative_tokens":4}'])])
+    slower = [dict(levels[0], tokens_per_s=100.0)]
+    second = sc.report(TOLD, four, dict(sweep, levels=slower), first["saved"])
+    assert second["saved"]["speculative"]["runs"] == {"2": levels, "4": slower}
+    assert second["saved"]["speculative"]["recommendation"] == {"best": 2, "level": 8, "rates": {2: 145.0, 4: 100.0},
+                                                                "missing": []}
+    assert "recommended num_speculative_tokens: 2 at 8 concurrent requests (the engine's max_num_seqs): 145.0 " \
+        "tokens/s for the mix, ahead of 4 (100.0) by 45%" in second["lines"]
+    assert not [line for line in second["lines"] if line.startswith("next value")]
+    assert "speculative" not in sc.report(TOLD, sc.plan(ASKED, [MTP]), sweep)["saved"]

@@ -8,6 +8,7 @@ themselves are tests/unit/plugins/module_utils/test_concurrency_sweep_check.py's
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from unittest import mock
@@ -83,6 +84,33 @@ def test_the_report_reads_the_write_path_as_the_task_sees_it():
     result = run({"check": "report", "plan": planned, "sweep": sweep}, {"tune_write": True})
     assert "failed" not in result
     assert result["refusal"].startswith("No level met the target, so nothing was written to /inv/host_vars/spark-a.yml.")
+
+
+def test_num_speculative_tokens_without_a_speculative_config_in_the_inventory_is_refused():
+    result = run({"check": "plan"}, {"tune_concurrency": [1, 4], "tune_num_speculative_tokens": [2, 4]})
+    assert result["failed"] is True and "the inventory of spark-a sets no --speculative-config" in result["msg"]
+    result = run({"check": "plan"}, {"tune_concurrency": [1, 4], "tune_num_speculative_tokens": [2, 4],
+                                     "vllm_speculative_config": {"method": "mtp", "num_speculative_tokens": 4}})
+    assert "failed" not in result and result["speculative"]["now"] == 4 and len(result["speculative"]["next"]) == 1
+
+
+def test_the_report_compares_with_the_runs_saved_in_the_output_directory(tmp_path):
+    told = {"tune_concurrency": [1, 4], "tune_num_speculative_tokens": [2, 4], "tune_output_dir": str(tmp_path),
+            "vllm_speculative_config": {"method": "mtp", "num_speculative_tokens": 4}}
+    planned = run({"check": "plan"}, told)
+    level = {"profile": "short", "concurrency": 4, "tokens_per_s": 50.0, "requests_failed": 0,
+             "completion_tokens_mean": 128}
+    sweep = {"load_sent": True, "table": [], "engine": {"model": "chat"}, "profiles": {}, "levels": [level],
+             "recommendation": {"max_num_seqs": 4, "reasoning": [], "shares": {"short": 1.0}}}
+    key = run({"check": "report", "plan": planned, "sweep": sweep}, told)["saved"]["speculative"]["key"]
+    (tmp_path / "spark-a.json").write_text(json.dumps({"speculative": {"key": key, "runs": {"2": [
+        dict(level, tokens_per_s=72.5)]}}}))
+    result = run({"check": "report", "plan": planned, "sweep": sweep}, told)
+    assert result["saved"]["speculative"]["recommendation"]["best"] == 2
+    assert sorted(result["saved"]["speculative"]["runs"]) == ["2", "4"]
+    (tmp_path / "spark-a.json").write_text("not JSON")
+    assert run({"check": "report", "plan": planned, "sweep": sweep}, told)["saved"]["speculative"]["runs"] == {
+        "4": [level]}
 
 
 def test_an_unknown_check_is_refused_by_the_spec():
