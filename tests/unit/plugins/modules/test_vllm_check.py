@@ -25,6 +25,7 @@ from ansible.template import Templar, trust_as_template
 
 from ansible_collections.factory_floor.llm.plugins.action.vllm_check import ARGUMENT_SPEC, ActionModule
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_check as vc
+from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import run_action
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 SECRET = "hf_SeCrEt4f1b9e77d0c2"
@@ -49,12 +50,7 @@ SEEN = {"model_dir": {"stat": {"exists": True, "isdir": True}}, "venv_vllm": {"s
 
 def run(args, variables, check_mode=False):
     """The action plugin's run, with Ansible's templar over ``variables`` as the task's."""
-    task = mock.MagicMock(args=dict(args), check_mode=check_mode, async_val=0, action="factory_floor.llm.vllm_check")
-    connection = mock.MagicMock()
-    connection._shell.tmpdir = None
-    templar = Templar(loader=DataLoader(), variables=variables)
-    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
-    return action.run(task_vars=variables)
+    return run_action(ActionModule, "vllm_check", args, variables, check_mode)
 
 
 def test_the_engine_check_reads_the_settings_itself():
