@@ -36,7 +36,8 @@ def run(args, check_mode=False, results=(), drop=(), **inventory):
     for name in drop:
         del variables[name]
     templar = with_filters(Templar(loader=DataLoader(), variables=variables))
-    return run_action_answering(ActionModule, "memory_guard_check", args, variables, results, check_mode, templar)
+    return run_action_answering(ActionModule, "memory_guard_check", args, variables, results, check_mode=check_mode,
+                                templar=templar)
 
 
 def test_the_preflight_reads_the_role_variables_and_runs_nothing_on_the_host():

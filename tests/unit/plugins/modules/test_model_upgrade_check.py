@@ -34,7 +34,8 @@ VARIABLES = {
 
 def run(args, variables=None, check_mode=False):
     """The action plugin's run, with Ansible's templar over ``variables`` as the task's."""
-    return run_action(ActionModule, "model_upgrade_check", args, dict(VARIABLES, **(variables or {})), check_mode)
+    return run_action(ActionModule, "model_upgrade_check", args, dict(VARIABLES, **(variables or {})),
+                      check_mode=check_mode)
 
 
 @pytest.mark.parametrize("check_mode", [False, True])

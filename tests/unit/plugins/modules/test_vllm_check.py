@@ -49,7 +49,7 @@ SEEN = {"model_dir": {"stat": {"exists": True, "isdir": True}}, "venv_vllm": {"s
 
 def run(args, variables, check_mode=False):
     """The action plugin's run, with Ansible's templar over ``variables`` as the task's."""
-    return run_action(ActionModule, "vllm_check", args, variables, check_mode)
+    return run_action(ActionModule, "vllm_check", args, variables, check_mode=check_mode)
 
 
 def test_the_engine_check_reads_the_settings_itself():

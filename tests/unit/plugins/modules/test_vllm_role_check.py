@@ -36,7 +36,7 @@ SPLIT = {"inventory_hostname": "spark-1", "groups": {"gb10": ["spark-1", "spark-
 
 
 def run(args, variables, check_mode=False):
-    return run_action(ActionModule, "vllm_role_check", args, variables, check_mode)
+    return run_action(ActionModule, "vllm_role_check", args, variables, check_mode=check_mode)
 
 
 @pytest.mark.parametrize("check_mode", [False, True])
