@@ -7,8 +7,10 @@ from __future__ import annotations
 
 class ModuleDocFragment:
     """How a module reads vLLM's ``/metrics`` from each engine on its own address (``module_utils/_engine_metrics``):
-    vllm_metrics's and workload_profile's ``timeout`` and ``api_key`` (one text for both, so they cannot drift).
-    ``engines`` stays with each module: its words say what the module returns per engine."""
+    vllm_metrics's and workload_profile's ``timeout`` (one text for both, so they cannot drift). ``engines`` and
+    ``api_key`` stay with each module: ``engines`` names what the module returns per engine, and the two
+    ``api_key`` texts differ by a clause (vllm_metrics's adds that ``/metrics`` needs no key even with ``--api-key``),
+    which this change leaves as it was."""
 
     DOCUMENTATION = r"""
 options:
@@ -17,9 +19,4 @@ options:
       - Seconds to wait for each engine, for connecting and again for the answer, per read.
     type: float
     default: 5
-  api_key:
-    description:
-      - Sent to every engine as a bearer token (C(Authorization) header). vLLM's C(/metrics) normally needs none,
-        even when the server was started with C(--api-key).
-    type: str
 """

@@ -4,8 +4,8 @@
 
 """The options of the modules that read vLLM's ``/metrics`` from each engine on its own address, never through the
 proxy: ``vllm_metrics`` and ``workload_profile``. The reading itself is ``_host.vllm_metrics`` (``make_fetch``);
-the documentation of ``timeout`` and ``api_key`` is the ``engine_metrics`` doc fragment (``engines`` is documented
-by each module, which says what it returns per engine)."""
+the documentation of ``timeout`` is the ``engine_metrics`` doc fragment (each module documents ``engines``, whose
+words name what it returns per engine, and ``api_key``)."""
 
 from __future__ import annotations
 

@@ -68,6 +68,11 @@ options:
         latency quantiles cover only the requests that finished during the window.
     type: float
     default: 0
+  api_key:
+    description:
+      - Sent to every engine as a bearer token (C(Authorization) header). vLLM's C(/metrics) normally needs none,
+        even when the server was started with C(--api-key).
+    type: str
 notes:
   - Proxy settings from the environment (C(HTTP_PROXY), C(ALL_PROXY)) are ignored, so every read goes straight to the
     engine.

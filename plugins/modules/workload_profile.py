@@ -103,6 +103,10 @@ options:
     description:
       - Write the profile (RV(profile)) there as JSON. Its directory must exist. Not written in check mode.
     type: path
+  api_key:
+    description:
+      - Sent to every engine as a bearer token (C(Authorization) header). vLLM's C(/metrics) normally needs none.
+    type: str
 notes:
   - Not in the action group C(factory_floor.llm.vllm) - it reads many engines and takes no O(factory_floor.llm.vllm_health#module:url) or
     O(factory_floor.llm.vllm_health#module:model), like M(factory_floor.llm.vllm_metrics).
