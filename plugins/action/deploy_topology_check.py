@@ -11,26 +11,19 @@ The task's arguments are topology_record's; this plugin runs that module on the 
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleUndefinedVariable
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._deploy_topology import verdict
-from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._task_variables import TaskVariablesAction
 
 OVERRIDES = ("vllm_deploy_topology_change", "vllm_deploy_model_change")
 
 
-class ActionModule(ActionBase):
+class ActionModule(TaskVariablesAction):
     """Runs factory_floor.llm.topology_record, then refuses or notes; documented as factory_floor.llm.deploy_topology_check."""
 
     _supports_check_mode = True
-
-    def _variable(self, name, default=None):
-        try:
-            return plain(self._templar.resolve_variable_expression(name))
-        except AnsibleUndefinedVariable:
-            return default
+    _requires_connection = True  # topology_record reads the record on the host
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -44,8 +37,8 @@ class ActionModule(ActionBase):
         result.update(seen)
         if seen.get("failed") or seen.get("unreachable"):
             return result
-        topology_change, model_change = (boolean(self._variable(name, False), strict=False) for name in OVERRIDES)
-        refusal, notes = verdict(seen, self._variable("inventory_hostname", ""), args.get("topology"),
+        topology_change, model_change = (boolean(self.variable(name, False), strict=False) for name in OVERRIDES)
+        refusal, notes = verdict(seen, self.variable("inventory_hostname", ""), args.get("topology"),
                                  args.get("model"), topology_change, model_change)
         result["notes"] = notes
         if refusal:

@@ -11,13 +11,11 @@ The task passes the registered ``systemctl is-active`` reads; this plugin reads 
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleUndefinedVariable
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.factory_floor.llm.plugins.module_utils import _serving_engines as se
 from ansible_collections.factory_floor.llm.plugins.module_utils._host_inputs import metrics_engines
 from ansible_collections.factory_floor.llm.plugins.module_utils._running_topology import units_of
 from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_args import VllmArgsError
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._task_variables import TaskVariablesAction
 from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain
 
 ARGUMENT_SPEC = dict(
@@ -26,19 +24,10 @@ ARGUMENT_SPEC = dict(
 )
 
 
-class ActionModule(ActionBase):
+class ActionModule(TaskVariablesAction):
     """Decides on the controller; its documentation is the module factory_floor.llm.serving_engines's."""
 
-    _supports_check_mode = True
-    _requires_connection = False
-    TRANSFERS_FILES = False
-
-    def _variable(self, name, default=None):
-        """The task's variable ``name`` templated, as the task sees it; ``default`` when undefined."""
-        try:
-            return plain(self._templar.resolve_variable_expression(name))
-        except AnsibleUndefinedVariable:
-            return default
+    _supports_check_mode = True  # it reads only
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -46,8 +35,8 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         hostvars = task_vars.get("hostvars") or {}
-        engines = list((self._variable("groups") or {}).get(self._variable("site_engine_group", "gb10")) or [])
-        inventory = self._variable("topology")
+        engines = list((self.variable("groups", None) or {}).get(self.variable("site_engine_group", "gb10")) or [])
+        inventory = self.variable("topology", None)
         result["changed"] = False
         try:
             topology, source = se.topology(units_of(plain(args["units"])), args["topology"], inventory)

@@ -43,18 +43,12 @@ _value:
   sample: 340
 """
 
-
-def _float(value):
-    """Jinja's ``float`` filter: the number, else 0.0."""
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0
+from ansible_collections.factory_floor.llm.plugins.module_utils._jinja_values import jinja_float
 
 
 def nginx_proxy_checker_watchdog_sec(interval, probe_timeout, backends):
     """Filter entry point."""
-    return int(max(120, 4 * (_float(interval) + 3 * _float(probe_timeout) * len(backends) + 20)))
+    return int(max(120, 4 * (jinja_float(interval) + 3 * jinja_float(probe_timeout) * len(backends) + 20)))
 
 
 class FilterModule:

@@ -17,23 +17,13 @@ import json
 import re
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _concurrency_spec as spec
+from ansible_collections.factory_floor.llm.plugins.module_utils._jinja_values import jinja_int
 from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
 
 # Who wrote the inventory's vllm_max_num_seqs line: the mark that line has always carried (a checkout's name of the
 # playbook, whichever way it ran), not a playbook to run - so not playbook_name's.
 WRITER = "tune-concurrency.yml"
 BATCH_UNSET = "unset (vLLM's default: 2048 on GB10, where it cannot read the device's memory)"
-
-
-def _int(value):
-    """Ansible's ``int`` filter: the integer, 0 when it is not one."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
 
 
 def _truthy(value):
@@ -78,15 +68,15 @@ def plan(v, results):
         url = "http://%s:%s" % (v.get("nginx_proxy_backend_address") or host, url.rsplit(":", 1)[-1])
     deploy = playbook_name("deploy.yml", v.get("playbook_dir"))
     errors = []
-    if not (host in (v.get("engines") or []) and levels and min(_int(level) for level in levels) >= 1 and profiles
+    if not (host in (v.get("engines") or []) and levels and min(jinja_int(level) for level in levels) >= 1 and profiles
             and not set(profiles) - {"short", "long"} and v.get("tune_target_metric") in ("e2e", "ttft", "tpot")
             and v.get("tune_write_path")):
         errors.append("tune_host must be a host of group gb10 (got %s); tune_concurrency a list of integers >= 1 (got "
                       "%s); tune_profiles some of short, long (got %s); tune_target_metric e2e, ttft or tpot (got %s)."
                       % (host, levels, profiles, v.get("tune_target_metric")))
     else:
-        highest = max(_int(level) for level in levels)
-        if not (_truthy(v.get("tune_allow_over_cap", False)) or _unset(cap) or highest <= _int(cap)):
+        highest = max(jinja_int(level) for level in levels)
+        if not (_truthy(v.get("tune_allow_over_cap", False)) or _unset(cap) or highest <= jinja_int(cap)):
             errors.append(
                 "The highest level (%d) is above the engine's max_num_seqs (%s): vLLM would queue the rest and the "
                 "levels above %s would measure its queue, not the engine running that many. Deploy this host with a "
@@ -96,7 +86,7 @@ def plan(v, results):
     errors += speculative["errors"]
     long_prompt = v.get("tune_long_prompt_tokens")
     more = ""
-    if _int(batched or 0) < _int(long_prompt):
+    if jinja_int(batched or 0) < jinja_int(long_prompt):
         more = ("A long prompt of %s tokens is prefilled in chunks of it; the GB10 recipes run 8192-16384 "
                 "(vllm_max_num_batched_tokens, then %s) - measure with the budget you will serve with." % (long_prompt, deploy))
     note = "The engine runs with max_num_batched_tokens %s: the figures below hold for it. %s" % (
@@ -137,7 +127,7 @@ def report(v, planned, sweep, stored=None):
     ]
     saved = {"host": host, "url": planned["url"], "load_host": planned["load_host"], "engine": sweep.get("engine"),
              "profiles": sweep.get("profiles"), "levels": sweep.get("levels"),
-             "max_num_batched_tokens": None if _unset(planned["batched"]) else _int(planned["batched"]),
+             "max_num_batched_tokens": None if _unset(planned["batched"]) else jinja_int(planned["batched"]),
              "recommendation": recommendation}
     asked = (planned.get("speculative") or {}).get("values") or []
     if asked:

@@ -15,22 +15,13 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._jinja_values import jinja_int
+
 # The variables the reads need besides the engine check's own (``_vllm_check.VARIABLES['engine']``).
 VARIABLES = ("_vllm_tool_parser_probe",)
 # The reads whose failure fails the preflight (the others are judged on what they said, or ignored when they failed).
 MUST_SUCCEED = frozenset(("model_dir", "venv_vllm", "port_listeners"))
 OPTIONS = ("model_dir", "venv_vllm", "tool_parsers", "units_active", "port_listeners", "port_units")
-
-
-def _port(value):
-    """Jinja's ``int`` of the port (0 when it is not a number)."""
-    try:
-        return int(value, 10) if isinstance(value, str) else int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError, OverflowError):
-            return 0
 
 
 def reads(v):
@@ -51,7 +42,7 @@ def reads(v):
     steps.append(("units_active", "ansible.legacy.command",
                   {"argv": ["systemctl", "is-active", (units.get("replicas") or [""])[0],
                             (units.get("split") or [""])[0]]}))
-    port = _port(v.get("vllm_port"))
+    port = jinja_int(v.get("vllm_port"))
     if 1 <= port <= 65535:
         steps.append(("port_listeners", "ansible.legacy.command", {"argv": ["ss", "-Hltnp", "sport = :%d" % port]}))
     return steps

@@ -11,13 +11,7 @@ import json
 import time
 from collections.abc import Mapping
 
-
-def _float(value):
-    """Jinja's ``float`` filter: the number, or 0.0 when it is none."""
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0
+from ansible_collections.factory_floor.llm.plugins.module_utils._jinja_values import jinja_float
 
 
 def longest_startups(files):
@@ -29,7 +23,7 @@ def longest_startups(files):
         if not isinstance(file, Mapping) or "content" not in file:
             continue
         for name, value in json.loads(base64.b64decode(file["content"]).decode("utf-8")).items():
-            seconds[name] = max(seconds.get(name, 0), _float(value))
+            seconds[name] = max(seconds.get(name, 0), jinja_float(value))
     return seconds
 
 

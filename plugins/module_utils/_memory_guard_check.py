@@ -30,6 +30,7 @@ import math
 import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
+from ansible_collections.factory_floor.llm.plugins.module_utils._jinja_values import jinja_float, jinja_int
 
 CHECKS = ("preflight", "compute", "share", "outside", "stale", "installed", "files")
 # What O(check=files) plans: the workloads' slice and drop-ins, or the engines' start check drop-ins.
@@ -69,25 +70,6 @@ SYSTEMD_SLICES = ("-.slice", "system.slice", "user.slice", "machine.slice")
 ENGINE_MAX_SHARE = 0.99
 
 
-def _float(value, default=0.0):
-    """Jinja's ``| float``: the number, or ``default`` for what is not one."""
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return default
-
-
-def _int(value):
-    """Jinja's ``| int``: the integer, through a float for "2.5", or 0."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
-
-
 def _text(value):
     """A value as a template renders it inside a sentence (None renders as nothing)."""
     return "" if value is None else str(value)
@@ -103,11 +85,11 @@ def _error(check, variables, message):
 
 
 def _figures(v):
-    ok = (v["_memory_guard_weights_gib"] is not None and _float(v["_memory_guard_weights_gib"]) >= 0
-          and v["_memory_guard_min_kv_gib"] is not None and _float(v["_memory_guard_min_kv_gib"]) >= 0
-          and _float(v["memory_guard_activation_gib"]) >= 0 and _float(v["memory_guard_os_reserve_gib"]) >= 0
-          and _float(v["memory_guard_headroom_gib"]) >= 0
-          and (v["memory_guard_device_total_gib"] is None or _float(v["memory_guard_device_total_gib"]) > 0))
+    ok = (v["_memory_guard_weights_gib"] is not None and jinja_float(v["_memory_guard_weights_gib"]) >= 0
+          and v["_memory_guard_min_kv_gib"] is not None and jinja_float(v["_memory_guard_min_kv_gib"]) >= 0
+          and jinja_float(v["memory_guard_activation_gib"]) >= 0 and jinja_float(v["memory_guard_os_reserve_gib"]) >= 0
+          and jinja_float(v["memory_guard_headroom_gib"]) >= 0
+          and (v["memory_guard_device_total_gib"] is None or jinja_float(v["memory_guard_device_total_gib"]) > 0))
     if ok:
         return []
     return [_error("figures", ["memory_guard_weights_gib", "memory_guard_min_kv_gib", "memory_guard_activation_gib",
@@ -129,9 +111,9 @@ def _figures(v):
 def _slice_settings(v):
     name = _text(v["memory_guard_slice"])
     ok = (re.match(r"^[A-Za-z0-9_.:-]+\.slice$", name) and name not in SYSTEMD_SLICES
-          and 0 < _float(v["memory_guard_memory_high_ratio"]) <= 1 and _float(v["memory_guard_start_floor_gib"]) >= 0
-          and _int(v["memory_guard_start_wait"]) >= 0
-          and (v["memory_guard_start_need_gib"] is None or _float(v["memory_guard_start_need_gib"]) > 0))
+          and 0 < jinja_float(v["memory_guard_memory_high_ratio"]) <= 1 and jinja_float(v["memory_guard_start_floor_gib"]) >= 0
+          and jinja_int(v["memory_guard_start_wait"]) >= 0
+          and (v["memory_guard_start_need_gib"] is None or jinja_float(v["memory_guard_start_need_gib"]) > 0))
     if ok:
         return []
     return [_error("slice", ["memory_guard_slice", "memory_guard_memory_high_ratio", "memory_guard_start_floor_gib",
@@ -146,8 +128,8 @@ def _slice_settings(v):
 
 
 def _watch(v):
-    if (_float(v["memory_guard_watch_interval"]) > 0 and _float(v["memory_guard_watch_floor_gib"]) >= 0
-            and _float(v["memory_guard_watch_resume_gib"]) >= 0 and _float(v["memory_guard_watch_settle"]) >= 0):
+    if (jinja_float(v["memory_guard_watch_interval"]) > 0 and jinja_float(v["memory_guard_watch_floor_gib"]) >= 0
+            and jinja_float(v["memory_guard_watch_resume_gib"]) >= 0 and jinja_float(v["memory_guard_watch_settle"]) >= 0):
         return []
     return [_error("watch", ["memory_guard_watch_interval", "memory_guard_watch_floor_gib",
                              "memory_guard_watch_resume_gib", "memory_guard_watch_settle"],
@@ -164,14 +146,14 @@ def workload_ok(item, slice_name, engine_units):
     unit, slice_ = _given(item.get("unit")), _given(item.get("slice"))
     high = _given(item.get("memory_high_gib"))
     return bool(len(_text(item.get("name"))) > 0
-                and "peak_gib" in item and _float(item["peak_gib"]) > 0
+                and "peak_gib" in item and jinja_float(item["peak_gib"]) > 0
                 and not (unit and slice_)
                 and (unit is None or re.match(r"^[A-Za-z0-9_.@:\-]+\.service$", _text(unit)))
                 and (unit is None or unit not in engine_units)
                 and (slice_ is None or re.match(r"^[A-Za-z0-9_.:\-]+\.slice$", _text(slice_)))
                 and (slice_ is None or slice_ != slice_name)
                 and (slice_ is None or slice_ not in SYSTEMD_SLICES)
-                and (high is None or 0 < _float(high) <= _float(item.get("peak_gib")))
+                and (high is None or 0 < jinja_float(high) <= jinja_float(item.get("peak_gib")))
                 and (_given(item.get("action")) or "stop") in ("stop", "pause"))
 
 
@@ -242,9 +224,9 @@ def pinned(v):
     """The share the inventory pins: a ``vllm_gpu_memory_utilization`` other than the one this role set earlier in
     the run (``__memory_guard_applied``), else None."""
     value = v.get("vllm_gpu_memory_utilization")
-    if value is None or _float(value) == _float(v.get("__memory_guard_applied", -1)):
+    if value is None or jinja_float(value) == jinja_float(v.get("__memory_guard_applied", -1)):
         return None
-    return _float(value)
+    return jinja_float(value)
 
 
 def plan_refusal(host, plan):
@@ -285,7 +267,7 @@ def share(v, plan, pinned_plan=None):
     pin = pinned(v)
     pinned_plan = pinned_plan or {}
     refusal = plan_refusal(host, plan) or pin_refusal(host, pin, pinned_plan) or ""
-    computed = _float(plan.get("gpu_memory_utilization"))
+    computed = jinja_float(plan.get("gpu_memory_utilization"))
     set_share = boolean(v["memory_guard_set_gpu_memory_utilization"], strict=False)
     applied = min(computed, ENGINE_MAX_SHARE) if set_share and pin is None else None
     engines_share = pin if pin is not None else (min(computed, ENGINE_MAX_SHARE) if set_share else None)
@@ -295,18 +277,18 @@ def share(v, plan, pinned_plan=None):
     figures = [v["_memory_guard_weights_gib"], v["memory_guard_activation_gib"], v["memory_guard_cuda_graph_gib"],
                v["memory_guard_non_torch_gib"], v["_memory_guard_min_kv_gib"], context]
     if v["memory_guard_start_need_gib"] is not None:
-        need, source = _float(v["memory_guard_start_need_gib"]), "memory_guard_start_need_gib"
+        need, source = jinja_float(v["memory_guard_start_need_gib"]), "memory_guard_start_need_gib"
     elif engines_share is not None:
         if share_plan is not None:
-            need = _float(share_plan.get("start_need_gib"))
+            need = jinja_float(share_plan.get("start_need_gib"))
         else:
             device_total = (plan.get("hosts") or [{}])[0].get("device_total_gib")
-            need = _ceil2(_float(device_total) * engines_share + _float(context))
+            need = _ceil2(jinja_float(device_total) * engines_share + jinja_float(context))
         source = ("what vLLM asks at gpu_memory_utilization %s%s + %s GiB outside its share "
                   "(memory_guard_cuda_context_gib)"
                   % (engines_share, " (pinned in the inventory)" if pin is not None else " (computed)", _text(context)))
     else:
-        need = _ceil2(sum(_float(figure) for figure in figures))
+        need = _ceil2(sum(jinja_float(figure) for figure in figures))
         source = ("no gpu_memory_utilization: weights %s + activations %s + CUDA graphs %s + non-torch %s + minimum KV "
                   "cache %s + outside the share %s GiB" % tuple(_text(figure) for figure in figures))
     if pin is not None:
@@ -321,7 +303,7 @@ def share(v, plan, pinned_plan=None):
                "start check counts %.2f GiB (%s) and keeps %.2f GiB. %s"
                % (_text(host), _text(plan.get("max_gpu_memory_utilization")),
                   (_text(decision.get("line")) + ";") if decision is not None else "", engines_get, need, source,
-                  _float(v["memory_guard_start_floor_gib"]),
+                  jinja_float(v["memory_guard_start_floor_gib"]),
                   ("Declared beside what vLLM measured at its last start here: " + "; ".join(measured))
                   if plan.get("declared_vs_measured") else
                   "No engine start in the journal yet to compare the declared figures with."))

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._jinja_values import jinja_float, jinja_int
+
 # The role's variables that must be YAML lists, in the order the refusal names them.
 LISTS = ("backends", "affinity_headers", "affinity_body_fields", "expect_in_rotation", "drain")
 # The settings the check reads (nginx_proxy_<name>), each with its default when left out.
@@ -32,25 +34,6 @@ HEADER = re.compile(r"^[A-Za-z0-9-]+$")
 SIZE = re.compile(r"^[0-9]+[kKmM]?$")
 # What nginx would read as syntax in a path of its configuration.
 PATH_SYNTAX = re.compile(r".*[\s;{}\"']")
-
-
-def _int(value):
-    """``value`` as Jinja's ``int`` filter reads it (0 when it is no number)."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
-
-
-def _float(value):
-    """``value`` as Jinja's ``float`` filter reads it (0.0 when it is no number)."""
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0
 
 
 def _text(value):
@@ -89,9 +72,9 @@ def check(settings, host="", engine_group="", engines=None, endpoints=None):
             "%s must be a YAML list (for example nginx_proxy_affinity_body_fields: [prompt_cache_key, user]), not a "
             "string or a mapping: write the value as [a, b] or one \"- item\" per line.") % ", ".join(bad))]
     members = list(engines) if engines is not None else None
-    port = _int(one["port"])
-    if not (members and one["backends"] and 1 <= port <= 65535 and _float(one["check_interval"]) > 0
-            and _int(one["check_fails"]) >= 1 and _int(one["check_passes"]) >= 1):
+    port = jinja_int(one["port"])
+    if not (members and one["backends"] and 1 <= port <= 65535 and jinja_float(one["check_interval"]) > 0
+            and jinja_int(one["check_fails"]) >= 1 and jinja_int(one["check_passes"]) >= 1):
         return [_error("layout", ["site_engine_group", "site_proxy_port", "nginx_proxy_check_interval",
                                   "nginx_proxy_check_fails", "nginx_proxy_check_passes"], (
             "The proxy on %s needs at least one engine host in group '%s' (site_engine_group; now: %s), a port in "
@@ -107,7 +90,7 @@ def check(settings, host="", engine_group="", engines=None, endpoints=None):
     headers, fields = one["affinity_headers"], one["affinity_body_fields"]
     if not (one["balance"] in ("affinity", "least_conn")
             and all(isinstance(name, str) and HEADER.match(name) for name in headers)
-            and _float(one["affinity_balance_factor"]) >= 1
+            and jinja_float(one["affinity_balance_factor"]) >= 1
             and SIZE.match(_text(one["affinity_body_buffer_size"]))
             and all(isinstance(name, str) for name in fields)):
         return [_error("affinity", ["nginx_proxy_balance", "nginx_proxy_affinity_headers",

@@ -14,27 +14,10 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._jinja_values import jinja_float, jinja_int
+
 _COLLECTIVE_ENV = re.compile("(NCCL|GLOO|UCX)_")
 _ULIMIT_MEMLOCK = re.compile("--ulimit[= ]memlock")
-
-
-def jinja_int(value):
-    """Jinja's ``int`` filter: the number, else 0."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
-
-
-def jinja_float(value):
-    """Jinja's ``float`` filter: the number, else 0.0."""
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0
 
 
 def link_address(hostvars, host, interface):

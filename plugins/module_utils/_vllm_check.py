@@ -41,6 +41,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _proxy_settings as ps
+from ansible_collections.factory_floor.llm.plugins.module_utils._jinja_values import jinja_float, jinja_int
 from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
 
 CHECKS = ("engine", "deploy", "restart", "switch", "switch_incumbent", "switch_hosts", "switch_proxy", "image",
@@ -108,25 +109,6 @@ _FALSE = ("no", "off", "false", "0")
 
 
 # ------------------------------------------------------------------ values as Jinja read them
-
-def _int(value):
-    """Jinja's ``int`` filter: a whole number, the integer part of a decimal, else 0."""
-    try:
-        return int(value, 10) if isinstance(value, str) else int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError, OverflowError):
-            return 0
-
-
-def _float(value):
-    """Jinja's ``float`` filter: a number, else 0.0."""
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0
-
 
 def _bool(value):
     """Ansible's ``bool`` filter."""
@@ -211,23 +193,23 @@ def setting_problems(v):
         bad("vllm_model", "vllm_model is empty (the model directory, required)")
     if _length(v.get("vllm_served_model_name")) == 0:
         bad("vllm_served_model_name", "vllm_served_model_name is empty (required)")
-    if not 1 <= _int(v.get("vllm_port")) <= 65535:
+    if not 1 <= jinja_int(v.get("vllm_port")) <= 65535:
         bad("vllm_port", "vllm_port=%s (1-65535)" % _text(v.get("vllm_port")))
-    if _int(v.get("vllm_max_num_seqs")) < 1:
+    if jinja_int(v.get("vllm_max_num_seqs")) < 1:
         bad("vllm_max_num_seqs", "vllm_max_num_seqs=%s (>= 1)" % _text(v.get("vllm_max_num_seqs")))
-    if _int(v.get("vllm_max_model_len")) < 1:
+    if jinja_int(v.get("vllm_max_model_len")) < 1:
         bad("vllm_max_model_len", "vllm_max_model_len=%s (tokens, >= 1)" % _text(v.get("vllm_max_model_len")))
     dtype = v.get("vllm_kv_cache_dtype")
     if not isinstance(dtype, str) or dtype not in KV_CACHE_DTYPES:
         bad("vllm_kv_cache_dtype", "vllm_kv_cache_dtype=%s (one of %s)" % (_text(dtype), ", ".join(KV_CACHE_DTYPES)))
     share = v.get("vllm_gpu_memory_utilization")
-    if share is not None and not 0 < _float(share) < 1:
+    if share is not None and not 0 < jinja_float(share) < 1:
         bad("vllm_gpu_memory_utilization", "vllm_gpu_memory_utilization=%s (a fraction strictly between 0 and 1, "
                                            "e.g. 0.74)" % _text(share))
     if v.get("vllm_enable_auto_tool_choice") and _length(v.get("vllm_tool_call_parser") or "") == 0:
         bad(("vllm_tool_call_parser", "vllm_enable_auto_tool_choice"),
             "vllm_tool_call_parser is empty (required when vllm_enable_auto_tool_choice is true)")
-    if _int(v.get("vllm_shutdown_timeout")) < 0:
+    if jinja_int(v.get("vllm_shutdown_timeout")) < 0:
         bad("vllm_shutdown_timeout", "vllm_shutdown_timeout=%s (seconds, >= 0)" % _text(v.get("vllm_shutdown_timeout")))
     if any(re.match(r"--api-key(=|$)", str(arg)) for arg in _items(v.get("vllm_extra_args"))):
         bad(("vllm_extra_args", "vllm_api_key"), "vllm_extra_args has --api-key (the key would be on the command line, "
@@ -443,7 +425,7 @@ def check_switch_incumbent(v, observed):
     or the gate would have no bar and the switch would refuse again."""
     host = v.get("inventory_hostname")
     incumbent = (v.get("vllm_switch_plan") or {}).get("incumbent") or {}
-    min_score = _float((v.get("tool_gate_bar") or {}).get("min_score", 0))
+    min_score = jinja_float((v.get("tool_gate_bar") or {}).get("min_score", 0))
     if min_score > 0:
         way = ("Or switch without the incumbent's score: -e tool_gate_measure_incumbent=false; the new topology must then "
                "reach tool_gate_min_score (%s) only." % _number(min_score))

@@ -25,8 +25,9 @@ import base64
 import json
 import re
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._jinja_values import jinja_float, jinja_int
 from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_check import (
-    TOPOLOGIES, _Errors, _float, _int, _length, _text, format_errors)
+    TOPOLOGIES, _Errors, _length, _text, format_errors)
 
 CHECKS = ("split", "watchdog", "watchdog_topology", "firewall")
 
@@ -68,7 +69,7 @@ def split_layout_ok(hosts, head, tensor_parallel_size, pipeline_parallel_size, i
     """Whether the split can run on ``hosts`` (the group's machines, in order): ``needed`` of them, ``head`` among
     them, tensor x pipeline parallel size equal to their number, and this host's direct link set."""
     return (len(hosts) == needed and head in hosts
-            and _int(tensor_parallel_size) * _int(pipeline_parallel_size) == len(hosts)
+            and jinja_int(tensor_parallel_size) * jinja_int(pipeline_parallel_size) == len(hosts)
             and _length(interface) > 0 and _length(address) > 0)
 
 
@@ -89,7 +90,7 @@ def attention_heads(model_config):
     heads = config.get("num_attention_heads")
     if heads is None:
         heads = (config.get("text_config") or {}).get("num_attention_heads", 0)
-    return _int(heads)
+    return jinja_int(heads)
 
 
 def check_split(v, observed):
@@ -109,7 +110,7 @@ def check_split(v, observed):
             hosts=[host], variables=["vllm_split_group", "vllm_split_head", "vllm_split_tensor_parallel_size",
                                      "vllm_split_pipeline_parallel_size", "vllm_link_interface", "vllm_link_address"])
     heads = attention_heads(observed.get("model_config"))
-    if heads > 0 and (_int(tensor) == 0 or heads % _int(tensor) != 0):
+    if heads > 0 and (jinja_int(tensor) == 0 or heads % jinja_int(tensor) != 0):
         errors.add("split_heads", (
             "%s has %d attention heads, which vllm_split_tensor_parallel_size=%s cannot divide: vLLM would refuse to "
             "start. Use a tensor-parallel size that divides %d, or split by layers (vllm_split_pipeline_parallel_size) "
@@ -132,19 +133,19 @@ _WATCHDOG_BOUNDS = (
 
 def watchdog_settings_ok(v):
     """Whether the watchdog can run with ``v``'s settings (topology, served name, durations, restart budget)."""
-    bounds = all(_float(v.get(name)) >= bound if inclusive else _float(v.get(name)) > bound
+    bounds = all(jinja_float(v.get(name)) >= bound if inclusive else jinja_float(v.get(name)) > bound
                  for name, bound, inclusive in _WATCHDOG_BOUNDS)
     return (v.get("vllm_watchdog_topology") in TOPOLOGIES and _length(v.get("vllm_served_model_name")) > 0 and bounds
-            and _float(v.get("vllm_watchdog_stall_window")) >= _float(v.get("vllm_watchdog_interval"))
-            and _int(v.get("vllm_watchdog_max_restarts")) >= 1)
+            and jinja_float(v.get("vllm_watchdog_stall_window")) >= jinja_float(v.get("vllm_watchdog_interval"))
+            and jinja_int(v.get("vllm_watchdog_max_restarts")) >= 1)
 
 
 def watchdog_split_ok(v, hosts):
     """Whether the split watchdog can watch ``hosts`` (two or more, this host and the head among them) from here."""
     return (len(hosts) >= 2 and _text(v.get("inventory_hostname")) in hosts
             and _text(v.get("vllm_watchdog_split_head")) in hosts and _length(v.get("vllm_link_address")) > 0
-            and 1 <= _int(v.get("vllm_watchdog_status_port")) <= 65535
-            and _float(v.get("vllm_watchdog_pair_ack_timeout")) > 0 and _float(v.get("vllm_watchdog_pair_skew")) > 0)
+            and 1 <= jinja_int(v.get("vllm_watchdog_status_port")) <= 65535
+            and jinja_float(v.get("vllm_watchdog_pair_ack_timeout")) > 0 and jinja_float(v.get("vllm_watchdog_pair_skew")) > 0)
 
 
 def check_watchdog(v, observed):

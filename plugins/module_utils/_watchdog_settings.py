@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._split_settings import jinja_float, jinja_int
+from ansible_collections.factory_floor.llm.plugins.module_utils._jinja_values import jinja_float, jinja_int
 
 KEYS = ("topology", "host", "split_head", "split_hosts", "runtime", "container_engine_path", "engine_unit",
         "interval", "probe_timeout", "request_timeout", "pair_ack_timeout")

@@ -31,6 +31,7 @@ requirements:
 extends_documentation_fragment:
   - factory_floor.llm.attributes
   - factory_floor.llm.attributes.READ_ONLY
+  - factory_floor.llm.engine_metrics
 options:
   engines:
     description:
@@ -67,11 +68,6 @@ options:
         latency quantiles cover only the requests that finished during the window.
     type: float
     default: 0
-  timeout:
-    description:
-      - Seconds to wait for each engine, for connecting and again for the answer, per read.
-    type: float
-    default: 5
   api_key:
     description:
       - Sent to every engine as a bearer token (C(Authorization) header). vLLM's C(/metrics) normally needs none,
@@ -349,8 +345,8 @@ total:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._engine_metrics import engine_metrics_spec
 from ansible_collections.factory_floor.llm.plugins.module_utils._host.vllm_metrics import (
-    DEFAULT_TIMEOUT,
     PROMETHEUS_CLIENT_IMPORT_ERROR,
     REQUESTS_IMPORT_ERROR,
     TOPOLOGIES,
@@ -363,21 +359,10 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._host.vllm_metri
 
 def main():
     module = AnsibleModule(
-        argument_spec={
-            "engines": {
-                "type": "list",
-                "elements": "dict",
-                "required": True,
-                "options": {
-                    "name": {"type": "str", "required": True},
-                    "url": {"type": "str", "required": True},
-                },
-            },
-            "topology": {"type": "str", "choices": list(TOPOLOGIES), "default": TOPOLOGY_REPLICAS},
-            "window": {"type": "float", "default": 0.0},
-            "timeout": {"type": "float", "default": DEFAULT_TIMEOUT},
-            "api_key": {"type": "str", "no_log": True},
-        },
+        argument_spec=engine_metrics_spec(
+            topology={"type": "str", "choices": list(TOPOLOGIES), "default": TOPOLOGY_REPLICAS},
+            window={"type": "float", "default": 0.0},
+        ),
         supports_check_mode=True,
     )
     if PROMETHEUS_CLIENT_IMPORT_ERROR:

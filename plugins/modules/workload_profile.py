@@ -43,6 +43,7 @@ requirements:
 extends_documentation_fragment:
   - ansible.builtin.files
   - factory_floor.llm.attributes
+  - factory_floor.llm.engine_metrics
 attributes:
   check_mode:
     support: full
@@ -102,11 +103,6 @@ options:
     description:
       - Write the profile (RV(profile)) there as JSON. Its directory must exist. Not written in check mode.
     type: path
-  timeout:
-    description:
-      - Seconds to wait for each engine, for connecting and again for the answer, per read.
-    type: float
-    default: 5
   api_key:
     description:
       - Sent to every engine as a bearer token (C(Authorization) header). vLLM's C(/metrics) normally needs none.
@@ -317,31 +313,21 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._engine_metrics import engine_metrics_spec
 from ansible_collections.factory_floor.llm.plugins.module_utils._host import vllm_metrics
 from ansible_collections.factory_floor.llm.plugins.module_utils import _workload_profile as wp
 
 
 def main():
     module = AnsibleModule(
-        argument_spec={
-            "engines": {
-                "type": "list",
-                "elements": "dict",
-                "required": True,
-                "options": {
-                    "name": {"type": "str", "required": True},
-                    "url": {"type": "str", "required": True},
-                },
-            },
-            "window": {"type": "float", "required": True},
-            "interval": {"type": "float", "default": wp.DEFAULT_INTERVAL},
+        argument_spec=engine_metrics_spec(
+            window={"type": "float", "required": True},
+            interval={"type": "float", "default": wp.DEFAULT_INTERVAL},
             # Token counts, not credentials.
-            "long_context_tokens": {"type": "list", "elements": "int", "default": list(wp.DEFAULT_LONG_CONTEXT_TOKENS),
-                                    "no_log": False},
-            "dest": {"type": "path"},
-            "timeout": {"type": "float", "default": vllm_metrics.DEFAULT_TIMEOUT},
-            "api_key": {"type": "str", "no_log": True},
-        },
+            long_context_tokens={"type": "list", "elements": "int", "default": list(wp.DEFAULT_LONG_CONTEXT_TOKENS),
+                                 "no_log": False},
+            dest={"type": "path"},
+        ),
         add_file_common_args=True,
         supports_check_mode=True,
     )

@@ -2,7 +2,8 @@
 # Copyright: Factory Floor maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""``fake_openai``: a loopback HTTP server with the shape of vLLM's streamed chat API.
+"""``fake_openai``: a loopback HTTP server with the shape of vLLM's streamed chat API; ``metrics_server``: one that
+serves recorded ``/metrics`` texts (vllm_metrics's and workload_profile's module tests); ``closed_port``.
 
 A stand-in for the HTTP shape only (``GET /v1/models`` with ``max_model_len``, ``POST
 /v1/chat/completions`` answered with chunked server-sent events, a role event, content
@@ -139,3 +140,45 @@ def fake_openai():
     yield httpd
     httpd.shutdown()
     httpd.server_close()
+
+
+class _MetricsHandler(BaseHTTPRequestHandler):
+    """Serves ``server.routes[path]`` (a list of (status, body), taken in order, last one repeated) and notes
+    ``(path, Authorization header)`` in ``server.seen``."""
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        self.server.seen.append((self.path, self.headers.get("Authorization")))
+        queue = self.server.routes.get(self.path) or [(404, "not found\n")]
+        status, body = queue.pop(0) if len(queue) > 1 else queue[0]
+        payload = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format, *args):  # pylint: disable=redefined-builtin
+        pass
+
+
+@pytest.fixture
+def metrics_server():
+    """The server of engines' ``/metrics``; set ``.routes``, read ``.seen``. ``.base`` is its URL."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _MetricsHandler)
+    httpd.daemon_threads = True
+    httpd.routes, httpd.seen = {}, []
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    httpd.base = "http://127.0.0.1:%d" % httpd.server_address[1]
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def closed_port():
+    """A port on 127.0.0.1 that nothing listens on (connection refused)."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _MetricsHandler)
+    port = httpd.server_address[1]
+    httpd.server_close()
+    return port

@@ -8,21 +8,15 @@ refusal message, and the action plugin's steps on the host."""
 
 from __future__ import annotations
 
-import os
-import re
-from unittest import mock
-
 import pytest
-import yaml
 
 from ansible.errors import AnsibleActionFail
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import trust_as_template
 
 from ansible_collections.factory_floor.llm.plugins.action.engine_cli_check import ActionModule
 from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_cli as ec
+from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import assert_documents_the_spec, run_action_answering
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 ROLE = {"inventory_hostname": "spark-a", "vllm_runtime": "container", "_vllm_container_engine_path": "/usr/bin/docker",
         "vllm_container_image": "vllm-gb10:0.32.0", "vllm_venv": "/opt/vllm", "vllm_cli_cache_dir": "/var/cache/ff",
         "_vllm_settings": {"model": "/models/m", "max_num_seqs": 12, "kv_cache_dtype": None, "dtype": ""},
@@ -70,19 +64,7 @@ def test_the_refusal():
 
 
 def run(variables, results):
-    task = mock.MagicMock(args={}, check_mode=False, async_val=0, action="factory_floor.llm.engine_cli_check")
-    connection = mock.MagicMock()
-    connection._shell.tmpdir = None
-    templar = Templar(loader=DataLoader(), variables=variables)
-    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
-    calls = []
-
-    def execute(module_name, module_args, task_vars):
-        calls.append((module_name, dict(module_args)))
-        return dict(results[len(calls) - 1])
-
-    with mock.patch.object(action, "_execute_module", side_effect=execute):
-        return action.run(task_vars=variables), calls
+    return run_action_answering(ActionModule, "engine_cli_check", {}, variables, results)
 
 
 IMAGE = {"image": {"present": True, "architecture_matches": True, "id": "sha256:" + "b" * 64}}
@@ -117,7 +99,4 @@ def test_an_undefined_variable_fails_naming_it():
 
 
 def test_the_documentation_has_no_options_and_the_module_no_code():
-    with open(os.path.join(ROOT, "plugins", "modules", "engine_cli_check.py"), encoding="utf-8") as handle:
-        text = handle.read()
-    assert yaml.safe_load(re.search(r'DOCUMENTATION = r"""(.*?)"""', text, re.S).group(1))["options"] == {}
-    assert "def main" not in text
+    assert_documents_the_spec("engine_cli_check", {})

@@ -14,16 +14,6 @@ from ansible_collections.factory_floor.llm.plugins.module_utils import _split_se
 from ansible_collections.factory_floor.llm.plugins.module_utils import _watchdog_settings as ws
 
 
-@pytest.mark.parametrize("value,expected", [(5, 5), ("29501", 29501), ("7.9", 7), ("port", 0), (None, 0)])
-def test_jinja_int(value, expected):
-    assert ss.jinja_int(value) == expected
-
-
-@pytest.mark.parametrize("value,expected", [(5, 5.0), ("0.75", 0.75), ("lots", 0.0), (None, 0.0)])
-def test_jinja_float(value, expected):
-    assert ss.jinja_float(value) == expected
-
-
 HOSTVARS = {"set": {"vllm_link_address": "10.10.0.2"},
             "facts": {"vllm_link_interface": "eth9", "ansible_facts": {"eth9": {"ipv4": {"address": "10.9.0.1"}}}},
             "none": {}}

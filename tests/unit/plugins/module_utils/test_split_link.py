@@ -8,22 +8,16 @@ with and what it shows, and the action plugin's steps as a task runs them (Ansib
 
 from __future__ import annotations
 
-import os
-import re
-from unittest import mock
-
 import pytest
-import yaml
 
 from ansible.errors import AnsibleActionFail
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import trust_as_template
 
 from ansible_collections.factory_floor.llm.plugins.action.split_link import ARGUMENT_SPEC, ActionModule
 from ansible_collections.factory_floor.llm.plugins.module_utils import _split_link as sl
 from ansible_collections.factory_floor.llm.plugins.module_utils._link_check import nccl_transport
+from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import assert_documents_the_spec, run_action_answering
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 IB = ["NCCL version 2.28.9+cuda13.0", "x NCCL INFO NET/IB : Using [0]rocep1s0f1:1/RoCE [1]roceP2p1s0f1:1/RoCE; OOB e",
       "x NCCL INFO Using network IB"]
 SOCKETS = ["x NCCL INFO Using network Socket"]
@@ -95,19 +89,7 @@ def test_a_link_that_cannot_carry_the_split_is_refused_with_the_title():
 
 
 def run(args, variables, results=()):
-    task = mock.MagicMock(args=dict(args), check_mode=False, async_val=0, action="factory_floor.llm.split_link")
-    connection = mock.MagicMock()
-    connection._shell.tmpdir = None
-    templar = Templar(loader=DataLoader(), variables=variables)
-    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
-    calls = []
-
-    def execute(module_name, module_args, task_vars):
-        calls.append((module_name, dict(module_args)))
-        return dict(results[len(calls) - 1])
-
-    with mock.patch.object(action, "_execute_module", side_effect=execute):
-        return action.run(task_vars=variables), calls
+    return run_action_answering(ActionModule, "split_link", args, variables, results)
 
 
 def test_read_runs_link_check_with_the_roles_settings_as_the_task_sees_them():
@@ -143,10 +125,4 @@ def test_an_undefined_variable_or_a_read_of_the_collective_fails_naming_it():
 
 
 def test_the_documentation_is_the_argument_spec():
-    with open(os.path.join(ROOT, "plugins", "modules", "split_link.py"), encoding="utf-8") as handle:
-        text = handle.read()
-    options = yaml.safe_load(re.search(r'DOCUMENTATION = r"""(.*?)"""', text, re.S).group(1))["options"]
-    assert sorted(options) == sorted(ARGUMENT_SPEC)
-    for name, spec in ARGUMENT_SPEC.items():
-        assert options[name]["type"] == spec["type"] and options[name].get("choices") == spec.get("choices"), name
-    assert "def main" not in text
+    assert_documents_the_spec("split_link", ARGUMENT_SPEC)

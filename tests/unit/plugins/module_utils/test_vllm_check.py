@@ -502,12 +502,6 @@ def test_truncate_is_jinjas(text, expected):
     assert vc.truncate(text) == expected == jinja2.Environment().from_string("{{ t | truncate(600) }}").render(t=text)
 
 
-@pytest.mark.parametrize("value", [8000, "8000", "8000.9", 8000.9, "x", None, True, [], "  42 "])
-def test_int_is_jinjas(value):
-    import jinja2  # pylint: disable=import-outside-toplevel
-    assert str(vc._int(value)) == jinja2.Environment().from_string("{{ v | int }}").render(v=value)  # pylint: disable=protected-access
-
-
 def test_the_role_vars_no_longer_hold_the_tables():
     with open(os.path.join(ROOT, "roles", "vllm", "vars", "main.yml"), encoding="utf-8") as handle:
         text = handle.read()

@@ -10,8 +10,6 @@ calls. The decisions themselves are tests/unit/plugins/module_utils/test_memory_
 from __future__ import annotations
 
 import os
-import re
-from unittest import mock
 
 import pytest
 import yaml
@@ -22,6 +20,7 @@ from ansible.template import Templar
 
 from ansible_collections.factory_floor.llm.plugins.action.memory_guard_check import ARGUMENT_SPEC, ActionModule
 from ansible_collections.factory_floor.llm.plugins.module_utils import _memory_guard_check as mg
+from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import assert_documents_the_spec, documented_options, run_action_answering
 from ansible_collections.factory_floor.llm.tests.unit.roles.collection_filters import with_filters
 from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import ROOT, role_variables
 
@@ -36,20 +35,9 @@ def run(args, check_mode=False, results=(), drop=(), **inventory):
     variables.update(inventory)
     for name in drop:
         del variables[name]
-    task = mock.MagicMock(args=dict(args), check_mode=check_mode, async_val=0,
-                          action="factory_floor.llm.memory_guard_check")
-    connection = mock.MagicMock()
-    connection._shell.tmpdir = None
-    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(),
-                          with_filters(Templar(loader=DataLoader(), variables=variables)), None)
-    calls = []
-
-    def execute(module_name, module_args, task_vars):
-        calls.append((module_name, module_args))
-        return dict(results[len(calls) - 1])
-
-    with mock.patch.object(action, "_execute_module", side_effect=execute):
-        return action.run(task_vars=variables), calls
+    templar = with_filters(Templar(loader=DataLoader(), variables=variables))
+    return run_action_answering(ActionModule, "memory_guard_check", args, variables, results, check_mode=check_mode,
+                                templar=templar)
 
 
 def test_the_preflight_reads_the_role_variables_and_runs_nothing_on_the_host():
@@ -143,19 +131,9 @@ def test_an_undefined_variable_is_named():
         run({"check": "preflight"}, drop=["memory_guard_slice"])
 
 
-def _documentation():
-    with open(os.path.join(ROOT, "plugins", "modules", "memory_guard_check.py"), encoding="utf-8") as handle:
-        text = handle.read()
-    return yaml.safe_load(re.search(r'DOCUMENTATION = r"""(.*?)"""', text, re.S).group(1)), text
-
-
 def test_the_documentation_is_the_argument_spec_and_the_module_file_documentation_only():
-    doc, text = _documentation()
-    options = doc["options"]
-    assert sorted(options) == sorted(ARGUMENT_SPEC)
-    for name, spec in ARGUMENT_SPEC.items():
-        assert options[name]["type"] == spec["type"], name
-        assert options[name].get("choices") == spec.get("choices"), name
+    assert_documents_the_spec("memory_guard_check", ARGUMENT_SPEC)
+    options, text = documented_options("memory_guard_check")
     assert options["check"]["choices"] == list(mg.CHECKS)
     assert "def main" not in text and "import" not in text.replace("from __future__ import annotations", "")
 

@@ -10,7 +10,6 @@ tests/unit/plugins/module_utils/test_model_sync.py's and test_model_manifest.py'
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from ansible_collections.factory_floor.llm.plugins.action.model_sync_check impor
 from ansible_collections.factory_floor.llm.plugins.filter.model_manifest_diff import model_manifest_diff
 from ansible_collections.factory_floor.llm.plugins.filter.model_sync_space import model_sync_space
 from ansible_collections.factory_floor.llm.plugins.module_utils import _model_sync as ms
+from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import assert_documents_the_spec, run_action
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 GIB = 1024 ** 3
@@ -55,14 +55,9 @@ GROUPS = {"all": ["spark-a", "spark-b", "gw"], "gb10": ["spark-a", "spark-b"]}
 def run(args, hostvars=None, check_mode=False, variables=None):
     """The action plugin's run, as a task with ``args`` on a play whose hosts have ``hostvars``, the task's own
     variables ``variables``."""
-    task = mock.MagicMock(args=dict(args), check_mode=check_mode, async_val=0,
-                          action="factory_floor.llm.model_sync_check")
-    connection = mock.MagicMock()
-    connection._shell.tmpdir = None
     templar = Templar(loader=DataLoader(), variables=dict(variables or {}))
-    variables = {"groups": GROUPS, "hostvars": HOSTVARS if hostvars is None else hostvars}
-    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
-    return action.run(task_vars=variables)
+    task_vars = {"groups": GROUPS, "hostvars": HOSTVARS if hostvars is None else hostvars}
+    return run_action(ActionModule, "model_sync_check", args, task_vars, check_mode=check_mode, templar=templar)
 
 
 @pytest.mark.parametrize("check_mode", [False, True])
@@ -139,23 +134,8 @@ def test_an_unknown_check_is_refused_by_the_spec():
 
 # ------------------------------------------------------------------ the documentation and the role's calls
 
-def _documentation():
-    with open(os.path.join(ROOT, "plugins", "modules", "model_sync_check.py"), encoding="utf-8") as handle:
-        text = handle.read()
-    return {name: yaml.safe_load(re.search(name + r' = r"""(.*?)"""', text, re.S).group(1))
-            for name in ("DOCUMENTATION", "EXAMPLES", "RETURN")}, text
-
-
 def test_the_documentation_is_the_argument_spec():
-    docs, text = _documentation()
-    options = docs["DOCUMENTATION"]["options"]
-    assert sorted(options) == sorted(ARGUMENT_SPEC)
-    for name, spec in ARGUMENT_SPEC.items():
-        assert options[name]["type"] == spec["type"], name
-        assert bool(options[name].get("required")) == bool(spec.get("required")), name
-        assert options[name].get("choices") == spec.get("choices"), name
-        assert options[name].get("default") == spec.get("default"), name
-    assert "def main" not in text
+    assert_documents_the_spec("model_sync_check", ARGUMENT_SPEC)
     assert ActionModule._supports_check_mode is True and ActionModule._requires_connection is True  # pylint: disable=protected-access
 
 

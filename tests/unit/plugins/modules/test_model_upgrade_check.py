@@ -8,20 +8,16 @@ themselves are tests/unit/plugins/module_utils/test_model_upgrade.py's."""
 
 from __future__ import annotations
 
-import os
-import re
 from unittest import mock
 
 import pytest
-import yaml
 
 from ansible.errors import AnsibleActionFail
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import trust_as_template
 
 from ansible_collections.factory_floor.llm.plugins.action.model_upgrade_check import ARGUMENT_SPEC, ActionModule
+from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import assert_documents_the_spec, run_action
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 UNIT = "vllm-replica.service"
 VARIABLES = {
     "inventory_hostname": "spark-a", "playbook_dir": "/src/playbooks", "topology": "replicas",
@@ -38,13 +34,8 @@ VARIABLES = {
 
 def run(args, variables=None, check_mode=False):
     """The action plugin's run, with Ansible's templar over ``variables`` as the task's."""
-    variables = dict(VARIABLES, **(variables or {}))
-    task = mock.MagicMock(args=dict(args), check_mode=check_mode, async_val=0, action="factory_floor.llm.model_upgrade_check")
-    connection = mock.MagicMock()
-    connection._shell.tmpdir = None
-    templar = Templar(loader=DataLoader(), variables=variables)
-    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
-    return action.run(task_vars=variables)
+    return run_action(ActionModule, "model_upgrade_check", args, dict(VARIABLES, **(variables or {})),
+                      check_mode=check_mode)
 
 
 @pytest.mark.parametrize("check_mode", [False, True])
@@ -87,16 +78,7 @@ def test_an_unknown_check_is_refused_by_the_spec():
 
 
 def test_the_documentation_is_the_argument_spec():
-    with open(os.path.join(ROOT, "plugins", "modules", "model_upgrade_check.py"), encoding="utf-8") as handle:
-        text = handle.read()
-    options = yaml.safe_load(re.search(r'DOCUMENTATION = r"""(.*?)"""', text, re.S).group(1))["options"]
-    assert sorted(options) == sorted(ARGUMENT_SPEC)
-    for name, spec in ARGUMENT_SPEC.items():
-        assert options[name]["type"] == spec["type"], name
-        assert bool(options[name].get("required")) == bool(spec.get("required")), name
-        assert options[name].get("choices") == spec.get("choices"), name
-        assert options[name].get("default") == spec.get("default"), name
-    assert "def main" not in text
+    assert_documents_the_spec("model_upgrade_check", ARGUMENT_SPEC)
 
 
 def run_on_host(args, answers, variables=None):

@@ -10,7 +10,6 @@ tests/unit/plugins/module_utils/test_vllm_check.py's."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from ansible.template import Templar, trust_as_template
 
 from ansible_collections.factory_floor.llm.plugins.action.vllm_check import ARGUMENT_SPEC, ActionModule
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_check as vc
+from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import assert_documents_the_spec, documented_options, run_action
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 SECRET = "hf_SeCrEt4f1b9e77d0c2"
@@ -49,12 +49,7 @@ SEEN = {"model_dir": {"stat": {"exists": True, "isdir": True}}, "venv_vllm": {"s
 
 def run(args, variables, check_mode=False):
     """The action plugin's run, with Ansible's templar over ``variables`` as the task's."""
-    task = mock.MagicMock(args=dict(args), check_mode=check_mode, async_val=0, action="factory_floor.llm.vllm_check")
-    connection = mock.MagicMock()
-    connection._shell.tmpdir = None
-    templar = Templar(loader=DataLoader(), variables=variables)
-    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
-    return action.run(task_vars=variables)
+    return run_action(ActionModule, "vllm_check", args, variables, check_mode=check_mode)
 
 
 def test_the_engine_check_reads_the_settings_itself():
@@ -164,25 +159,13 @@ def test_image_builds_reads_every_play_hosts_fact_from_hostvars():
 
 # ------------------------------------------------------------------ the documentation and the role's calls
 
-def _documentation():
-    with open(os.path.join(ROOT, "plugins", "modules", "vllm_check.py"), encoding="utf-8") as handle:
-        text = handle.read()
-    return yaml.safe_load(re.search(r'DOCUMENTATION = r"""(.*?)"""', text, re.S).group(1)), text
-
-
 def test_the_documentation_is_the_argument_spec():
-    doc, _text = _documentation()
-    options = doc["options"]
-    assert sorted(options) == sorted(ARGUMENT_SPEC)
-    for name, spec in ARGUMENT_SPEC.items():
-        assert options[name]["type"] == spec["type"], name
-        assert bool(options[name].get("required")) == bool(spec.get("required")), name
-        assert options[name].get("choices") == spec.get("choices"), name
-    assert options["check"]["choices"] == list(vc.CHECKS)
+    assert_documents_the_spec("vllm_check", ARGUMENT_SPEC)
+    assert documented_options("vllm_check")[0]["check"]["choices"] == list(vc.CHECKS)
 
 
 def test_the_module_file_is_documentation_only_and_the_action_supports_check_mode():
-    _doc, text = _documentation()
+    _options, text = documented_options("vllm_check")
     assert "def main" not in text and "import" not in text.replace("from __future__ import annotations", "")
     assert ActionModule._supports_check_mode is True
 

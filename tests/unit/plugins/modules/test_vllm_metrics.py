@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -23,51 +21,12 @@ def fixture(name):
         return handle.read()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    """Serves ``server.routes[path]`` (a list of (status, body), taken in order, last one repeated)."""
-
-    def do_GET(self):  # noqa: N802 (http.server's name)
-        self.server.seen.append((self.path, self.headers.get("Authorization")))
-        queue = self.server.routes.get(self.path) or [(404, "not found\n")]
-        status, body = queue.pop(0) if len(queue) > 1 else queue[0]
-        payload = body.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format, *args):  # pylint: disable=redefined-builtin
-        pass
-
-
-@pytest.fixture
-def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    httpd.daemon_threads = True
-    httpd.routes, httpd.seen = {}, []
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    httpd.base = "http://127.0.0.1:%d" % httpd.server_address[1]
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
-
-
-@pytest.fixture
-def closed_port():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    port = httpd.server_address[1]
-    httpd.server_close()
-    return port
-
-
 @pytest.mark.parametrize("check_mode", [False, True])
-def test_two_replicas_one_down(run_module, server, closed_port, check_mode):
-    server.routes = {"/a/metrics": [(200, fixture("vllm_a_t1"))], "/b/metrics": [(200, fixture("vllm_b_t1"))]}
+def test_two_replicas_one_down(run_module, metrics_server, closed_port, check_mode):
+    metrics_server.routes = {"/a/metrics": [(200, fixture("vllm_a_t1"))], "/b/metrics": [(200, fixture("vllm_b_t1"))]}
     code, result = run_module(vllm_metrics, {
-        "engines": [{"name": "spark-a", "url": server.base + "/a"},
-                    {"name": "spark-b", "url": server.base + "/b"},
+        "engines": [{"name": "spark-a", "url": metrics_server.base + "/a"},
+                    {"name": "spark-b", "url": metrics_server.base + "/b"},
                     {"name": "spark-c", "url": "http://127.0.0.1:%d" % closed_port}],
         "timeout": 2,
         "_ansible_check_mode": check_mode,
@@ -83,14 +42,14 @@ def test_two_replicas_one_down(run_module, server, closed_port, check_mode):
     assert "notes" not in result and "rates" not in result["total"]
 
 
-def test_window_gives_rates_and_reports_restart(run_module, server):
-    server.routes = {
+def test_window_gives_rates_and_reports_restart(run_module, metrics_server):
+    metrics_server.routes = {
         "/a/metrics": [(200, fixture("vllm_a_t0")), (200, fixture("vllm_a_t1"))],
         "/b/metrics": [(200, fixture("vllm_b_t0")), (200, fixture("vllm_b_restarted"))],
     }
     code, result = run_module(vllm_metrics, {
-        "engines": [{"name": "spark-a", "url": server.base + "/a"},
-                    {"name": "spark-b", "url": server.base + "/b"}],
+        "engines": [{"name": "spark-a", "url": metrics_server.base + "/a"},
+                    {"name": "spark-b", "url": metrics_server.base + "/b"}],
         "window": 0.1,
     })
     assert code == 0 and result["changed"] is False
@@ -102,37 +61,40 @@ def test_window_gives_rates_and_reports_restart(run_module, server):
     assert all(value > 0 for value in result["total"]["rates"].values())
 
 
-def test_split_with_two_engines_fails(run_module, server):
+def test_split_with_two_engines_fails(run_module, metrics_server):
     code, result = run_module(vllm_metrics, {
-        "engines": [{"name": "spark-a", "url": server.base}, {"name": "spark-b", "url": server.base}],
+        "engines": [{"name": "spark-a", "url": metrics_server.base},
+                    {"name": "spark-b", "url": metrics_server.base}],
         "topology": "split",
     })
     assert code == 1 and result["failed"] is True
     assert "exactly one engine, the rank-0 head" in result["msg"]
-    assert server.seen == []
+    assert metrics_server.seen == []
 
 
-def test_split_head(run_module, server):
-    server.routes = {"/metrics": [(200, fixture("vllm_split_head_t1"))]}
-    code, result = run_module(vllm_metrics, {"engines": [{"name": "spark-a", "url": server.base}], "topology": "split"})
+def test_split_head(run_module, metrics_server):
+    metrics_server.routes = {"/metrics": [(200, fixture("vllm_split_head_t1"))]}
+    code, result = run_module(vllm_metrics, {"engines": [{"name": "spark-a", "url": metrics_server.base}],
+                                             "topology": "split"})
     assert code == 0
     assert result["topology"] == "split"
     assert result["total"]["kv_cache_capacity_tokens"] == 3040000
 
 
-def test_api_key_is_sent_and_not_logged(run_module, server):
-    server.routes = {"/metrics": [(200, fixture("vllm_a_t1"))]}
-    code, result = run_module(vllm_metrics, {"engines": [{"name": "spark-a", "url": server.base}], "api_key": "s3cret-key"})
+def test_api_key_is_sent_and_not_logged(run_module, metrics_server):
+    metrics_server.routes = {"/metrics": [(200, fixture("vllm_a_t1"))]}
+    code, result = run_module(vllm_metrics, {"engines": [{"name": "spark-a", "url": metrics_server.base}],
+                                             "api_key": "s3cret-key"})
     assert code == 0
-    assert server.seen == [("/metrics", "Bearer s3cret-key")]
+    assert metrics_server.seen == [("/metrics", "Bearer s3cret-key")]
     assert "s3cret-key" not in json.dumps(result)
 
 
-def test_different_models_warn(run_module, server):
+def test_different_models_warn(run_module, metrics_server):
     other = fixture("vllm_b_t1").replace('model_name="local-model"', 'model_name="other-model"')
-    server.routes = {"/a/metrics": [(200, fixture("vllm_a_t1"))], "/b/metrics": [(200, other)]}
-    code, result = run_module(vllm_metrics, {"engines": [{"name": "spark-a", "url": server.base + "/a"},
-                                             {"name": "spark-b", "url": server.base + "/b"}]})
+    metrics_server.routes = {"/a/metrics": [(200, fixture("vllm_a_t1"))], "/b/metrics": [(200, other)]}
+    code, result = run_module(vllm_metrics, {"engines": [{"name": "spark-a", "url": metrics_server.base + "/a"},
+                                                         {"name": "spark-b", "url": metrics_server.base + "/b"}]})
     assert code == 0
     # ansible-core 2.19 returns warnings as structured events; match the text anywhere
     assert "engines serve different models (local-model, other-model)" in json.dumps(result["warnings"])

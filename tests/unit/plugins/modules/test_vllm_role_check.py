@@ -23,6 +23,7 @@ from ansible.template import Templar, trust_as_template
 from ansible_collections.factory_floor.llm.plugins.action.vllm_role_check import ARGUMENT_SPEC, ActionModule
 from ansible_collections.factory_floor.llm.plugins.module_utils import _vllm_role_check as rc
 from ansible_collections.factory_floor.llm.plugins.modules import vllm_role_check as module
+from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import run_action
 
 SPLIT = {"inventory_hostname": "spark-1", "groups": {"gb10": ["spark-1", "spark-2"]}, "site_engine_group": "gb10",
          # As the role's defaults and vars have them: templates, read when the check reads them.
@@ -35,13 +36,7 @@ SPLIT = {"inventory_hostname": "spark-1", "groups": {"gb10": ["spark-1", "spark-
 
 
 def run(args, variables, check_mode=False):
-    task = mock.MagicMock(args=dict(args), check_mode=check_mode, async_val=0,
-                          action="factory_floor.llm.vllm_role_check")
-    connection = mock.MagicMock()
-    connection._shell.tmpdir = None
-    templar = Templar(loader=DataLoader(), variables=variables)
-    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), templar, None)
-    return action.run(task_vars=variables)
+    return run_action(ActionModule, "vllm_role_check", args, variables, check_mode=check_mode)
 
 
 @pytest.mark.parametrize("check_mode", [False, True])

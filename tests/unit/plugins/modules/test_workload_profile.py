@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -27,62 +25,26 @@ def fixture(name):
         return handle.read()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    """Serves ``server.routes[path]`` (a list of (status, body), taken in order, last one repeated)."""
-
-    def do_GET(self):  # noqa: N802 (http.server's name)
-        queue = self.server.routes.get(self.path) or [(404, "not found\n")]
-        status, body = queue.pop(0) if len(queue) > 1 else queue[0]
-        payload = body.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format, *args):  # pylint: disable=redefined-builtin
-        pass
-
-
-@pytest.fixture
-def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    httpd.daemon_threads = True
-    httpd.routes = {}
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    httpd.base = "http://127.0.0.1:%d" % httpd.server_address[1]
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
-
-
-@pytest.fixture
-def closed_port():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    port = httpd.server_address[1]
-    httpd.server_close()
-    return port
-
-
-def args(server, closed_port=None, **extra):
-    engines = [{"name": "spark-a", "url": server.base + "/a"}, {"name": "spark-b", "url": server.base + "/b"}]
+def args(metrics_server, closed_port=None, **extra):
+    engines = [{"name": "spark-a", "url": metrics_server.base + "/a"},
+               {"name": "spark-b", "url": metrics_server.base + "/b"}]
     if closed_port:
         engines.append({"name": "spark-c", "url": "http://127.0.0.1:%d" % closed_port})
     return dict({"engines": engines, "window": 0.2, "interval": 0.2, "timeout": 2}, **extra)
 
 
-def serve_pairs(server):
-    server.routes = {"/a/metrics": [(200, fixture("vllm_a_t0")), (200, fixture("vllm_a_t1"))],
-                     "/b/metrics": [(200, fixture("vllm_b_t0")), (200, fixture("vllm_b_t1"))]}
+def serve_pairs(metrics_server):
+    metrics_server.routes = {"/a/metrics": [(200, fixture("vllm_a_t0")), (200, fixture("vllm_a_t1"))],
+                             "/b/metrics": [(200, fixture("vllm_b_t0")), (200, fixture("vllm_b_t1"))]}
 
 
 @pytest.mark.parametrize("check_mode", [False, True])
-def test_reads_every_engine_and_writes_the_profile_unless_checking(run_module, server, closed_port, tmp_path, check_mode):
-    serve_pairs(server)
+def test_reads_every_engine_and_writes_the_profile_unless_checking(run_module, metrics_server, closed_port, tmp_path,
+                                                                   check_mode):
+    serve_pairs(metrics_server)
     dest = tmp_path / "profile.json"
-    code, result = run_module(workload_profile, args(server, closed_port, dest=str(dest),
-                                                     _ansible_check_mode=check_mode))
+    code, result = run_module(workload_profile, args(metrics_server, closed_port, dest=str(dest),
+                                                             _ansible_check_mode=check_mode))
     assert code == 0, result
     profile = result["profile"]
     assert result["changed"] is True and result["dest"] == str(dest)
@@ -100,14 +62,14 @@ def test_reads_every_engine_and_writes_the_profile_unless_checking(run_module, s
         assert json.loads(dest.read_text()) == profile
 
 
-def test_same_file_is_not_rewritten(run_module, server, tmp_path):
-    serve_pairs(server)
+def test_same_file_is_not_rewritten(run_module, metrics_server, tmp_path):
+    serve_pairs(metrics_server)
     dest = tmp_path / "profile.json"
-    code, first = run_module(workload_profile, args(server, dest=str(dest)))
+    code, first = run_module(workload_profile, args(metrics_server, dest=str(dest)))
     assert code == 0 and first["changed"] is True
     # A new measurement differs (the window is measured): changed again, and the file holds the new one.
-    serve_pairs(server)
-    code, second = run_module(workload_profile, args(server, dest=str(dest)))
+    serve_pairs(metrics_server)
+    code, second = run_module(workload_profile, args(metrics_server, dest=str(dest)))
     assert code == 0 and json.loads(dest.read_text()) == second["profile"]
 
 
@@ -127,6 +89,6 @@ def test_no_engine_read_twice_fails_and_writes_nothing(run_module, closed_port, 
     ({"timeout": 0}, "timeout must be a positive number"),
     ({"dest": "/nonexistent-dir/p.json"}, "the directory of dest /nonexistent-dir/p.json does not exist"),
 ])
-def test_wrong_arguments_fail_before_reading(run_module, server, extra, message):
-    code, result = run_module(workload_profile, args(server, **extra))
+def test_wrong_arguments_fail_before_reading(run_module, metrics_server, extra, message):
+    code, result = run_module(workload_profile, args(metrics_server, **extra))
     assert code == 1 and message in result["msg"]

@@ -548,15 +548,6 @@ def http_server():
     server.server_close()
 
 
-@pytest.fixture
-def closed_port():
-    """A port on 127.0.0.1 that nothing listens on (connection refused)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    port = server.server_address[1]
-    server.server_close()
-    return port
-
-
 def test_http_two_engines_pair_and_one_refused(http_server, closed_port, monkeypatch):
     # an environment proxy must not reroute a direct read of an engine
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:%d" % closed_port)
