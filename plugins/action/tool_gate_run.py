@@ -116,10 +116,9 @@ class ActionModule(ActionBase):
 
     def step(self, name, args, task_vars):
         """The step's result: ``value`` (the fact the role notes), ``message`` (what it prints), ``changed``."""
-        build_id = self.var("tool_gate_build")["id"]
         if name == "plan":
             run = self.run_test(args["suites"], True, task_vars)
-            found = self.lookup(build_id, run["suite_digest"])
+            found = self.lookup(self.var("tool_gate_build")["id"], run["suite_digest"])
             gated = boolean(self.var("_tool_gate_topology_gated"), strict=False)
             measure = found is None and boolean(self.var("tool_gate_measure_incumbent"), strict=False) and gated
             message = note("not_measured", self.var)[1] if found is None and not measure else ""
@@ -138,6 +137,8 @@ class ActionModule(ActionBase):
             if not boolean(self.var("tool_gate_gated"), strict=False):
                 value = note("not_gated", self.var)[0]
                 return dict(changed=False, value=value, message="")
+            # Read only when gated: a candidate that is not gated never ran the role's build_id step.
+            build_id = self.var("tool_gate_build")["id"]
             run = self.run_test(args["suites"], False, task_vars)
             # A candidate held to its own build's last passing score (a switch healing an interrupted one).
             if boolean(self.var("tool_gate_compare_own_build"), strict=False):

@@ -115,7 +115,10 @@ def test_a_candidate_below_its_own_builds_stored_score_fails_and_is_kept_apart(t
 
 
 def test_a_candidate_the_gate_leaves_out_runs_nothing(tmp_path):
-    result, asked = run({"step": "candidate"}, variables(tmp_path, tool_gate_gated=False, tool_gate_topology="split"))
+    # Such a host never ran the role's build_id step: no tool_gate_build to read.
+    task_vars = variables(tmp_path, tool_gate_gated=False, tool_gate_topology="split")
+    del task_vars["tool_gate_build"]
+    result, asked = run({"step": "candidate"}, task_vars)
     assert asked == [] and result["changed"] is False and result["message"] == ""
     assert result["value"]["gated"] is False and result["value"]["passed"] is True
 
