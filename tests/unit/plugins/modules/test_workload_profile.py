@@ -44,7 +44,7 @@ def test_reads_every_engine_and_writes_the_profile_unless_checking(run_module, m
     serve_pairs(metrics_server)
     dest = tmp_path / "profile.json"
     code, result = run_module(workload_profile, args(metrics_server, closed_port, dest=str(dest),
-                                                             _ansible_check_mode=check_mode))
+                                                     _ansible_check_mode=check_mode))
     assert code == 0, result
     profile = result["profile"]
     assert result["changed"] is True and result["dest"] == str(dest)
