@@ -77,5 +77,6 @@ def test_lab_pass_marks_separate_the_measured_scores_with_margin():
 
 
 def test_lab_gate_is_bounded():
-    # 36 requests, ~170 s for the suite per replica in the lab; the bound leaves 3x.
-    assert 0 < LAB["tool_gate_run_timeout"] <= 900
+    # The slowest measured run is the upgrade scenario's bad build, 529 s (every case to the token cap); the bound
+    # leaves 2x that, and stays under half an hour so a hung gate does not hold the lab.
+    assert 2 * 529 <= LAB["tool_gate_run_timeout"] <= 1800
