@@ -21,6 +21,8 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_service as es
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SYSTEMD = "ansible.builtin.systemd_service"
 
@@ -98,40 +100,52 @@ def common(**extra):
 
 ENGINE = common(vllm_service_name="vllm-replica.service", vllm_service_state="started", vllm_service_restart=True,
                 vllm_service_plan={"restart_pending": True}, __vllm_unit_file=UNCHANGED, __vllm_env_file=UNCHANGED,
-                __vllm_plan=dict(UNCHANGED, need_daemon_reload=True))
+                __vllm_plan=dict(UNCHANGED, need_daemon_reload=True, fingerprint="f"), __vllm_argv=["vllm", "serve"])
+
+
+def engine_service(variables):
+    """The arguments of service_run's factory_floor.llm.engine_service task, evaluated as a run would."""
+    (task,) = [task for task in tasks("roles/vllm/tasks/service_run.yml") if "factory_floor.llm.engine_service" in task]
+    variables = with_task_vars(task, variables)
+    return {name: evaluate(value, variables) for name, value in task["factory_floor.llm.engine_service"].items()}
+
+
+def engine_steps(variables):
+    """The systemd_service steps engine_service runs for them (plugins/module_utils/_engine_service.py)."""
+    args = engine_service(variables)
+    return dict(es.steps(args["state"], args["unit"], args["plan"]["restart_pending"], boolean(args["restart"]),
+                         boolean(args["reload"])))
 
 
 def test_the_restart_of_an_engine_reloads_the_unit_systemd_had_not_read():
     # The lab: the unit said --max-num-seqs 10, systemd still had 12, the restart ran 12 again.
-    task = systemd_task("roles/vllm/tasks/service_run.yml", state="restarted")
-    assert runs(task, ENGINE)
-    assert boolean(argument(task, "daemon_reload", ENGINE))
+    steps = engine_steps(ENGINE)
+    assert steps["restart"] == {"name": "vllm-replica.service", "state": "restarted", "enabled": True,
+                                "daemon_reload": True}
 
 
 def test_a_start_reloads_too_when_no_restart_did():
-    task = systemd_task("roles/vllm/tasks/service_run.yml", state="started")
-    values = dict(ENGINE, vllm_service_restart=False, __vllm_restarted=SKIPPED)
-    assert boolean(argument(task, "daemon_reload", values))
+    steps = engine_steps(dict(ENGINE, vllm_service_restart=False))
+    assert "restart" not in steps and steps["start"]["daemon_reload"] is True
 
 
 def test_a_staged_unit_systemd_had_not_read_is_read():
-    task = systemd_task("roles/vllm/tasks/service_run.yml", daemon_reload=True)
-    assert runs(task, dict(ENGINE, vllm_service_state="present"))
+    assert engine_steps(dict(ENGINE, vllm_service_state="present")) == {"reload": {"daemon_reload": True}}
 
 
 def test_a_restarted_engine_is_checked_against_the_rendered_configuration():
-    # The check is the service_check entry point, shared with the switch's cut-over (test_vllm_cut_over.py).
-    (check,) = [task for task in tasks("roles/vllm/tasks/service_run.yml")
-                if task.get("ansible.builtin.include_tasks") == "{{ role_path }}/tasks/service_check.yml"]
+    # The same check as the service_check entry point, shared with the switch's cut-over (test_vllm_cut_over.py).
     (engine_info,) = [task for task in tasks("roles/vllm/tasks/service_check.yml") if "factory_floor.llm.vllm_engine_info" in task]
     assert engine_info["factory_floor.llm.vllm_engine_info"]["require_match"] is True
     assert engine_info["factory_floor.llm.vllm_engine_info"]["argv"] == "{{ __vllm_argv }}"
     assert engine_info["factory_floor.llm.vllm_engine_info"]["fingerprint"] == "{{ __vllm_plan.fingerprint }}"
     assert not runs(engine_info, dict(ENGINE, ansible_check_mode=True))
-    assert runs(check, dict(ENGINE, __vllm_restarted=CHANGED, __vllm_started=UNCHANGED))
-    assert runs(check, dict(ENGINE, __vllm_restarted=SKIPPED, __vllm_started=CHANGED))
-    assert not runs(check, dict(ENGINE, __vllm_restarted=SKIPPED, __vllm_started=UNCHANGED))
-    assert not runs(check, dict(ENGINE, __vllm_restarted=CHANGED, ansible_check_mode=True))
+    args = engine_service(ENGINE)
+    assert args["argv"] == ["vllm", "serve"] and args["fingerprint"] == "f"
+    assert es.checks("started", False, {"restart": CHANGED, "start": UNCHANGED})
+    assert es.checks("started", False, {"start": CHANGED})
+    assert not es.checks("started", False, {"start": UNCHANGED})
+    assert not es.checks("started", True, {"restart": CHANGED})
 
 
 # --------------------------------------------------------------------------- item 16: the daemons
