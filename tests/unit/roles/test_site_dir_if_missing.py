@@ -56,7 +56,6 @@ def test_an_existing_directory_keeps_its_owner_and_mode_and_a_missing_one_is_mad
 
 
 @pytest.mark.parametrize("path, variable", [
-    ("roles/vllm_watchdog/tasks/install.yml", "vllm_watchdog_textfile_dir"),
     ("roles/nginx_proxy/tasks/install.yml", "nginx_proxy_textfile_dir"),
     ("roles/site/tasks/daemon.yml", "site_daemon.textfile_dir"),
 ])
@@ -71,10 +70,12 @@ def test_every_textfile_directory_goes_through_it(path, variable):
         or found[0].get("ansible.builtin.include_tasks") == "dir_if_missing.yml"
 
 
-# The memory guard's and keepalived's watches write their metrics through the site role's daemon entry point.
-@pytest.mark.parametrize("role, variable", [("memory_guard", "memory_guard_textfile_dir"),
-                                            ("keepalived", "keepalived_textfile_dir")])
-def test_the_watches_textfile_directory_is_the_daemon_steps(role, variable):
+# The memory guard's and keepalived's watches and the vLLM watchdog write their metrics through the site role's daemon
+# entry point.
+@pytest.mark.parametrize("role, daemon, variable", [("memory_guard", "_memory_guard_watch_daemon", "memory_guard_textfile_dir"),
+                                                    ("keepalived", "_keepalived_watch_daemon", "keepalived_textfile_dir"),
+                                                    ("vllm_watchdog", "_vllm_watchdog_daemon", "vllm_watchdog_textfile_dir")])
+def test_the_watches_textfile_directory_is_the_daemon_steps(role, daemon, variable):
     with open(os.path.join(ROOT, "roles", role, "vars", "main.yml"), encoding="utf-8") as handle:
-        daemon = yaml.safe_load(handle)["_%s_watch_daemon" % role]
+        daemon = yaml.safe_load(handle)[daemon]
     assert daemon["textfile_dir"] == "{{ %s }}" % variable

@@ -157,7 +157,9 @@ TASK = yaml.safe_load(open(os.path.join(ROOT, DAEMON), encoding="utf-8"))[0]["bl
     ("memory_guard", "roles/memory_guard/tasks/main.yml", UNIT, "/etc/factory-floor/memory-guard.json"),
     ("keepalived", "roles/keepalived/tasks/main.yml", "factory-floor-keepalived-watch.service",
      "/etc/factory-floor/keepalived-watch.json"),
-], ids=["memory-watch", "keepalived-watch"])
+    ("vllm_watchdog", "roles/vllm_watchdog/tasks/main.yml", "vllm-replica-watchdog.service",
+     "/etc/factory-floor/vllm-replica-watchdog.json"),
+], ids=["memory-watch", "keepalived-watch", "vllm-watchdog"])
 def test_each_watch_is_asked_about_every_file_it_was_started_from(role, path, unit, config):
     (task,) = [task for task in TASK if "factory_floor.llm.daemon_service" in task]
     values = dict(role_variables(role), site_daemon=_trusted(_daemon_step(path)), _site_host_files=PACKAGE,
@@ -172,19 +174,3 @@ def test_each_watch_is_asked_about_every_file_it_was_started_from(role, path, un
     # Removed: its unit (the marker that the role installed it) and its configuration, never the package.
     removed = _evaluate(_call(DAEMON, "absent"), values)
     assert removed == {"unit": unit, "files": ["/etc/systemd/system/" + unit, config], "state": "absent"}
-
-
-def test_the_watchdog_is_asked_about_every_file_it_was_started_from():
-    # The vLLM watchdog keeps its own daemon_service call (one unit per topology); site's daemon step is the watches'.
-    values = dict(_vllm_watchdog_unit="vllm-replica-watchdog.service", _vllm_watchdog_unit_dir="/etc/systemd/system",
-                  _vllm_watchdog_config_file="/etc/factory-floor/vllm-replica-watchdog.json",
-                  __vllm_watchdog_config=UNCHANGED, __vllm_watchdog_unit_file=UNCHANGED, _site_host_files=PACKAGE,
-                  __site_host_programs=UNCHANGED)
-    task = _call("roles/vllm_watchdog/tasks/run.yml")
-    assert _evaluate(task, values) == {
-        "unit": "vllm-replica-watchdog.service", "changed": False, "unit_changed": False,
-        "files": ["/etc/systemd/system/vllm-replica-watchdog.service",
-                  "/etc/factory-floor/vllm-replica-watchdog.json"] + PACKAGE}
-    for name in ("__site_host_programs", "__vllm_watchdog_config", "__vllm_watchdog_unit_file"):
-        changed = _evaluate(task, dict(values, **{name: CHANGED}))
-        assert changed["changed"] or changed["unit_changed"], name
