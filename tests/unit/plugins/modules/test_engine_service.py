@@ -14,8 +14,9 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
-from ansible_collections.factory_floor.llm.plugins.action.engine_service import ActionModule
+from ansible_collections.factory_floor.llm.plugins.action.engine_service import ARGUMENT_SPEC, ActionModule
 from ansible_collections.factory_floor.llm.plugins.module_utils import _engine_service as es
+from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import assert_documents_the_spec
 
 UNIT = "vllm-replica.service"
 PENDING = {"restart_pending": True, "change": "--max-num-seqs 12 -> 10"}
@@ -103,3 +104,7 @@ def test_an_engine_left_on_its_old_configuration_is_named():
 def test_a_failed_step_fails_with_its_message(results):
     result, calls = run(ARGS, results)
     assert result["failed"] is True and result["msg"] == results[-1]["msg"] and len(calls) == len(results)
+
+
+def test_the_module_documents_the_plugins_options():
+    assert_documents_the_spec("engine_service", ARGUMENT_SPEC)
