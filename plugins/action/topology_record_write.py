@@ -26,6 +26,7 @@ PREFIX = "vllm_topology_record_"
 class ActionModule(TaskVariablesAction):
     """Decides on the controller and writes on the host; the documentation is the module's."""
 
+    _supports_check_mode = True  # file and copy predict the write, in check mode
     _requires_connection = True
 
     def values(self):

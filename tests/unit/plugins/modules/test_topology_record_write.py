@@ -84,5 +84,10 @@ def test_always_writes_it_again():
     assert len(calls) == 2 and result["written"] is True
 
 
+def test_check_mode_runs_the_same_steps_which_predict_the_write():
+    result, calls = run({"state": "differs"}, check_mode=True)
+    assert len(calls) == 2 and result["written"] is True
+
+
 def test_the_module_documents_the_plugins_options():
     assert_documents_the_spec("topology_record_write", ARGUMENT_SPEC)
