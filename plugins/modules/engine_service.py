@@ -95,7 +95,9 @@ note:
   description: The sentence naming an engine left on its old configuration (O(restart=false)); empty otherwise.
   returned: always
   type: str
-  sample: "vllm-replica.service on spark-a runs another configuration than the one just rendered (--max-num-seqs 12 -> 10); not restarted now (vllm_service_restart is false)."
+  sample: >-
+    vllm-replica.service on spark-a runs another configuration than the one just rendered (--max-num-seqs 12 -> 10);
+    not restarted now (vllm_service_restart is false).
 steps:
   description: Each C(systemd_service) step that ran (V(reload), V(restart), V(start)) and its result.
   returned: always
