@@ -32,6 +32,7 @@ ARGUMENT_SPEC = dict(
 class ActionModule(TaskVariablesAction):
     """Reads the start-up on the host, decides on the controller; documented as factory_floor.llm.rolling_restart_plan."""
 
+    _supports_check_mode = True  # it reads only; under --check the sentences say what a real run would do
     _requires_connection = True  # the start-up file is on the host
 
     def startup(self, path, task_vars):
