@@ -18,7 +18,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._host_inputs import restart_inputs
 from ansible_collections.factory_floor.llm.plugins.module_utils._restart_plan import restart_plan
-from ansible_collections.factory_floor.llm.plugins.module_utils._rolling_restart import STARTUP_FILE, startup_record
+from ansible_collections.factory_floor.llm.plugins.module_utils._rolling_restart import STARTUP_FILE, read_startup
 from ansible_collections.factory_floor.llm.plugins.plugin_utils._task_variables import TaskVariablesAction
 from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain
 
@@ -42,7 +42,7 @@ class ActionModule(TaskVariablesAction):
                                            task_vars=task_vars)
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)  # as the normal action plugin does
-        return startup_record(slurped)
+        return read_startup(slurped)
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)

@@ -21,7 +21,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._restart_plan im
 STARTUP_FILE = "/var/lib/factory-floor/startup.json"
 
 
-def startup_record(slurped):
+def read_startup(slurped):
     """The start-ups (seconds by topology) in ``slurped``, ``ansible.builtin.slurp``'s result for the startup file;
     ``{}`` when the host has none, it could not be read, or it holds no JSON object (the announcement then names
     GB10's range)."""

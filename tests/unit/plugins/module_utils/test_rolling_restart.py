@@ -13,7 +13,7 @@ import base64
 import pytest
 
 from ansible_collections.factory_floor.llm.plugins.filter.restart_failure import FilterModule
-from ansible_collections.factory_floor.llm.plugins.module_utils._rolling_restart import failure_message, startup_record
+from ansible_collections.factory_floor.llm.plugins.module_utils._rolling_restart import failure_message, read_startup
 
 TAIL = ("The replicas not restarted yet keep their old configuration. Fix the cause (journalctl -u vllm-replica.service "
         "on spark-a) and run playbooks/deploy.yml again; spark-a is off the drain list and rejoins the proxy by itself "
@@ -54,4 +54,4 @@ def test_the_filter_is_the_function():
     (None, {}),
 ])
 def test_the_start_up_record_is_read_or_empty(slurped, record):
-    assert startup_record(slurped) == record
+    assert read_startup(slurped) == record
