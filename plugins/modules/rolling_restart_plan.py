@@ -86,5 +86,7 @@ announcement:
   description: What the restart says before it starts - who carries the load, or that the replica does not serve.
   returned: always
   type: str
-  sample: "Restarting spark-a for its new configuration (--max-num-seqs 8 -> 16): spark-b serves meanwhile; it leaves the proxy first and its in-flight requests finish."
+  sample: >-
+    Restarting spark-a for its new configuration (--max-num-seqs 8 -> 16): spark-b serves meanwhile; it leaves the proxy
+    first and its in-flight requests finish.
 """

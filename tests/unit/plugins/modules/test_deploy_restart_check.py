@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.factory_floor.llm.plugins.action.deploy_restart_check import ARGUMENT_SPEC, ActionModule
-from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import (assert_documents_the_spec,
-                                                                                   run_action_answering)
+from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import (
+    assert_documents_the_spec, run_action_answering)
 
 ENDPOINT = {"url": "http://127.0.0.1:8000", "model": "lab-chat"}
 PROBE = ("factory_floor.llm.vllm_health", dict(ENDPOINT, probe="generate", generate_timeout=60, timeout=0))

@@ -65,8 +65,8 @@ def test_the_replica_check_reads_the_noted_settings_and_the_endpoint():
     result = run({"check": "replica", "old_image": image, "new_image": image, "models": serving},
                  {"model_upgrade_replica": settings})
     assert "failed" not in result and result["running_image"] == "sha256:1"
-    assert (result["candidate"]["image_id"], result["old"]["image_id"], result["running"]) == ("sha256:1", "sha256:1",
-                                                                                             "/models/old")
+    built = (result["candidate"]["image_id"], result["old"]["image_id"], result["running"])
+    assert built == ("sha256:1", "sha256:1", "/models/old")
 
 
 def test_the_served_check_fails_with_its_message():

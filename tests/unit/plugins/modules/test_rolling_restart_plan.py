@@ -14,8 +14,8 @@ import pytest
 
 from ansible_collections.factory_floor.llm.plugins.action.rolling_restart_plan import ARGUMENT_SPEC, ActionModule
 from ansible_collections.factory_floor.llm.plugins.module_utils._restart_plan import restart_plan
-from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import (assert_documents_the_spec,
-                                                                                   run_action_answering)
+from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import (
+    assert_documents_the_spec, run_action_answering)
 
 CHANGE = "was --max-num-seqs 8, now --max-num-seqs 12"
 SLURPED = {"content": base64.b64encode(json.dumps({"replicas": 93.5}).encode()).decode(), "encoding": "base64"}
