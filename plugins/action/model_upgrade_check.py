@@ -92,7 +92,7 @@ class ActionModule(TaskVariablesAction):
             v["engines"] = groups.get(self.variable("site_engine_group", "gb10")) or []
             v["proxies"] = groups.get(self.variable("site_proxy_group", "proxy")) or []
             errors = mu.request_errors(v)
-            result["replica"] = mu.settings(v)
+            result.update(mu.settings(v))
         elif args["check"] == "replica":
             if not args["models"]:
                 # Not a failure by itself: replica_errors names a replica that cannot be asked.
@@ -109,7 +109,7 @@ class ActionModule(TaskVariablesAction):
                      vllm_served_model_name=self.variable("vllm_served_model_name", ""),
                      url=self.variable("_site_vllm_endpoint.url", ""), playbook_dir=self.variable("playbook_dir", None))
             errors = mu.replica_errors(v, state, args["old_image"], args["models"], unit)
-            result["replica"] = state
+            result.update(state)
         elif args["check"] == "serving":
             try:
                 asked = args["models"] or self.served_models(task_vars, 0)

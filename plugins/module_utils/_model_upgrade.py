@@ -186,3 +186,15 @@ def restore_note(host, restored, noted):
     return {"restore_failed": True,
             "reason": "%s Putting the old model back on %s failed: %s" % (
                 (noted or {}).get("reason", host + ":"), host, _truncate(restored.get("msg", ""), 400))}
+
+
+def measured_startup(noted):
+    """The start-up this replica's upgrade measured, for the next run's announcement (the maintenance window's
+    ``record_startup``): ``{"replicas": seconds}`` from leaving the proxy (``events.drained``) to serving the candidate
+    (``events.serving``), rounded to 0.1 s, when it was upgraded (``noted``: maintenance_window_host); ``{}`` else (a
+    failed or rolled back replica measured no start-up of the candidate)."""
+    noted = noted or {}
+    events = noted.get("events") or {}
+    if not noted.get("upgraded") or events.get("serving") is None or events.get("drained") is None:
+        return {}
+    return {"replicas": round(float(events["serving"]) - float(events["drained"]), 1)}

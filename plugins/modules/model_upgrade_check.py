@@ -20,15 +20,16 @@ description:
     C(model_upgrade_model) or C(model_upgrade_image), a C(topology) other than C(replicas), fewer than two hosts in the
     engine group (C(site_engine_group)) without C(model_upgrade_allow_outage), or no host in the proxy group
     (C(site_proxy_group)); then, on an engine host, C(model_upgrade_image) with a C(vllm_runtime) other than
-    C(container). Returns RV(replica) with the candidate's settings (C(model_upgrade_model), else C(vllm_model);
+    C(container). Returns the candidate's settings (RV(candidate)) (C(model_upgrade_model), else C(vllm_model);
     C(model_upgrade_tool_call_parser), C(model_upgrade_chat_template)) and the old build's (C(vllm_model),
-    C(vllm_tool_call_parser), C(vllm_chat_template))."
-  - "O(check=replica) (C(check), each engine host) reads C(model_upgrade_replica) (what V(request) returned),
+    C(vllm_tool_call_parser), C(vllm_chat_template); RV(old))."
+  - "O(check=replica) (C(check), each engine host) reads C(model_upgrade_replica) (V(request)'s result, registered),
     C(vllm_model), C(vllm_served_model_name) and the endpoint (C(_site_vllm_endpoint): C(url), C(api_key), C(model)),
     asks the replica which model directory it serves (M(factory_floor.llm.vllm_health), C(probe=models), no wait; a
     replica that does not answer is refused as one that serves nothing), and refuses a replica that serves neither
     C(vllm_model) nor the candidate's model (O(models)), or whose container runs neither the inventory's image nor the
-    candidate's (O(old_image), O(new_image)). Returns RV(replica) with what it runs."
+    candidate's (O(old_image), O(new_image)). Returns the builds with their images and what it runs (RV(running),
+    RV(running_image))."
   - "O(check=served) (C(upgrade), C(restore), the replica just restarted) refuses a replica that does not serve
     O(model) (O(models)), or whose container (O(container)) does not run O(image_id), or, without it, the ID O(image)
     has on the host now. Without O(models) it asks the replica (M(factory_floor.llm.vllm_health), C(probe=models),
@@ -115,19 +116,29 @@ errors:
   type: list
   elements: str
   sample: []
-replica:
+candidate:
   description:
-    - V(request), V(replica) - the builds of this replica - C(candidate) and C(old) (dicts - C(model), C(tool_call_parser),
-      C(chat_template); V(replica) adds C(image), the reference, and C(image_id), empty with the C(venv) runtime or an
-      image not on the host yet), and with V(replica) C(running) (the model directory its vLLM lists as root, empty when
-      it does not serve) and C(running_image) (its container's image ID, empty with the C(venv) runtime).
+    - V(request), V(replica) - the build this replica is upgraded to - C(model), C(tool_call_parser), C(chat_template);
+      V(replica) adds C(image), the reference, and C(image_id), empty with the C(venv) runtime or an image not on the host
+      yet. The role registers the result as C(model_upgrade_replica).
   returned: when O(check=request) or O(check=replica)
   type: dict
-  sample:
-    candidate: {model: /models/Qwen3-8B-new, tool_call_parser: hermes, chat_template: "", image: "", image_id: ""}
-    old: {model: /models/Qwen3-8B, tool_call_parser: hermes, chat_template: "", image: "", image_id: ""}
-    running: /models/Qwen3-8B
-    running_image: ""
+  sample: {model: /models/Qwen3-8B-new, tool_call_parser: hermes, chat_template: "", image: "", image_id: ""}
+old:
+  description: V(request), V(replica) - the build a failed replica gets back, as RV(candidate) (the inventory's).
+  returned: when O(check=request) or O(check=replica)
+  type: dict
+  sample: {model: /models/Qwen3-8B, tool_call_parser: hermes, chat_template: "", image: "", image_id: ""}
+running:
+  description: V(replica) - the model directory the replica's vLLM lists as root, empty when it does not serve.
+  returned: when O(check=replica)
+  type: str
+  sample: /models/Qwen3-8B
+running_image:
+  description: V(replica) - the image ID its container runs, empty with the C(venv) runtime.
+  returned: when O(check=replica)
+  type: str
+  sample: ""
 model:
   description: V(serving) - the model directory the replica serves (vLLM's root of C(vllm_served_model_name)); empty
     when it does not serve.

@@ -12,6 +12,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.factory_floor.llm.plugins.filter.model_upgrade_note import FilterModule
+from ansible_collections.factory_floor.llm.plugins.filter.model_upgrade_startup import FilterModule as StartupFilters
 from ansible_collections.factory_floor.llm.plugins.module_utils import _model_upgrade as mu
 
 UNIT = "vllm-replica.service"
@@ -198,3 +199,24 @@ def test_a_restore_notes_when_the_old_build_served_or_why_it_could_not():
 def test_an_unknown_event_is_an_error():
     with pytest.raises(AnsibleFilterError):
         _note("done", "spark-a")
+
+
+@pytest.mark.parametrize("noted, record", [
+    ({"upgraded": True, "events": {"drained": 100.0, "serving": 412.34}}, {"replicas": 312.3}),
+    ({"upgraded": True, "events": {"drained": "100", "serving": "160.06"}}, {"replicas": 60.1}),
+    ({"upgraded": False, "events": {"drained": 100.0, "serving": 412.0}}, {}),
+    ({"events": {"drained": 100.0, "serving": 412.0}}, {}),
+    ({"upgraded": True, "events": {"drained": 100.0}}, {}),
+    ({"upgraded": True, "events": {"serving": 412.0}}, {}),
+    ({}, {}),
+    (None, {}),
+], ids=["upgraded", "as-text", "not-upgraded", "no-upgraded-note", "no-serving", "no-drained", "nothing", "none"])
+def test_the_measured_start_up_is_recorded_only_for_an_upgraded_replica(noted, record):
+    assert mu.measured_startup(noted) == record
+
+
+def test_the_startup_filter_names_what_it_expects():
+    startup = StartupFilters().filters()["model_upgrade_startup"]
+    assert startup({"upgraded": True, "events": {"drained": 1.0, "serving": 2.0}}) == {"replicas": 1.0}
+    with pytest.raises(AnsibleFilterError, match="expects maintenance_window_host"):
+        startup({"upgraded": True, "events": {"drained": "soon", "serving": 2.0}})

@@ -42,8 +42,9 @@ def run(args, variables=None, check_mode=False):
 def test_the_request_reads_the_variables_and_returns_the_settings(check_mode):
     result = run({"check": "request"}, check_mode=check_mode)
     assert "failed" not in result and result["errors"] == []
-    assert result["replica"]["candidate"] == {"model": "/models/new", "tool_call_parser": "hermes", "chat_template": ""}
-    assert result["replica"]["old"]["model"] == "/models/old"
+    # Registered as model_upgrade_replica: the builds are the result's own keys.
+    assert result["candidate"] == {"model": "/models/new", "tool_call_parser": "hermes", "chat_template": ""}
+    assert result["old"]["model"] == "/models/old"
 
 
 def test_a_refused_request_fails_with_its_message():
@@ -53,7 +54,7 @@ def test_a_refused_request_fails_with_its_message():
 
 
 def test_the_replica_check_reads_the_noted_settings_and_the_endpoint():
-    settings = run({"check": "request"})["replica"]
+    settings = run({"check": "request"})
     image = {"image": {"ref": "vllm:v1", "id": "sha256:1"}, "running": {UNIT: {"image": "vllm:v1", "image_id": "sha256:1"}}}
     down = {"status": "unreachable", "error": "connection refused"}
     result = run({"check": "replica", "old_image": image, "new_image": image, "models": down},
@@ -63,7 +64,9 @@ def test_the_replica_check_reads_the_noted_settings_and_the_endpoint():
     serving = {"status": "serving", "model_roots": {"qwen": "/models/old"}}
     result = run({"check": "replica", "old_image": image, "new_image": image, "models": serving},
                  {"model_upgrade_replica": settings})
-    assert "failed" not in result and result["replica"]["running_image"] == "sha256:1"
+    assert "failed" not in result and result["running_image"] == "sha256:1"
+    built = (result["candidate"]["image_id"], result["old"]["image_id"], result["running"])
+    assert built == ("sha256:1", "sha256:1", "/models/old")
 
 
 def test_the_served_check_fails_with_its_message():
@@ -96,7 +99,7 @@ def run_on_host(args, answers, variables=None):
 
 
 def test_the_replica_check_asks_the_replica_itself_and_names_one_that_does_not_answer():
-    settings = run({"check": "request"})["replica"]
+    settings = run({"check": "request"})
     down = {"failed": True, "status": "unreachable", "error": "connection refused", "msg": "no answer"}
     endpoint = {"_site_vllm_endpoint": {"url": "http://127.0.0.1:8000", "api_key": "k", "model": "qwen"},
                 "model_upgrade_replica": settings}
