@@ -5,7 +5,8 @@
 """factory_floor.llm.tool_gate_run: the tool_gate role's steps after the build is known, as one task each.
 
 ``plan`` plans the incumbent's run (the suite's digest, nothing sent) and reads its stored score; ``incumbent`` scores
-it when ``plan`` said to, stores the score and returns ``tool_gate_incumbent``; ``candidate`` scores the candidate,
+it when ``plan`` said to, stores the score and returns ``tool_gate_incumbent``, and as ``known`` whether the build of
+``tool_gate_candidate_model_path`` passed the gate on this site's engine hosts (``tool_gate_known``); ``candidate`` scores the candidate,
 reads the incumbent build's stored score, judges and stores the run (``tool_gate_result``); ``spread`` scores the build
 ``tool_gate_repeat`` times. The test runs through ``factory_floor.llm.tool_call_test``'s own action (its progress lines
 print as they do there), against ``_tool_gate_endpoint``; the scores stay on the controller. The sentences and facts
@@ -14,6 +15,8 @@ are ``tool_gate_note``'s (``_tool_gate_notes.py``, ``_tool_gate_verdict.py``); t
 """
 
 from __future__ import annotations
+
+import time
 
 from ansible.errors import AnsibleActionFail, AnsibleUndefinedVariable
 from ansible.module_utils.parsing.convert_bool import boolean
@@ -108,6 +111,41 @@ class ActionModule(ActionBase):
         except OSError as error:
             raise AnsibleActionFail("Could not store the tool gate's score at %s: %s" % (path, error)) from None
 
+    def candidate_build(self, model_path, task_vars):
+        """The build id of the candidate ``model_path`` on this host, as the role's build_id step names it (the image
+        tool_gate_candidate_image, else the one the preflight checked, as the candidate entry point takes it)."""
+        image = self.var("tool_gate_candidate_image", "") or (
+            (self.var("vllm_image_check", {}) or {}).get("image") or {}).get("id", "")
+        args = {"model_path": model_path, "small_files": self.var("_tool_gate_small_files"),
+                "weight_files": self.var("_tool_gate_weight_files"),
+                "tool_call_parser": self.var("tool_gate_tool_call_parser"),
+                "chat_template": self.var("tool_gate_chat_template"), "container_image": image,
+                "container_engine": "/usr/bin/%s" % self.var("tool_gate_container_engine"),
+                "build_id": self.var("tool_gate_build_id"), "host": self.var("inventory_hostname")}
+        found = self._execute_module(module_name="factory_floor.llm.tool_gate_build", module_args=args,
+                                     task_vars=task_vars)
+        if found.get("failed"):
+            raise AnsibleActionFail("Could not identify the candidate build %s: %s" % (model_path, found.get("msg")))
+        return found["build"]["id"]
+
+    def known_build(self, suite_digest, task_vars):
+        """The fact ``tool_gate_known`` for tool_gate_candidate_model_path ({} when none is given): whether that build
+        passed the gate on this site's engine hosts (``_tool_gate_scores.known``)."""
+        model_path = self.var("tool_gate_candidate_model_path", "")
+        if not model_path:
+            return {}
+        min_score, id_chars = self.var("tool_gate_min_score"), int(self.var("_tool_gate_id_chars"))
+        if not boolean(self.var("tool_gate_admit_known_builds", True), strict=False):
+            return ts.known("", None, min_score, False, id_chars)
+        build_id = self.candidate_build(model_path, task_vars)
+        hosts = self.var("groups[site_engine_group]", None)
+        try:
+            found = ts.lookup(self.var("tool_gate_store_dir"), build_id, suite_digest, id_chars, hosts)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise AnsibleActionFail("Could not read the tool gate's scores in %s: %s"
+                                    % (self.var("tool_gate_store_dir"), error)) from None
+        return ts.known(build_id, found, min_score, True, id_chars)
+
     def record_file(self, run):
         """Where this host's score of the build with ``run``'s suite is kept (the role's _tool_gate_record_file)."""
         return tool_gate_record_file(self.var("tool_gate_store_dir"), self.var("tool_gate_build")["id"],
@@ -132,13 +170,17 @@ class ActionModule(ActionBase):
                 if "score" in run:
                     changed = self.store(self.record_file(run), run, "incumbent")
                 self.known["__tool_gate_found"] = note("measured", self.var)[0]
-            return dict(changed=changed, value=note("incumbent", self.var)[0], message="")
+            # After the incumbent's score is stored: a candidate of the same build is known by it.
+            return dict(changed=changed, value=note("incumbent", self.var)[0], message="",
+                        known=self.known_build(plan.get("suite_digest", ""), task_vars))
         if name == "candidate":
             if not boolean(self.var("tool_gate_gated"), strict=False):
                 value = note("not_gated", self.var)[0]
                 return dict(changed=False, value=value, message="")
             # Read only when gated: a candidate that is not gated never ran the role's build_id step.
             build_id = self.var("tool_gate_build")["id"]
+            # On the controller's clock, as the switch's timeline (gate_started).
+            started_at = time.time()
             run = self.run_test(args["suites"], False, task_vars)
             # A candidate held to its own build's last passing score (a switch healing an interrupted one).
             if boolean(self.var("tool_gate_compare_own_build"), strict=False):
@@ -147,6 +189,7 @@ class ActionModule(ActionBase):
             self.known["__tool_gate_found"] = self.lookup(incumbent_build_id, run["suite_digest"]) if incumbent_build_id else None
             self.known["_tool_gate_record_file"] = self.record_file(run)
             value, message = note("verdict", self.var)
+            value["started_at"] = round(started_at, 3)
             changed = self.store(value["record_file"], run, "candidate", value["passed"])
             return dict(changed=changed, value=value, message=message)
         self.run_test(args["suites"], False, task_vars)

@@ -155,3 +155,61 @@ def test_the_test_is_asked_with_the_roles_settings_and_endpoint(tmp_path):
     assert args["url"] == "http://127.0.0.1:8000" and args["api_key"] == "k" and "model" not in args
     assert args["cases"] == ["c1"] and args["validate_only"] is True and args["suite"] == [{"cases": []}]
     assert "bfcl_path" not in args and "bfcl_categories" not in args
+
+
+def known_run(tmp_path, build_found=None, **changes):
+    """The incumbent step with tool_gate_candidate_model_path: the candidate's build id stood in for (BUILD's, or
+    ``build_found`` as tool_gate_build returned it); the module arguments it was asked with."""
+    asked_build = []
+
+    def fake_module(self, module_name, module_args, task_vars):
+        asked_build.append((module_name, module_args))
+        return build_found or {"build": BUILD}
+
+    task_vars = variables(tmp_path, tool_gate_candidate_model_path="/models/new", tool_gate_candidate_image="",
+                          vllm_image_check={"image": {"id": "sha256:new"}}, _tool_gate_small_files=["*.json"],
+                          _tool_gate_weight_files=["*.safetensors"], tool_gate_tool_call_parser="hermes",
+                          tool_gate_chat_template="", tool_gate_container_engine="docker", tool_gate_build_id="",
+                          groups={"gb10": ["spark-a", "spark-b"]}, site_engine_group="gb10", **changes)
+    with mock.patch.object(ActionModule, "_execute_module", fake_module):
+        result, _asked = run({"step": "incumbent", "plan": {"measure": False, "found": {"score": 60.0},
+                                                            "suite_digest": "d" * 64}}, task_vars)
+    return result, asked_build
+
+
+def test_the_incumbent_step_finds_the_candidates_build_that_passed_on_this_site(tmp_path):
+    run({"step": "candidate"}, variables(tmp_path))  # BUILD passes on spark-a and is stored
+    result, asked_build = known_run(tmp_path)
+    assert result["known"]["known"] is True and result["known"]["score"] == 80.0 and result["known"]["host"] == "spark-a"
+    assert result["known"]["why"].startswith("the build 0123456789abcdef passed the gate here on ")
+    name, args = asked_build[0]
+    assert name == "factory_floor.llm.tool_gate_build" and args["model_path"] == "/models/new"
+    assert args["container_image"] == "sha256:new" and args["container_engine"] == "/usr/bin/docker"
+
+
+def test_a_score_stored_on_another_sites_host_does_not_make_the_build_known(tmp_path):
+    run({"step": "candidate"}, variables(tmp_path, inventory_hostname="elsewhere"))
+    result, _asked = known_run(tmp_path)
+    assert result["known"]["known"] is False and "never gated here" in result["known"]["why"]
+
+
+def test_admitting_known_builds_off_looks_nothing_up(tmp_path):
+    result, asked_build = known_run(tmp_path, tool_gate_admit_known_builds=False)
+    assert asked_build == [] and result["known"]["known"] is False and result["known"]["admit"] is False
+    assert "tool_gate_admit_known_builds is false" in result["known"]["why"]
+
+
+def test_without_a_candidate_model_nothing_is_looked_up(tmp_path):
+    result, _asked = run({"step": "incumbent", "plan": {"measure": False, "found": {"score": 60.0}}}, variables(tmp_path))
+    assert result["known"] == {}
+
+
+def test_a_candidate_build_that_cannot_be_identified_is_named(tmp_path):
+    with pytest.raises(AnsibleActionFail, match="Could not identify the candidate build /models/new: no such directory"):
+        known_run(tmp_path, build_found={"failed": True, "msg": "no such directory"})
+
+
+def test_a_candidates_verdict_says_when_its_gate_started(tmp_path):
+    with mock.patch.object(tool_gate_run.time, "time", return_value=1000.0):
+        result, _asked = run({"step": "candidate"}, variables(tmp_path))
+    assert result["value"]["started_at"] == 1000.0
