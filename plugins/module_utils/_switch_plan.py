@@ -138,6 +138,24 @@ def gate_mode(plan, known_build=None):
     return AFTER_ADMISSION, known_build.get("why") or "the new build passed the gate here before"
 
 
+def gate_split(plan, hosts):
+    """The engines a gate's suite is split over: every engine it tests, when it tests two or more before they join
+    the proxy in a switch (the replicas of a build not gated here); [] otherwise - one engine (the split's rank 0)
+    runs the whole suite, as after admission and when finishing an interrupted switch. Each runs its share one case
+    at a time, all at once: the gate takes about 1/len of the time, its verdict is over every case (tool_gate)."""
+    if plan.get("gate_mode") != BEFORE_ADMISSION or plan["heal"] or plan["on_target"] or len(hosts) < 2:
+        return []
+    return list(hosts)
+
+
+def _split_words(plan):
+    """How the announcement says a split suite, "" when the gate runs the whole suite on each engine."""
+    if not gate_split(plan, plan["api_engines"]):
+        return ""
+    return (", its suite split over the %d new engines (each case alone on its engine, about 1/%d of the time; one "
+            "verdict over every case)" % (len(plan["api_engines"]), len(plan["api_engines"])))
+
+
 def lost(engines, play_hosts=None):
     """The engine hosts no longer in the run (``play_hosts`` None: every one is)."""
     if play_hosts is None:
@@ -310,8 +328,8 @@ def announcement(plan, startup=None, incumbent_score=None):
         text += (". %s: the engines join as soon as they serve, the gate runs after (%s), testing each new engine "
                  "directly while it serves. It must reach tool_gate_min_score" % (_capital(plan["gate_mode_why"]), timed))
     else:
-        text += (" plus the tool-calling gate, which tests each new engine directly before it joins the proxy (%s). It "
-                 "must reach tool_gate_min_score" % timed)
+        text += (" plus the tool-calling gate, which tests each new engine directly before it joins the proxy%s (%s). "
+                 "It must reach tool_gate_min_score" % (_split_words(plan), timed))
     if score.get("score") is not None:
         text += (" and stay within tool_gate_tolerance of the incumbent build %s (%s), which scores %s%s"
                  % (str(score.get("build_id", ""))[:16], incumbent["topology"], score["score"],
@@ -451,6 +469,7 @@ def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=
     plan["refusal"] = (gate_bar_refusal(topology, min_score, incumbent_score, _no_incumbent_words(plan, incumbent_score),
                                         playbook_dir) if plan["gated"] else "")
     plan["gate_hosts"] = gate_hosts(plan, engines, head, failed, lost_hosts)
+    plan["gate_split"] = gate_split(plan, plan["gate_hosts"])
     plan.update(conclude(plan, engines, head, failed, lost_hosts, passed_gate(engines, notes)))
     plan["startup_records"] = startup_records(plan, engines, notes)
     plan["dry_run"] = dry_run(plan, engines, head, units, startup, incumbent_score, min_score, models, served_model_name)
@@ -721,10 +740,10 @@ def dry_run(plan, engines, head, units, startup=None, incumbent_score=None, min_
                              _number(min_score) if min_score is not None else "?",
                              _incumbent_words(plan, incumbent_score)))
         elif plan["gated"]:
-            lines.append("Gated: yes - the tool-calling gate tests %s directly before %s joins the proxy: %s must "
+            lines.append("Gated: yes - the tool-calling gate tests %s directly before %s joins the proxy%s: %s must "
                          "reach tool_gate_min_score (%s) and stay within tool_gate_tolerance of the incumbent's score; "
                          "%s." % (", ".join(plan["api_engines"]), "it" if len(plan["api_engines"]) == 1 else "each",
-                                  "it" if len(plan["api_engines"]) == 1 else "each",
+                                  _split_words(plan), "it" if len(plan["api_engines"]) == 1 else "each",
                                   _number(min_score) if min_score is not None else "?",
                                   _incumbent_words(plan, incumbent_score)))
         else:

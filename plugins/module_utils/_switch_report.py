@@ -239,6 +239,14 @@ def _gate_started(hosts):
     return [float(gate["started_at"]) for gate in _gates(hosts).values() if gate.get("started_at") is not None]
 
 
+def _shares(hosts):
+    """A split suite's shares (``{host: {cases, of, started_at, done_at}}``), from the first verdict that has them."""
+    for gate in _gates(hosts).values():
+        if isinstance(gate.get("shares"), dict):
+            return gate["shares"]
+    return {}
+
+
 def switch_timeline(hosts, now, start=None, after_admission=False):
     """The topology switch's events, each host's earliest or latest as the report counts them.
 
@@ -246,7 +254,8 @@ def switch_timeline(hosts, now, start=None, after_admission=False):
     joined the proxy (``in_rotation``); ``first_healthy`` is then when it passed its health probe.
     ``after_admission`` (a known build, switch_plan's ``gate_mode``): the cut-over let the new
     engines join as soon as they served, so ``in_rotation`` is when the first one served and the
-    gate (``gate_started`` to ``gate_done``) comes after it.
+    gate (``gate_started`` to ``gate_done``) comes after it. A suite split over the new engines adds
+    ``<host> gate_share_done``, when each engine's share ended.
     """
     first = (hosts[0].get("events") or {}) if hosts else {}
     in_rotation, healthy = _times(hosts, "in_rotation"), _times(hosts, "serving")
@@ -264,6 +273,8 @@ def switch_timeline(hosts, now, start=None, after_admission=False):
                 "rollback_started": min(_times(hosts, "rollback_started"), default=None),
                 "rollback_serving": max(_times(hosts, "rollback_serving"), default=None),
                 "end": now}
+    for host, part in _shares(hosts).items():
+        timeline["%s gate_share_done" % host] = part.get("done_at")
     return {k: v for k, v in timeline.items() if v is not None}
 
 
@@ -291,12 +302,19 @@ def tool_gate_summary(hosts, plan):
         summary = [gate.get("message") for gate in gates.values()]
         in_rotation, healthy = _times(hosts, "in_rotation"), _times(hosts, "serving")
         started, done = _gate_started(hosts), _times(hosts, "gate_done")
-        if plan.get("gate_mode") == "after_admission":
+        if plan.get("gate_mode") == "after_admission" and gates:
             summary.append("tool-calling gate after admission: %s, so the new engines joined the proxy as soon as they "
                            "served and the gate ran while they served%s" % (
                                plan.get("gate_mode_why") or "the build passed it here before",
                                " (%s s)" % round(max(done) - min(started), 1) if started and done else ""))
-        elif in_rotation and healthy:
+        shares = _shares(hosts)
+        if shares:
+            summary.append("tool-calling gate: the suite was split over the new engines, each case alone on its engine - "
+                           "%s; one verdict over all %s cases" % (", ".join(
+                               "%s %d cases in %s s" % (host, len(part.get("cases") or []), round(
+                                   float(part.get("done_at") or 0) - float(part.get("started_at") or 0), 1))
+                               for host, part in shares.items()), next(iter(shares.values())).get("of")))
+        if plan.get("gate_mode") != "after_admission" and in_rotation and healthy:
             summary.append("tool-calling gate: the new engines were healthy %s s before they joined the proxy "
                            "(the gate ran meanwhile; first_serving counts from then)"
                            % round(min(in_rotation) - min(healthy), 1))

@@ -428,6 +428,15 @@ gate_mode:
   returned: with O(procedure=switch)
   type: str
   sample: after_admission
+gate_split:
+  description:
+    - The engines the gate's suite is split over (RV(gate_hosts) when it tests two or more before they join the proxy -
+      the replicas of a build not gated here, RV(gate_mode) C(before_admission)); each runs its share one case at a time,
+      all at once, and the verdict is over every case (the C(tool_gate) role's C(tool_gate_share_hosts)). Empty - each
+      engine runs the whole suite (one engine, after admission, or finishing an interrupted switch).
+  returned: with O(procedure=switch)
+  type: list
+  elements: str
 gate_mode_why:
   description: Why RV(gate_mode), in words (the announcement and the dry run say it).
   returned: with O(procedure=switch)

@@ -35,6 +35,16 @@ description:
     C(tool_gate_result) as RV(value) and its sentence as RV(message), with C(started_at) (epoch seconds, the
     controller's clock, when the test began: the switch report's C(gate_started)). It does not fail on a failed verdict:
     the role enforces C(tool_gate_enforce)."
+  - "O(step=candidate) with C(tool_gate_share_hosts) naming this host among two or more - a suite split over the new
+    engines of one build: reads the whole selection (no request sent), runs only this host's share (the selected cases
+    dealt round-robin over those hosts, one at a time as C(tool_gate_concurrency) says), judges and stores nothing, and
+    returns the share as RV(value) (C(passed) null, C(share), C(run), C(selected), C(suite_digest) of the whole
+    selection)."
+  - "O(step=union): once every host of C(tool_gate_share_hosts) ran its share (each one's registered
+    C(__tool_gate_verdict), read from C(hostvars)), the verdict over all the cases - scored with C(tool_call_test)'s
+    formula, judged and stored as the candidate step judges and stores a whole run - as RV(value), with C(shares) (per
+    host C(cases), C(of), C(started_at), C(done_at)); a share that did not run gives C(passed) false, naming the
+    host. Without a share it returns the candidate step's C(value) as it is."
   - "O(step=spread): scores the build C(tool_gate_repeat) times and returns C(tool_gate_spread) and its sentence;
     stores nothing."
   - A test run that fails fails the task with that run's result (its C(msg)).
@@ -56,7 +66,7 @@ options:
     description: Which step to run.
     type: str
     required: true
-    choices: [plan, incumbent, candidate, spread]
+    choices: [plan, incumbent, candidate, union, spread]
   suites:
     description:
       - The suites, as data read on the controller (the role reads C(tool_gate_suite) and C(tool_gate_suite_extra)).
@@ -108,7 +118,7 @@ value:
   description:
     - The fact the role sets - C(tool_gate_incumbent) (incumbent), C(tool_gate_result) (candidate),
       C(tool_gate_spread) (spread).
-  returned: O(step=incumbent), O(step=candidate), O(step=spread)
+  returned: O(step=incumbent), O(step=candidate), O(step=union), O(step=spread)
   type: dict
   sample: {gated: false, passed: true, topology: split, message: "Tool-calling gate off for split on spark-a (tool_gate_topologies: replicas): not tested."}
 known:

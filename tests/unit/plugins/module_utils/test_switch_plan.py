@@ -539,8 +539,10 @@ LAST = "To run it: the same command without -e switch_dry_run=true (and without 
          "stops; its watchdog after it serves.",
          "The model is away: about 2.0 min - the replica start-up last measured on these hosts (2.0 min) plus its "
          "tool-calling gate (not timed yet here).",
-         "Gated: yes - the tool-calling gate tests spark-a, spark-b directly before each joins the proxy: each must reach "
-         "tool_gate_min_score (0) and stay within tool_gate_tolerance of the incumbent's score; the incumbent build "
+         # Never gated here (nothing looked up): the suite is split over both replicas (issue 37).
+         "Gated: yes - the tool-calling gate tests spark-a, spark-b directly before each joins the proxy, its suite split "
+         "over the 2 new engines (each case alone on its engine, about 1/2 of the time; one verdict over every case): "
+         "each must reach tool_gate_min_score (0) and stay within tool_gate_tolerance of the incumbent's score; the incumbent build "
          "abcdef0123456789 (split) has no stored score: a run measures it first, while it serves (36 chat completions).",
          "If a new engine does not serve or fails the gate: the split is started again (a rollback), and the run fails.",
          "Left alone: spark-b (ops), drained by someone else."]),
@@ -736,3 +738,27 @@ def test_a_build_never_gated_here_stays_drained_at_the_cut_over(gated, known, ad
     plan = sp.switch_plan("replicas", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], gated, {}, {}, known_build=known)
     assert plan["admit_at_cut_over"] is admit
     assert ("the engines join as soon as they serve" in plan["announcement"]) is False
+
+
+@pytest.mark.parametrize("row, plan, hosts, split", [
+    ("never gated here, two replicas: split over both", dict(SWITCH, gate_mode=sp.BEFORE_ADMISSION), ENGINES, ENGINES),
+    ("one replica left to gate: the whole suite on it", dict(SWITCH, gate_mode=sp.BEFORE_ADMISSION), ["spark-b"], []),
+    ("the split: one API engine, the whole suite on rank 0", dict(SWITCH_SPLIT, gate_mode=sp.BEFORE_ADMISSION), [HEAD],
+     []),
+    ("a known build, gated while it serves: the whole suite on each", after(SWITCH), ENGINES, []),
+    ("finishing an interrupted switch: the whole suite on each", dict(HEAL, gate_mode=sp.BEFORE_ADMISSION), ENGINES, []),
+    ("not gated", dict(UNGATED, gate_mode=""), ENGINES, []),
+])
+def test_gate_split(row, plan, hosts, split):
+    assert sp.gate_split(plan, hosts) == split, row
+
+
+def test_a_never_gated_build_on_two_replicas_splits_the_suite_and_says_so():
+    plan = sp.switch_plan("replicas", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], True, {"replicas": 60}, {},
+                          known_build=NEVER)
+    assert plan["gate_split"] == ENGINES and plan["gate_mode"] == sp.BEFORE_ADMISSION
+    assert ("before it joins the proxy, its suite split over the 2 new engines (each case alone on its engine, about "
+            "1/2 of the time; one verdict over every case) (not timed yet here)") in plan["announcement"]
+    failed = sp.switch_plan("replicas", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], True, {}, {}, ["spark-b"],
+                            known_build=NEVER)
+    assert failed["gate_split"] == [] and failed["gate_hosts"] == []

@@ -608,3 +608,30 @@ def test_after_admission_a_failed_gate_rolls_back_naming_the_engine_and_its_verd
     assert report["outcome"] == "rolled_back"
     assert report["reason"] == "spark-b: Tool-calling gate on spark-b: scored 75.5, below min_score 80.0."
     assert report["engines"]["spark-b"] == "serving, tool score 75.5 (FAILED the gate)"
+
+
+def split_hosts():
+    shares = {"spark-a": {"cases": ["c1", "c3"], "of": 4, "started_at": T0 + 61, "done_at": T0 + 100},
+              "spark-b": {"cases": ["c2", "c4"], "of": 4, "started_at": T0 + 71, "done_at": T0 + 105}}
+    hosts = switch_hosts()
+    for host in hosts:
+        host["gate"] = dict(host["gate"], shares=shares, started_at=shares[host["name"]]["started_at"])
+        host["events"]["gate_done"] = T0 + 106
+    return hosts
+
+
+def test_a_split_suite_shows_each_engines_share_in_the_timeline_and_the_summary():
+    timeline = sr.switch_timeline(split_hosts(), T0 + 120)
+    assert timeline["spark-a gate_share_done"] == T0 + 100 and timeline["spark-b gate_share_done"] == T0 + 105
+    assert timeline["gate_started"] == T0 + 61
+    report = sr.switch_report(series((200, 5)), split_hosts(), dict(SWITCH_PLAN, gate_mode="before_admission"), T0 + 120)
+    assert report["outcome"] == "ok"
+    assert ("tool-calling gate: the suite was split over the new engines, each case alone on its engine - spark-a 2 cases "
+            "in 39.0 s, spark-b 2 cases in 34.0 s; one verdict over all 4 cases") in report["tool_gate"]["summary"]
+    assert report["tool_gate"]["summary"][-1].startswith("tool-calling gate: the new engines were healthy")
+
+
+def test_after_admission_a_gate_that_did_not_run_says_so():
+    hosts = [dict(h, gate={}, events={"start": T0}) for h in switch_hosts()]
+    report = sr.switch_report([], hosts, dict(AFTER_PLAN, rollback=True), T0 + 100)
+    assert report["tool_gate"]["summary"] == ["tool-calling gate: did not run (the new topology did not come up)"]

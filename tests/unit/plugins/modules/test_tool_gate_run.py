@@ -213,3 +213,99 @@ def test_a_candidates_verdict_says_when_its_gate_started(tmp_path):
     with mock.patch.object(tool_gate_run.time, "time", return_value=1000.0):
         result, _asked = run({"step": "candidate"}, variables(tmp_path))
     assert result["value"]["started_at"] == 1000.0
+
+
+# Issue 37: a suite split over the new engines (tool_gate_share_hosts): each runs its share, the union step judges all.
+SELECTED = ["c1", "c2", "c3", "c4"]
+
+
+def share_action(task_vars, passed=("c1", "c2", "c3", "c4")):
+    """An action whose test run stands in for tool_call_test: validate-only gives the whole selection, a run the
+    cases its patterns match; the patterns each run was asked with."""
+    task = mock.MagicMock(args={"step": "candidate"}, check_mode=False, async_val=0,
+                          action="factory_floor.llm.tool_gate_run")
+    connection = mock.MagicMock()
+    connection._shell.tmpdir = None
+    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(),
+                          Templar(loader=DataLoader(), variables=task_vars), None)
+    asked = []
+
+    def fake_test(suites, validate_only, _task_vars, cases=None):
+        asked.append((validate_only, cases))
+        if validate_only:
+            return {"selected": SELECTED, "suite_digest": "d" * 64, "total": 4}
+        ids = [case_id for case_id in SELECTED if case_id in (cases or [])]
+        outcome = {"results": [{"id": c, "category": "simple", "passed": c in passed, "latency": 1.0} for c in ids],
+                   "failed_cases": [{"id": c} for c in ids if c not in passed], "suite_digest": "e" * 64,
+                   "url": "http://127.0.0.1:8000", "model": "m", "suite_name": "default", "repeat": 1}
+        action.known["__tool_gate_run"] = outcome
+        return outcome
+
+    action.run_test = fake_test
+    return action, asked
+
+
+def test_each_engine_of_a_split_suite_runs_its_share_and_stores_nothing(tmp_path):
+    task_vars = variables(tmp_path, tool_gate_share_hosts=["spark-a", "spark-b"], inventory_hostname="spark-b")
+    action, asked = share_action(task_vars)
+    result = action.run(task_vars=task_vars)
+    assert asked == [(True, None), (False, ["c2", "c4"])]
+    assert result["value"]["passed"] is None and result["value"]["share"]["cases"] == ["c2", "c4"]
+    assert result["value"]["selected"] == SELECTED and result["value"]["suite_digest"] == "d" * 64
+    assert result["changed"] is False and stored(tmp_path) == []
+
+
+def test_a_host_not_among_the_share_hosts_runs_the_whole_suite(tmp_path):
+    result, asked = run({"step": "candidate"}, variables(tmp_path, tool_gate_share_hosts=["spark-b", "spark-c"]))
+    assert asked == [False] and result["value"]["passed"] is True and "share" not in result["value"]
+
+
+def shares_registered(tmp_path, passed):
+    """Both hosts' candidate step, as each registered it (__tool_gate_verdict)."""
+    registered = {}
+    for host in ("spark-a", "spark-b"):
+        task_vars = variables(tmp_path, tool_gate_share_hosts=["spark-a", "spark-b"], inventory_hostname=host)
+        action, _asked = share_action(task_vars, passed)
+        registered[host] = action.run(task_vars=task_vars)
+    return registered
+
+
+def union(tmp_path, registered, host="spark-a", **changes):
+    task_vars = variables(tmp_path, inventory_hostname=host, __tool_gate_verdict=registered.get(host, {}),
+                          hostvars={name: {"__tool_gate_verdict": one} for name, one in registered.items()}, **changes)
+    result, _asked = run({"step": "union"}, task_vars)
+    return result
+
+
+def test_the_union_of_the_shares_is_judged_and_stored_as_a_whole_run(tmp_path):
+    registered = shares_registered(tmp_path, passed=("c1", "c2", "c3"))
+    result = union(tmp_path, registered)
+    value = result["value"]
+    assert value["score"] == 75.0 and value["total"] == 4 and value["failed_cases"] == ["c4"]
+    assert value["passed"] is True and value["suite_digest"] == "d" * 64
+    assert value["shares"]["spark-b"]["cases"] == ["c2", "c4"] and value["started_at"] is not None
+    assert value["message"].endswith(" The suite was split over the new engines (cases each: spark-a 2, spark-b 2), each "
+                                     "case alone on its engine; this verdict is over all of them.")
+    assert stored(tmp_path) == [os.path.relpath(value["record_file"], tmp_path)] and result["changed"] is True
+
+
+def test_a_union_below_the_bar_fails_on_every_share_host(tmp_path):
+    registered = shares_registered(tmp_path, passed=("c1",))
+    for host in ("spark-a", "spark-b"):
+        value = union(tmp_path, registered, host)["value"]
+        assert value["passed"] is False and value["score"] == 25.0 and "below min_score 30.0" in value["message"]
+
+
+def test_a_share_that_did_not_run_is_no_verdict(tmp_path):
+    registered = shares_registered(tmp_path, passed=SELECTED)
+    registered["spark-b"] = {"failed": True, "msg": "Tool-calling test against http://x stopped: HTTP 404"}
+    value = union(tmp_path, registered)["value"]
+    assert value["passed"] is False
+    assert value["message"] == ("Tool-calling gate on spark-a: no verdict over the split suite: spark-b's share did not "
+                                "run: Tool-calling test against http://x stopped: HTTP 404.")
+
+
+def test_without_a_share_the_union_step_passes_the_verdict_on(tmp_path):
+    verdict, _asked = run({"step": "candidate"}, variables(tmp_path))
+    result = union(tmp_path, {"spark-a": verdict})
+    assert result["value"] == verdict["value"] and result["message"] == verdict["message"] and not result["changed"]
