@@ -91,7 +91,7 @@ options:
   known_build:
     description:
       - (switch) Whether the new topology's build has a passing tool-calling score stored on this site's engine hosts (the
-        C(tool_gate) role's C(tool_gate_known) on the host of RV(incumbent): C(known), C(score) in percent of the suite's
+        C(tool_gate) role's C(tool_gate_known) on the host of RV(incumbent) - C(known), C(score) in percent of the suite's
         cases, C(measured_at), C(why) in words), for RV(gate_mode). Empty when it was not looked up.
     type: dict
     default: {}
