@@ -320,7 +320,10 @@ def tool_gate_summary(hosts, plan):
                            % round(min(in_rotation) - min(healthy), 1))
         summary = summary or ["tool-calling gate: did not run (the new topology did not come up)"]
     incumbent = (plan.get("incumbent_score") or {}) if (plan.get("incumbent") or {}).get("host") and gated else {}
-    return {"topology": topology, "gated": gated, "incumbent": incumbent, "engines": gates, "summary": summary}
+    # gate_mode (switch_plan's) and each engine's share of a split suite (case ids), for the scenarios' assertions.
+    return {"topology": topology, "gated": gated, "incumbent": incumbent, "engines": gates, "summary": summary,
+            "gate_mode": plan.get("gate_mode") or "",
+            "shares": {host: list(part.get("cases") or []) for host, part in _shares(hosts).items()}}
 
 
 def _heal_report(hosts, plan):

@@ -583,6 +583,7 @@ def test_after_admission_the_timeline_shows_the_gate_after_in_rotation():
                         "gate_started": T0 + 61, "gate_done": T0 + 185, "in_rotation": T0 + 60, "all_serving": T0 + 70,
                         "end": T0 + 200}
     report = sr.switch_report(series((200, 5)), after_hosts(), AFTER_PLAN, T0 + 200)
+    assert report["tool_gate"]["gate_mode"] == "after_admission" and report["tool_gate"]["shares"] == {}
     order = list(report["timeline"])
     assert order.index("in_rotation") < order.index("gate_started") < order.index("gate_done")
     # The model was away from the drain to the first engine serving: the start-up, not the gate.
@@ -629,6 +630,8 @@ def test_a_split_suite_shows_each_engines_share_in_the_timeline_and_the_summary(
     assert ("tool-calling gate: the suite was split over the new engines, each case alone on its engine - spark-a 2 cases "
             "in 39.0 s, spark-b 2 cases in 34.0 s; one verdict over all 4 cases") in report["tool_gate"]["summary"]
     assert report["tool_gate"]["summary"][-1].startswith("tool-calling gate: the new engines were healthy")
+    assert report["tool_gate"]["gate_mode"] == "before_admission"
+    assert report["tool_gate"]["shares"] == {"spark-a": ["c1", "c3"], "spark-b": ["c2", "c4"]}
 
 
 def test_after_admission_a_gate_that_did_not_run_says_so():
