@@ -729,8 +729,8 @@ def dry_run(plan, engines, head, units, startup=None, incumbent_score=None, min_
                      % (starts, served, other_model))
         kind = "replica" if topology == "replicas" else "split"
         after = plan.get("gate_mode") == AFTER_ADMISSION
-        lines.append("The model is away: %s%s." % (_away(kind, startup, topology, plan["gated"] and not after),
-                                                  " (the gate runs after the engines joined the proxy)" if after else ""))
+        away = _away(kind, startup, topology, plan["gated"] and not after)
+        lines.append("The model is away: %s%s." % (away, " (the gate runs after the engines joined the proxy)" if after else ""))
         if after:
             lines.append("Gated: yes, after admission - %s: the engines join as soon as they serve, the gate runs after: "
                          "it tests %s directly while %s, which must reach tool_gate_min_score (%s) and stay within "

@@ -67,8 +67,8 @@ def known(build_id, found, min_score, admit=True, id_chars=16):
                     % name)
     fact.update(score=found.get("score"), measured_at=found.get("measured_at") or "", host=found.get("host") or "",
                 role=found.get("role") or "")
-    score, bar = float(found.get("score") or 0), float(min_score or 0)
-    if score < bar or score <= 0:
+    score, least = float(found.get("score") or 0), float(min_score or 0)
+    if score < least or score <= 0:
         return dict(fact, why="%s's last stored score here, %s (%s), is below tool_gate_min_score %s or 0"
                     % (name, found.get("score"), fact["measured_at"] or "undated", min_score))
     done = ("passed the gate here" if fact["role"] == "candidate" else "was scored here while it served")
