@@ -24,6 +24,7 @@ NOTES = "maintenance_window_host"
 GATED = "tool_gate_gated"
 BAR = "tool_gate_bar"
 INCUMBENT = "tool_gate_incumbent"
+KNOWN = "tool_gate_known"
 DRAINS = "nginx_proxy_drained"
 # switch_plan, procedure record: the topology record switch_record read on each engine host.
 RECORD_SEEN = "__vllm_switch_record_seen"
@@ -60,7 +61,8 @@ def switch_inputs(hostvars, engines, proxies=(), incumbent_host=""):
     """switch_plan's arguments for a topology switch from what the hosts said so far.
 
     ``incumbent_host`` is the host of the previous decision's incumbent (empty before the first one): its stored
-    tool-calling score is the announcement's. ``min_score`` is left out when the first engine host holds no bar.
+    tool-calling score is the announcement's, and the new build's stored score it looked up (``tool_gate_known``)
+    decides when the gate runs. ``min_score`` is left out when the first engine host holds no bar.
     """
     engines = list(engines or ())
     first = engines[0] if engines else None
@@ -73,6 +75,8 @@ def switch_inputs(hostvars, engines, proxies=(), incumbent_host=""):
         "drains": [fact(hostvars, host, DRAINS, {}) for host in proxies or ()],
         "gated": fact(hostvars, first, GATED, False),
         "incumbent_score": fact(hostvars, incumbent_host, INCUMBENT, {}) if incumbent_host else {},
+        # Looked up where the incumbent was (tool_gate's incumbent entry point): the new build's stored score.
+        "known_build": fact(hostvars, incumbent_host, KNOWN, {}) if incumbent_host else {},
         "notes": per_host(hostvars, engines, NOTES),
         "records": per_host(hostvars, engines, RECORDS_SEEN),
     }

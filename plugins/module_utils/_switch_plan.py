@@ -38,6 +38,10 @@ UNIT_ORDER = ("replicas", "split")
 ROLES = {"replicas": "vllm_replica", "split": "vllm_split"}
 UNITS = {"replicas": "vllm-replica.service", "split": "vllm-split.service"}
 SWITCH_HOLDER = "switch-to-"
+# When a gated switch runs the tool-calling gate (``gate_mode``): before the new engines join the proxy (the model is
+# away meanwhile), or after, while they serve - for a build that passed it on this site's engine hosts before.
+BEFORE_ADMISSION = "before_admission"
+AFTER_ADMISSION = "after_admission"
 
 
 def other(topology):
@@ -114,6 +118,44 @@ def decide(topology, engines, head, units, drains=(), gated=False):
     }
 
 
+def gate_mode(plan, known_build=None):
+    """When the gate runs, and why: ``(mode, why)``; ("", why) when the switch is not gated.
+
+    ``known_build``: the tool_gate role's ``tool_gate_known`` for the new topology's build (its ``known``, the
+    ``score`` and ``measured_at`` of its last passing score on this site's engine hosts, ``why`` in words). A build
+    that passed here joins the proxy as soon as it serves and is gated after (:data:`AFTER_ADMISSION`); any other,
+    and the engines an interrupted switch left drained, are gated before (:data:`BEFORE_ADMISSION`).
+    """
+    known_build = known_build or {}
+    if not plan["gated"]:
+        return "", "the tool-calling gate is off for %s" % plan["topology"]
+    if plan["on_target"]:
+        return BEFORE_ADMISSION, "finishing an interrupted switch: its engines stay drained until they pass"
+    if not known_build:
+        return BEFORE_ADMISSION, "the new build's stored scores were not looked up (nothing serves now to compare with)"
+    if not _true(known_build.get("known")):
+        return BEFORE_ADMISSION, known_build.get("why") or "the new build has no passing score stored here"
+    return AFTER_ADMISSION, known_build.get("why") or "the new build passed the gate here before"
+
+
+def gate_split(plan, hosts):
+    """The engines a gate's suite is split over: every engine it tests, when it tests two or more before they join
+    the proxy in a switch (the replicas of a build not gated here); [] otherwise - one engine (the split's rank 0)
+    runs the whole suite, as after admission and when finishing an interrupted switch. Each runs its share one case
+    at a time, all at once: the gate takes about 1/len of the time, its verdict is over every case (tool_gate)."""
+    if plan.get("gate_mode") != BEFORE_ADMISSION or plan["heal"] or plan["on_target"] or len(hosts) < 2:
+        return []
+    return list(hosts)
+
+
+def _split_words(plan):
+    """How the announcement says a split suite, "" when the gate runs the whole suite on each engine."""
+    if not gate_split(plan, plan["api_engines"]):
+        return ""
+    return (", its suite split over the %d new engines (each case alone on its engine, about 1/%d of the time; one "
+            "verdict over every case)" % (len(plan["api_engines"]), len(plan["api_engines"])))
+
+
 def lost(engines, play_hosts=None):
     """The engine hosts no longer in the run (``play_hosts`` None: every one is)."""
     if play_hosts is None:
@@ -182,7 +224,13 @@ def conclude(plan, engines, head, failed=(), lost_hosts=(), passed=()):
     drained. ``expected_in_rotation``: the engines of the topology that serves now that the
     proxy must have in rotation (not those left drained, nor lost, nor failed and not
     rolled back, nor, on the target, those drained by anyone else). ``lost_hosts``: the
-    engine hosts no longer in the run.
+    engine hosts no longer in the run. With ``gate_mode`` :data:`AFTER_ADMISSION` the new
+    engines joined the proxy at the cut-over and were gated while they served: nothing is
+    undrained after the gate, and ``proxy_drain`` takes out again every engine host on a
+    rollback (before the old topology stops its new engine), else each failed or lost one
+    (the split: every engine host once one failed). ``proxy_drain``: ``{hosts, state}``,
+    the drain list's change after the gate (``present`` for those, else ``absent`` for
+    ``undrain``).
     """
     lost_hosts = [host for host in engines if host in set(lost_hosts or [])]
     failed = [host for host in engines if host in set(failed or []) or host in lost_hosts]
@@ -197,7 +245,16 @@ def conclude(plan, engines, head, failed=(), lost_hosts=(), passed=()):
             ready = [host for host in plan["heal_hosts"] if host not in lost_hosts]
     left = [host for host in plan["heal_hosts"] if host not in ready]
     undrain = ready
-    if gated and not plan["heal"] and not plan["on_target"] and not rollback:
+    # Admitted at the cut-over (a known build): nothing rejoins after the gate; what failed leaves again.
+    after = plan.get("gate_mode") == AFTER_ADMISSION and not plan["heal"] and not plan["on_target"]
+    redrain = []
+    if after:
+        undrain = []
+        if rollback or (topology == "split" and failed):
+            redrain = list(engines)
+        else:
+            redrain = list(failed)
+    elif gated and not plan["heal"] and not plan["on_target"] and not rollback:
         if topology == "replicas":
             undrain = [host for host in engines if host not in failed and host in passed]
         else:
@@ -208,7 +265,7 @@ def conclude(plan, engines, head, failed=(), lost_hosts=(), passed=()):
     expected = [host for host in api_engines(serving, engines, head)
                 if host not in left and host not in lost_hosts and (rollback or host not in failed)
                 and not (plan["on_target"] and host in plan.get("drained_other", {}))
-                and (not switched_gated or host in undrain)]
+                and (not switched_gated or after or host in undrain)]
     return {
         # Not "failed": Ansible reads that key of a module's result as the task's failure.
         "failed_hosts": failed,
@@ -222,6 +279,8 @@ def conclude(plan, engines, head, failed=(), lost_hosts=(), passed=()):
         # Not those left drained: by this run's heal or, on the target, by anyone else (a switch
         # drains every engine at its cut-over and lets them all back, an on-target run touches no one's drain).
         "expected_in_rotation": expected,
+        # What switch_gate does on the proxies once the gate ran: one drain_proxies step, never both ways at once.
+        "proxy_drain": ({"hosts": redrain, "state": "present"} if redrain else {"hosts": undrain, "state": "absent"}),
     }
 
 
@@ -264,9 +323,13 @@ def announcement(plan, startup=None, incumbent_score=None):
         return text + (". The tool-calling gate is off for %s (tool_gate_topologies): the new engines take traffic untested."
                        % topology)
     incumbent, score = plan["incumbent"], incumbent_score or {}
-    text += (" plus the tool-calling gate, which tests each new engine directly before it joins the proxy (%s). It must "
-             "reach tool_gate_min_score" % ("%d s last time" % int(round(gate_seconds, 0)) if gate_seconds > 0
-                                            else "not timed yet here"))
+    timed = "%d s last time" % int(round(gate_seconds, 0)) if gate_seconds > 0 else "not timed yet here"
+    if plan.get("gate_mode") == AFTER_ADMISSION:
+        text += (". %s: the engines join as soon as they serve, the gate runs after (%s), testing each new engine "
+                 "directly while it serves. It must reach tool_gate_min_score" % (_capital(plan["gate_mode_why"]), timed))
+    else:
+        text += (" plus the tool-calling gate, which tests each new engine directly before it joins the proxy%s (%s). "
+                 "It must reach tool_gate_min_score" % (_split_words(plan), timed))
     if score.get("score") is not None:
         text += (" and stay within tool_gate_tolerance of the incumbent build %s (%s), which scores %s%s"
                  % (str(score.get("build_id", ""))[:16], incumbent["topology"], score["score"],
@@ -278,7 +341,13 @@ def announcement(plan, startup=None, incumbent_score=None):
         text += "; no score is stored for the incumbent build %s (%s)" % (str(score["build_id"])[:16], incumbent["topology"])
     else:
         text += "; nothing serves now, so there is no incumbent to compare with"
-    return text + ". If it fails, the %s is started again." % (incumbent["topology"] or "old topology")
+    return text + ". If it fails, %sthe %s is started again." % (
+        "the new engines leave the proxy again and " if plan.get("gate_mode") == AFTER_ADMISSION else "",
+        incumbent["topology"] or "old topology")
+
+
+def _capital(text):
+    return text[:1].upper() + text[1:]
 
 
 def noted_failed(engines, notes=None):
@@ -369,7 +438,7 @@ def records_view(engines, records):
 
 def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=None, incumbent_score=None, failed=None,
                 notes=None, play_hosts=None, min_score=None, records=None, playbook_dir=None, models=None,
-                served_model_name=""):
+                served_model_name="", known_build=None):
     """Everything the switch asks, from what it has seen so far (``failed`` None: nothing started yet).
 
     ``notes``: what each engine host noted so far (the maintenance window's); a host
@@ -380,8 +449,14 @@ def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=
     topology record as read with its units, for ``records`` (their disagreements, named
     in the announcement). ``playbook_dir``: the run's, for the refusal's words. ``models`` (each
     topology's model directory) and ``served_model_name``: for the dry run's words on the model.
+    ``known_build``: the tool_gate role's ``tool_gate_known`` for the new build, for ``gate_mode``
+    (:func:`gate_mode`); ``admit_at_cut_over``: the cut-over lets the new engines join the proxy as
+    soon as they serve (an ungated switch, or a gated one after admission).
     """
     plan = decide(topology, engines, head, units, drains, gated)
+    plan["known_build"] = dict(known_build or {})
+    plan["gate_mode"], plan["gate_mode_why"] = gate_mode(plan, known_build)
+    plan["admit_at_cut_over"] = not plan["gated"] or plan["gate_mode"] == AFTER_ADMISSION
     if notes:
         failed = list(failed or []) + [host for host in noted_failed(engines, notes) if host not in (failed or [])]
     lost_hosts = lost(engines, play_hosts)
@@ -394,6 +469,7 @@ def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=
     plan["refusal"] = (gate_bar_refusal(topology, min_score, incumbent_score, _no_incumbent_words(plan, incumbent_score),
                                         playbook_dir) if plan["gated"] else "")
     plan["gate_hosts"] = gate_hosts(plan, engines, head, failed, lost_hosts)
+    plan["gate_split"] = gate_split(plan, plan["gate_hosts"])
     plan.update(conclude(plan, engines, head, failed, lost_hosts, passed_gate(engines, notes)))
     plan["startup_records"] = startup_records(plan, engines, notes)
     plan["dry_run"] = dry_run(plan, engines, head, units, startup, incumbent_score, min_score, models, served_model_name)
@@ -652,18 +728,29 @@ def dry_run(plan, engines, head, units, startup=None, incumbent_score=None, min_
         lines.append("Starts: %s%s, rendered and checked before anything stops; its watchdog after it serves.%s"
                      % (starts, served, other_model))
         kind = "replica" if topology == "replicas" else "split"
-        lines.append("The model is away: %s." % _away(kind, startup, topology, plan["gated"]))
-        if plan["gated"]:
-            lines.append("Gated: yes - the tool-calling gate tests %s directly before %s joins the proxy: %s must "
+        after = plan.get("gate_mode") == AFTER_ADMISSION
+        away = _away(kind, startup, topology, plan["gated"] and not after)
+        lines.append("The model is away: %s%s." % (away, " (the gate runs after the engines joined the proxy)" if after else ""))
+        if after:
+            lines.append("Gated: yes, after admission - %s: the engines join as soon as they serve, the gate runs after: "
+                         "it tests %s directly while %s, which must reach tool_gate_min_score (%s) and stay within "
+                         "tool_gate_tolerance of the incumbent's score; %s." % (
+                             plan["gate_mode_why"], ", ".join(plan["api_engines"]),
+                             "it serves" if len(plan["api_engines"]) == 1 else "they serve",
+                             _number(min_score) if min_score is not None else "?",
+                             _incumbent_words(plan, incumbent_score)))
+        elif plan["gated"]:
+            lines.append("Gated: yes - the tool-calling gate tests %s directly before %s joins the proxy%s: %s must "
                          "reach tool_gate_min_score (%s) and stay within tool_gate_tolerance of the incumbent's score; "
                          "%s." % (", ".join(plan["api_engines"]), "it" if len(plan["api_engines"]) == 1 else "each",
-                                  "it" if len(plan["api_engines"]) == 1 else "each",
+                                  _split_words(plan), "it" if len(plan["api_engines"]) == 1 else "each",
                                   _number(min_score) if min_score is not None else "?",
                                   _incumbent_words(plan, incumbent_score)))
         else:
             lines.append("Gated: no - %s is not in tool_gate_topologies: the new engines take traffic untested." % topology)
-        lines.append("If a new engine does not serve%s: the %s %s started again (a rollback), and the run fails."
-                     % (" or fails the gate" if plan["gated"] else "", other_topology,
+        lines.append("If a new engine does not serve%s: %sthe %s %s started again (a rollback), and the run fails."
+                     % (" or fails the gate" if plan["gated"] else "",
+                        "the new engines leave the proxy again and " if after else "", other_topology,
                         "is" if other_topology == "split" else "are"))
     if plan["drained_other"]:
         lines.append("Left alone: %s, drained by someone else." % ", ".join(

@@ -45,7 +45,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name i
 # Events the switch playbook records, in the order they normally happen.
 TIMELINE_ORDER = (
     "start", "preflight_done", "lock_taken", "drained", "old_stopped", "new_started",
-    "first_serving", "all_serving", "in_rotation", "gate_done", "rollback_started",
+    "first_serving", "all_serving", "in_rotation", "gate_started", "gate_done", "rollback_started",
     "rollback_serving", "lock_released", "end",
 )
 
@@ -234,25 +234,47 @@ def _gates(hosts):
     return {h["name"]: h["gate"] for h in hosts if h.get("gate")}
 
 
-def switch_timeline(hosts, now, start=None):
+def _gate_started(hosts):
+    """When the gate began on each host it gave a verdict on (the verdict's ``started_at``)."""
+    return [float(gate["started_at"]) for gate in _gates(hosts).values() if gate.get("started_at") is not None]
+
+
+def _shares(hosts):
+    """A split suite's shares (``{host: {cases, of, started_at, done_at}}``), from the first verdict that has them."""
+    for gate in _gates(hosts).values():
+        if isinstance(gate.get("shares"), dict):
+            return gate["shares"]
+    return {}
+
+
+def switch_timeline(hosts, now, start=None, after_admission=False):
     """The topology switch's events, each host's earliest or latest as the report counts them.
 
     ``first_serving`` is when the first new engine served clients: with the gate, when it
     joined the proxy (``in_rotation``); ``first_healthy`` is then when it passed its health probe.
+    ``after_admission`` (a known build, switch_plan's ``gate_mode``): the cut-over let the new
+    engines join as soon as they served, so ``in_rotation`` is when the first one served and the
+    gate (``gate_started`` to ``gate_done``) comes after it. A suite split over the new engines adds
+    ``<host> gate_share_done``, when each engine's share ended.
     """
     first = (hosts[0].get("events") or {}) if hosts else {}
     in_rotation, healthy = _times(hosts, "in_rotation"), _times(hosts, "serving")
+    if after_admission:
+        in_rotation = healthy
     # In this order: events at the same second are listed so.
     timeline = {"start": first.get("start") if start is None else float(start), "drained": first.get("drained"),
                 "old_stopped": min(_times(hosts, "old_stopped"), default=None),
                 "first_serving": min(in_rotation or healthy, default=None),
-                "first_healthy": min(healthy) if in_rotation and healthy else None,
+                "first_healthy": min(healthy) if in_rotation and healthy and not after_admission else None,
+                "gate_started": min(_gate_started(hosts), default=None),
                 "gate_done": max(_times(hosts, "gate_done"), default=None),
                 "in_rotation": min(in_rotation, default=None),
                 "all_serving": max(healthy, default=None),
                 "rollback_started": min(_times(hosts, "rollback_started"), default=None),
                 "rollback_serving": max(_times(hosts, "rollback_serving"), default=None),
                 "end": now}
+    for host, part in _shares(hosts).items():
+        timeline["%s gate_share_done" % host] = part.get("done_at")
     return {k: v for k, v in timeline.items() if v is not None}
 
 
@@ -279,13 +301,29 @@ def tool_gate_summary(hosts, plan):
     else:
         summary = [gate.get("message") for gate in gates.values()]
         in_rotation, healthy = _times(hosts, "in_rotation"), _times(hosts, "serving")
-        if in_rotation and healthy:
+        started, done = _gate_started(hosts), _times(hosts, "gate_done")
+        if plan.get("gate_mode") == "after_admission" and gates:
+            summary.append("tool-calling gate after admission: %s, so the new engines joined the proxy as soon as they "
+                           "served and the gate ran while they served%s" % (
+                               plan.get("gate_mode_why") or "the build passed it here before",
+                               " (%s s)" % round(max(done) - min(started), 1) if started and done else ""))
+        shares = _shares(hosts)
+        if shares:
+            summary.append("tool-calling gate: the suite was split over the new engines, each case alone on its engine - "
+                           "%s; one verdict over all %s cases" % (", ".join(
+                               "%s %d cases in %s s" % (host, len(part.get("cases") or []), round(
+                                   float(part.get("done_at") or 0) - float(part.get("started_at") or 0), 1))
+                               for host, part in shares.items()), next(iter(shares.values())).get("of")))
+        if plan.get("gate_mode") != "after_admission" and in_rotation and healthy:
             summary.append("tool-calling gate: the new engines were healthy %s s before they joined the proxy "
                            "(the gate ran meanwhile; first_serving counts from then)"
                            % round(min(in_rotation) - min(healthy), 1))
         summary = summary or ["tool-calling gate: did not run (the new topology did not come up)"]
     incumbent = (plan.get("incumbent_score") or {}) if (plan.get("incumbent") or {}).get("host") and gated else {}
-    return {"topology": topology, "gated": gated, "incumbent": incumbent, "engines": gates, "summary": summary}
+    # gate_mode (switch_plan's) and each engine's share of a split suite (case ids), for the scenarios' assertions.
+    return {"topology": topology, "gated": gated, "incumbent": incumbent, "engines": gates, "summary": summary,
+            "gate_mode": plan.get("gate_mode") or "",
+            "shares": {host: list(part.get("cases") or []) for host, part in _shares(hosts).items()}}
 
 
 def _heal_report(hosts, plan):
@@ -357,7 +395,8 @@ def switch_report(records, hosts, plan, now, clock=None):
         reason = "; ".join(h["reason"] for h in hosts if h.get("reason") is not None) if plan.get("rollback") else None
         scores = [float(g["score"]) for g in _gates(hosts).values() if g.get("score") is not None]
         # Once a new engine serves, no request through the proxy may fail (the switch's promise).
-        report = summarize(records, switch_timeline(hosts, now, plan.get("start")), switch_engines(hosts, lost),
+        timeline = switch_timeline(hosts, now, plan.get("start"), plan.get("gate_mode") == "after_admission")
+        report = summarize(records, timeline, switch_engines(hosts, lost),
                            min(scores) if scores else None, outcome, reason, 0, clock)
         lines = report["table"] + gate["summary"]
     site = plan.get("site") or {}

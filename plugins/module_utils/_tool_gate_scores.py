@@ -36,14 +36,44 @@ def latest(records):
     return sorted(counted, key=lambda one: float(one.get("measured_epoch") or 0))[-1] if counted else None
 
 
-def lookup(store_dir, build_id, suite_digest, id_chars=16):
-    """The stored score of ``build_id`` with ``suite_digest`` (any host), or None."""
+def lookup(store_dir, build_id, suite_digest, id_chars=16, hosts=None):
+    """The stored score of ``build_id`` with ``suite_digest`` (any host, or one of ``hosts``), or None."""
     records = []
     for path in sorted(glob.glob(pattern(store_dir, build_id, suite_digest, id_chars))):
         if os.path.isfile(path):
             with open(path, encoding="utf-8") as handle:
                 records.append(json.load(handle))
+    if hosts is not None:
+        records = [one for one in records if one.get("host") in set(hosts)]
     return latest(records)
+
+
+def known(build_id, found, min_score, admit=True, id_chars=16):
+    """The fact ``tool_gate_known``: whether candidate build ``build_id`` passed the gate on this site's engine hosts.
+
+    ``found``: :func:`lookup` of the build with the suite, limited to the site's engine hosts (None: nothing stored
+    there) - the score a switch finishing an interrupted one holds the build to. It counts when its score reaches
+    ``min_score`` (tool_gate_min_score) and is above 0: a candidate that passed, or the build measured while it served.
+    ``admit``: tool_gate_admit_known_builds (false: never counts). ``known`` is the decision, ``why`` its reason in
+    words; ``score`` (percent of the suite's cases), ``measured_at`` (UTC), ``host`` and ``role`` are the record's.
+    """
+    fact = {"build_id": build_id, "known": False, "admit": bool(admit), "score": None, "measured_at": "", "host": "",
+            "role": ""}
+    name = "the build %s" % build_id[:id_chars]
+    if not admit:
+        return dict(fact, why="tool_gate_admit_known_builds is false: %s is gated before it joins the proxy" % name)
+    if found is None:
+        return dict(fact, why="%s has no score stored on this site's engine hosts with this suite (never gated here)"
+                    % name)
+    fact.update(score=found.get("score"), measured_at=found.get("measured_at") or "", host=found.get("host") or "",
+                role=found.get("role") or "")
+    score, least = float(found.get("score") or 0), float(min_score or 0)
+    if score < least or score <= 0:
+        return dict(fact, why="%s's last stored score here, %s (%s), is below tool_gate_min_score %s or 0"
+                    % (name, found.get("score"), fact["measured_at"] or "undated", min_score))
+    done = ("passed the gate here" if fact["role"] == "candidate" else "was scored here while it served")
+    return dict(fact, known=True, why="%s %s on %s (%s) with score %s" % (
+        name, done, fact["measured_at"] or "an undated run", fact["host"] or "?", found.get("score")))
 
 
 def record(build, run, host, role, passed=None, now=None):

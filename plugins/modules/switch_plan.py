@@ -88,6 +88,13 @@ options:
         announcement. Empty when nothing serves or it is not known yet.
     type: dict
     default: {}
+  known_build:
+    description:
+      - (switch) Whether the new topology's build has a passing tool-calling score stored on this site's engine hosts (the
+        C(tool_gate) role's C(tool_gate_known) on the host of RV(incumbent) - C(known), C(score) in percent of the suite's
+        cases, C(measured_at), C(why) in words), for RV(gate_mode). Empty when it was not looked up.
+    type: dict
+    default: {}
   failed:
     description: The engine hosts whose start or gate failed in this run so far.
     type: list
@@ -209,7 +216,8 @@ options:
         said so far, from C(hostvars) (C(plugins/module_utils/_host_inputs.py)).
       - (switch) O(units) (each engine host's registered C(__vllm_switch_units)), O(records) (C(__vllm_switch_records_seen)),
         O(notes) (C(maintenance_window_host)), O(gated) and O(min_score) (the first engine host's C(tool_gate_gated) and
-        C(tool_gate_bar)), O(incumbent_score) (C(tool_gate_incumbent) on O(incumbent_host)) and O(drains) (each host of
+        C(tool_gate_bar)), O(incumbent_score) and O(known_build) (C(tool_gate_incumbent) and C(tool_gate_known) on
+        O(incumbent_host)) and O(drains) (each host of
         O(proxies)' C(nginx_proxy_drained)).
       - (upgrade) O(incumbents) (each engine host's C(tool_gate_incumbent)), O(notes) (C(maintenance_window_host)) and
         O(min_score) (the C(min_score) of the first engine host's C(tool_gate_bar) that is set).
@@ -411,6 +419,46 @@ undrain:
   returned: with O(procedure=switch)
   type: list
   elements: str
+gate_mode:
+  description:
+    - When the tool-calling gate runs - C(before_admission) (the new engines join the proxy once they passed; the model
+      is away meanwhile) or C(after_admission) (the new build passed the gate on this site's engine hosts before, see
+      O(known_build), and C(tool_gate_admit_known_builds) is true - the engines join as soon as they serve and are gated
+      while they serve); empty when the switch is not gated.
+  returned: with O(procedure=switch)
+  type: str
+  sample: after_admission
+gate_split:
+  description:
+    - The engines the gate's suite is split over (RV(gate_hosts) when it tests two or more before they join the proxy -
+      the replicas of a build not gated here, RV(gate_mode) C(before_admission)); each runs its share one case at a time,
+      all at once, and the verdict is over every case (the C(tool_gate) role's C(tool_gate_share_hosts)). Empty - each
+      engine runs the whole suite (one engine, after admission, or finishing an interrupted switch).
+  returned: with O(procedure=switch)
+  type: list
+  elements: str
+gate_mode_why:
+  description: Why RV(gate_mode), in words (the announcement and the dry run say it).
+  returned: with O(procedure=switch)
+  type: str
+  sample: the build 3f1c0a9e2b7d4c55 passed the gate here on 2026-12-01T10:02:11Z (spark-a) with score 94.4
+known_build:
+  description: O(known_build), for the report.
+  returned: with O(procedure=switch)
+  type: dict
+admit_at_cut_over:
+  description: The cut-over takes the engines off the drain list, so each new one joins the proxy as soon as it serves
+    (an ungated switch, or RV(gate_mode) C(after_admission)).
+  returned: with O(procedure=switch)
+  type: bool
+proxy_drain:
+  description:
+    - The drain list's change after the gate, on every proxy host - C(hosts) (inventory names) and C(state) C(absent)
+      (RV(undrain), which passed) or C(present) (after admission, the engines taken out again because one failed; on a
+      rollback every engine host, before the old topology comes back).
+  returned: with O(procedure=switch)
+  type: dict
+  sample: {hosts: [spark-a, spark-b], state: present}
 heal_ready:
   description: Finishing an interrupted switch, the drained engines that serve and passed the gate (they rejoin).
   returned: with O(procedure=switch)
@@ -528,6 +576,7 @@ def main():
             gated=dict(type="bool", default=False),
             startup=dict(type="dict", default={}),
             incumbent_score=dict(type="dict", default={}),
+            known_build=dict(type="dict", default={}),
             failed=dict(type="list", elements="str", default=[]),
             replicas=dict(type="dict", default={}),
             target=dict(type="str", default=""),
@@ -583,7 +632,7 @@ def main():
         plan = switch_plan(params["topology"], params["engines"], params["head"], params["units"], params["drains"],
                            params["gated"], startup, params["incumbent_score"], params["failed"], params["notes"],
                            params["play_hosts"], params["min_score"], params["records"], params["playbook_dir"],
-                           params["models"], params["served_model_name"])
+                           params["models"], params["served_model_name"], params["known_build"])
     except (TypeError, ValueError) as exc:
         module.fail_json(msg="notes' events must be epoch seconds: %s" % exc)
     module.exit_json(changed=False, **plan)

@@ -49,7 +49,8 @@ PLAYBOOK = """
         tasks_from: switch_cut_over
       vars:
         switch_to: replicas
-        vllm_switch_plan: {unit: vllm-replica.service, other_unit: vllm-split.service, other: split, gated: true}
+        vllm_switch_plan: {unit: vllm-replica.service, other_unit: vllm-split.service, other: split, gated: true,
+                           admit_at_cut_over: false}
     - name: Keep what it noted for the test
       ansible.builtin.copy:
         content: "{{ maintenance_window_host | default({}) | to_json }}"

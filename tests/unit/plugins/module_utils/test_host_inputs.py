@@ -31,7 +31,7 @@ HOSTVARS = {
     },
     # A skipped read (no stdout_lines), a note set to null, the incumbent's score.
     "spark-b": {"__vllm_switch_units": {"skipped": True}, "maintenance_window_host": None,
-                "tool_gate_incumbent": {"score": 91.0}},
+                "tool_gate_incumbent": {"score": 91.0}, "tool_gate_known": {"known": True, "score": 94.4}},
     "proxy-1": {"nginx_proxy_drained": {"spark-b": "switch-to-replicas"}, "nginx_proxy_rotation": {"in_rotation": ["spark-a"]},
                 "nginx_proxy_status": {"reachable": True}},
     "proxy-2": {"keepalived_status": {"address": "10.0.0.9"}},
@@ -47,6 +47,8 @@ def test_a_switch_reads_every_engine_and_proxy_host_in_order():
         "gated": True,
         "min_score": 80.0,
         "incumbent_score": {"score": 91.0},
+        # The new build's stored score, looked up on the incumbent's host: when the gate runs.
+        "known_build": {"known": True, "score": 94.4},
         # A note set to null stays null (Jinja's default() replaces only what is not there).
         "notes": {"spark-a": {"failed": True}, "spark-b": None, "spark-c": {}},
         "records": {"spark-a": {"runs": "replicas"}, "spark-b": {}, "spark-c": {}},
@@ -56,6 +58,7 @@ def test_a_switch_reads_every_engine_and_proxy_host_in_order():
 def test_a_switch_without_a_bar_or_an_incumbent():
     read = hi.switch_inputs(HOSTVARS, ["spark-b", "spark-a"], [], "")
     assert "min_score" not in read and read["gated"] is False and read["incumbent_score"] == {}
+    assert read["known_build"] == {}
     assert read["drains"] == []
     assert hi.switch_inputs(HOSTVARS, ["spark-a"], incumbent_host="spark-a")["incumbent_score"] == {}
     assert hi.switch_inputs(HOSTVARS, ["spark-a"], incumbent_host="gone")["incumbent_score"] == {}

@@ -539,8 +539,10 @@ LAST = "To run it: the same command without -e switch_dry_run=true (and without 
          "stops; its watchdog after it serves.",
          "The model is away: about 2.0 min - the replica start-up last measured on these hosts (2.0 min) plus its "
          "tool-calling gate (not timed yet here).",
-         "Gated: yes - the tool-calling gate tests spark-a, spark-b directly before each joins the proxy: each must reach "
-         "tool_gate_min_score (0) and stay within tool_gate_tolerance of the incumbent's score; the incumbent build "
+         # Never gated here (nothing looked up): the suite is split over both replicas (issue 37).
+         "Gated: yes - the tool-calling gate tests spark-a, spark-b directly before each joins the proxy, its suite split "
+         "over the 2 new engines (each case alone on its engine, about 1/2 of the time; one verdict over every case): "
+         "each must reach tool_gate_min_score (0) and stay within tool_gate_tolerance of the incumbent's score; the incumbent build "
          "abcdef0123456789 (split) has no stored score: a run measures it first, while it serves (36 chat completions).",
          "If a new engine does not serve or fails the gate: the split is started again (a rollback), and the run fails.",
          "Left alone: spark-b (ops), drained by someone else."]),
@@ -657,3 +659,106 @@ def test_the_upgrades_dry_run(row, engines, replicas, startup, incumbents, lines
     if plan["todo"]:
         expected.append(LAST)
     assert plan["dry_run"] == expected, row
+
+
+# Issue 37: a build that passed the gate on this site's engine hosts joins the proxy as soon as it serves and is gated
+# after, while it serves; any other is gated before it joins.
+KNOWN = {"known": True, "score": 94.4, "measured_at": "2026-12-01T10:02:11Z",
+         "why": "the build 0123456789abcdef passed the gate here on 2026-12-01T10:02:11Z (spark-a) with score 94.4"}
+NEVER = {"known": False, "why": "the build 0123456789abcdef has no score stored on this site's engine hosts with this "
+                                "suite (never gated here)"}
+
+
+@pytest.mark.parametrize("row, plan, known, mode, why", [
+    ("a known build: after admission", SWITCH, KNOWN, sp.AFTER_ADMISSION, KNOWN["why"]),
+    ("a build never gated here: before", SWITCH, NEVER, sp.BEFORE_ADMISSION, NEVER["why"]),
+    ("not looked up (nothing served to look it up where): before", SWITCH, {}, sp.BEFORE_ADMISSION,
+     "the new build's stored scores were not looked up (nothing serves now to compare with)"),
+    ("known, but finishing an interrupted switch: its drained engines are gated before", HEAL, KNOWN, sp.BEFORE_ADMISSION,
+     "finishing an interrupted switch: its engines stay drained until they pass"),
+    ("not gated: no gate at all", UNGATED, KNOWN, "", "the tool-calling gate is off for replicas"),
+])
+def test_gate_mode(row, plan, known, mode, why):
+    assert sp.gate_mode(plan, known) == (mode, why), row
+
+
+def after(plan):
+    return dict(plan, gate_mode=sp.AFTER_ADMISSION)
+
+
+@pytest.mark.parametrize("row, plan, failed, lost, passed, expected", [
+    ("known build, both pass: they joined at the cut-over, nothing changes after the gate", after(SWITCH), [], [], ENGINES,
+     dict(rollback=False, joined=False, undrain=[], expected_in_rotation=ENGINES,
+          proxy_drain={"hosts": [], "state": "absent"})),
+    ("known build, spark-b fails its gate: both leave the proxy again, then the split comes back", after(SWITCH),
+     ["spark-b"], [], ["spark-a"],
+     dict(rollback=True, serving_topology="split", undrain=[], expected_in_rotation=[HEAD],
+          proxy_drain={"hosts": ENGINES, "state": "present"})),
+    ("known build, spark-b did not start: both leave the proxy again before the rollback", after(SWITCH), ["spark-b"],
+     [], [], dict(rollback=True, proxy_drain={"hosts": ENGINES, "state": "present"})),
+    ("known split, rank 0 fails: both ranks leave, the replicas come back", after(SWITCH_SPLIT), [HEAD], [], [],
+     dict(rollback=True, serving_topology="replicas", proxy_drain={"hosts": ENGINES, "state": "present"})),
+    ("known build, the old split cannot come back without lost spark-b: spark-b leaves, spark-a serves on",
+     after(SWITCH), [], ["spark-b"], ["spark-a"],
+     dict(rollback=False, serving_topology="replicas", expected_in_rotation=["spark-a"],
+          proxy_drain={"hosts": ["spark-b"], "state": "present"})),
+    ("before admission, both pass: they join after the gate", dict(SWITCH, gate_mode=sp.BEFORE_ADMISSION), [], [],
+     ENGINES, dict(joined=True, undrain=ENGINES, proxy_drain={"hosts": ENGINES, "state": "absent"})),
+])
+def test_after_admission_conclude(row, plan, failed, lost, passed, expected):
+    found = sp.conclude(plan, ENGINES, HEAD, failed, lost, passed)
+    assert {key: found[key] for key in expected} == expected, row
+
+
+def test_a_known_build_is_admitted_at_the_cut_over_and_said_so():
+    plan = sp.switch_plan("replicas", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], True,
+                          {"replicas": 60, "replicas_gate": 120}, {"build_id": "abc", "score": 75.0}, known_build=KNOWN,
+                          min_score=80)
+    assert plan["gate_mode"] == sp.AFTER_ADMISSION and plan["admit_at_cut_over"] is True
+    assert plan["gate_hosts"] == ENGINES and plan["known_build"] == KNOWN
+    assert plan["announcement"] == (
+        "Switching to replicas. The model will be away for about one replica's start-up (1.0 min, last measured). The "
+        "build 0123456789abcdef passed the gate here on 2026-12-01T10:02:11Z (spark-a) with score 94.4: the engines join "
+        "as soon as they serve, the gate runs after (120 s last time), testing each new engine directly while it serves. "
+        "It must reach tool_gate_min_score and stay within tool_gate_tolerance of the incumbent build abc (split), which "
+        "scores 75.0 (stored). If it fails, the new engines leave the proxy again and the split is started again.")
+    assert plan["dry_run"][3] == ("The model is away: about 1.0 min - the replica start-up last measured on these hosts "
+                                  "(1.0 min) (the gate runs after the engines joined the proxy).")
+    assert plan["dry_run"][4] == (
+        "Gated: yes, after admission - the build 0123456789abcdef passed the gate here on 2026-12-01T10:02:11Z (spark-a) "
+        "with score 94.4: the engines join as soon as they serve, the gate runs after: it tests spark-a, spark-b directly "
+        "while they serve, which must reach tool_gate_min_score (80) and stay within tool_gate_tolerance of the "
+        "incumbent's score; the incumbent build abc (split) scores 75.0 (stored).")
+    assert plan["dry_run"][5] == ("If a new engine does not serve or fails the gate: the new engines leave the proxy "
+                                  "again and the split is started again (a rollback), and the run fails.")
+
+
+@pytest.mark.parametrize("gated, known, admit", [(True, NEVER, False), (True, {}, False), (False, KNOWN, True)])
+def test_a_build_never_gated_here_stays_drained_at_the_cut_over(gated, known, admit):
+    plan = sp.switch_plan("replicas", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], gated, {}, {}, known_build=known)
+    assert plan["admit_at_cut_over"] is admit
+    assert ("the engines join as soon as they serve" in plan["announcement"]) is False
+
+
+@pytest.mark.parametrize("row, plan, hosts, split", [
+    ("never gated here, two replicas: split over both", dict(SWITCH, gate_mode=sp.BEFORE_ADMISSION), ENGINES, ENGINES),
+    ("one replica left to gate: the whole suite on it", dict(SWITCH, gate_mode=sp.BEFORE_ADMISSION), ["spark-b"], []),
+    ("the split: one API engine, the whole suite on rank 0", dict(SWITCH_SPLIT, gate_mode=sp.BEFORE_ADMISSION), [HEAD],
+     []),
+    ("a known build, gated while it serves: the whole suite on each", after(SWITCH), ENGINES, []),
+    ("finishing an interrupted switch: the whole suite on each", dict(HEAL, gate_mode=sp.BEFORE_ADMISSION), ENGINES, []),
+    ("not gated", dict(UNGATED, gate_mode=""), ENGINES, []),
+])
+def test_gate_split(row, plan, hosts, split):
+    assert sp.gate_split(plan, hosts) == split, row
+
+
+def test_a_never_gated_build_on_two_replicas_splits_the_suite_and_says_so():
+    plan = sp.switch_plan("replicas", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], True, {"replicas": 60}, {},
+                          known_build=NEVER)
+    assert plan["gate_split"] == ENGINES and plan["gate_mode"] == sp.BEFORE_ADMISSION
+    assert ("before it joins the proxy, its suite split over the 2 new engines (each case alone on its engine, about "
+            "1/2 of the time; one verdict over every case) (not timed yet here)") in plan["announcement"]
+    failed = sp.switch_plan("replicas", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], True, {}, {}, ["spark-b"],
+                            known_build=NEVER)
+    assert failed["gate_split"] == [] and failed["gate_hosts"] == []

@@ -561,3 +561,80 @@ def test_the_table_names_a_clock_more_than_a_second_off(offset, bound, line):
     assert sr.clock_line(sr.clock_summary(offset, bound)) == line
     report = sr.summarize(series((200, 2)), {"start": T0}, clock=sr.clock_summary(offset, bound))
     assert (line in report["table"]) if line else not [li for li in report["table"] if li.startswith("clocks")]
+
+
+# Issue 37: a known build joined the proxy as soon as it served and was gated after, while it served.
+AFTER_PLAN = dict(SWITCH_PLAN, gate_mode="after_admission", start=T0,
+                  gate_mode_why="the build abc passed the gate here on 2026-12-01T10:02:11Z (spark-a) with score 94.4")
+
+
+def after_hosts(passed_b=True):
+    return [
+        {"name": "spark-a", "health": "serving", "gate": dict(gate(80.0, True, "spark-a"), started_at=T0 + 61),
+         "events": {"start": T0, "drained": T0 + 5, "old_stopped": T0 + 8, "serving": T0 + 60, "gate_done": T0 + 180}},
+        {"name": "spark-b", "health": "serving", "gate": dict(gate(75.5, passed_b, "spark-b"), started_at=T0 + 71),
+         "events": {"start": T0, "old_stopped": T0 + 9, "serving": T0 + 70, "gate_done": T0 + 185}},
+    ]
+
+
+def test_after_admission_the_timeline_shows_the_gate_after_in_rotation():
+    timeline = sr.switch_timeline(after_hosts(), T0 + 200, T0, after_admission=True)
+    assert timeline == {"start": T0, "drained": T0 + 5, "old_stopped": T0 + 8, "first_serving": T0 + 60,
+                        "gate_started": T0 + 61, "gate_done": T0 + 185, "in_rotation": T0 + 60, "all_serving": T0 + 70,
+                        "end": T0 + 200}
+    report = sr.switch_report(series((200, 5)), after_hosts(), AFTER_PLAN, T0 + 200)
+    assert report["tool_gate"]["gate_mode"] == "after_admission" and report["tool_gate"]["shares"] == {}
+    order = list(report["timeline"])
+    assert order.index("in_rotation") < order.index("gate_started") < order.index("gate_done")
+    # The model was away from the drain to the first engine serving: the start-up, not the gate.
+    assert report["startup"] == 52.0 and report["outcome"] == "ok"
+    assert report["tool_gate"]["summary"][-1] == (
+        "tool-calling gate after admission: the build abc passed the gate here on 2026-12-01T10:02:11Z (spark-a) with "
+        "score 94.4, so the new engines joined the proxy as soon as they served and the gate ran while they served "
+        "(124.0 s)")
+
+
+def test_before_admission_the_timeline_shows_when_the_gate_started_too():
+    hosts = switch_hosts()
+    hosts[0]["gate"]["started_at"] = T0 + 61
+    timeline = sr.switch_timeline(hosts, T0 + 100)
+    assert timeline["first_healthy"] < timeline["gate_started"] < timeline["gate_done"]
+    assert timeline["first_serving"] == timeline["in_rotation"] == T0 + 91
+
+
+def test_after_admission_a_failed_gate_rolls_back_naming_the_engine_and_its_verdict():
+    hosts = after_hosts(passed_b=False)
+    hosts[1].update(failed=True, reason="spark-b: Tool-calling gate on spark-b: scored 75.5, below min_score 80.0.")
+    report = sr.switch_report([], hosts, dict(AFTER_PLAN, rollback=True), T0 + 200)
+    assert report["outcome"] == "rolled_back"
+    assert report["reason"] == "spark-b: Tool-calling gate on spark-b: scored 75.5, below min_score 80.0."
+    assert report["engines"]["spark-b"] == "serving, tool score 75.5 (FAILED the gate)"
+
+
+def split_hosts():
+    shares = {"spark-a": {"cases": ["c1", "c3"], "of": 4, "started_at": T0 + 61, "done_at": T0 + 100},
+              "spark-b": {"cases": ["c2", "c4"], "of": 4, "started_at": T0 + 71, "done_at": T0 + 105}}
+    hosts = switch_hosts()
+    for host in hosts:
+        host["gate"] = dict(host["gate"], shares=shares, started_at=shares[host["name"]]["started_at"])
+        host["events"]["gate_done"] = T0 + 106
+    return hosts
+
+
+def test_a_split_suite_shows_each_engines_share_in_the_timeline_and_the_summary():
+    timeline = sr.switch_timeline(split_hosts(), T0 + 120)
+    assert timeline["spark-a gate_share_done"] == T0 + 100 and timeline["spark-b gate_share_done"] == T0 + 105
+    assert timeline["gate_started"] == T0 + 61
+    report = sr.switch_report(series((200, 5)), split_hosts(), dict(SWITCH_PLAN, gate_mode="before_admission"), T0 + 120)
+    assert report["outcome"] == "ok"
+    assert ("tool-calling gate: the suite was split over the new engines, each case alone on its engine - spark-a 2 cases "
+            "in 39.0 s, spark-b 2 cases in 34.0 s; one verdict over all 4 cases") in report["tool_gate"]["summary"]
+    assert report["tool_gate"]["summary"][-1].startswith("tool-calling gate: the new engines were healthy")
+    assert report["tool_gate"]["gate_mode"] == "before_admission"
+    assert report["tool_gate"]["shares"] == {"spark-a": ["c1", "c3"], "spark-b": ["c2", "c4"]}
+
+
+def test_after_admission_a_gate_that_did_not_run_says_so():
+    hosts = [dict(h, gate={}, events={"start": T0}) for h in switch_hosts()]
+    report = sr.switch_report([], hosts, dict(AFTER_PLAN, rollback=True), T0 + 100)
+    assert report["tool_gate"]["summary"] == ["tool-calling gate: did not run (the new topology did not come up)"]

@@ -60,3 +60,35 @@ def test_a_record_holds_the_build_the_run_and_the_verdict(role, passed, stored):
 def test_a_records_text_is_what_to_nice_json_wrote():
     one = ts.record({"id": BUILD, "parts": {"files": {"é.json": "x"}}}, RUN, "spark-a", "incumbent")
     assert ts.text(one) == to_nice_json(one) + "\n"
+
+
+def test_a_lookup_for_some_hosts_reads_only_theirs(tmp_path):
+    for host, score, epoch in (("spark-a", 70.0, 1), ("elsewhere", 90.0, 2)):
+        (tmp_path / ("b" * 16 + "." + "d" * 16 + ".%s.json" % host)).write_text(
+            json.dumps({"host": host, "score": score, "measured_epoch": epoch}), encoding="utf-8")
+    assert ts.lookup(str(tmp_path), "b" * 64, "d" * 64, hosts=["spark-a", "spark-b"])["score"] == 70.0
+    assert ts.lookup(str(tmp_path), "b" * 64, "d" * 64)["score"] == 90.0
+    assert ts.lookup(str(tmp_path), "b" * 64, "d" * 64, hosts=[]) is None
+
+
+PASSED = {"score": 94.4, "measured_at": "2026-12-01T10:02:11Z", "host": "spark-a", "role": "candidate", "passed": True}
+
+
+@pytest.mark.parametrize("found, min_score, admit, known, why", [
+    (PASSED, 80, True, True,
+     "the build bbbbbbbbbbbbbbbb passed the gate here on 2026-12-01T10:02:11Z (spark-a) with score 94.4"),
+    (dict(PASSED, role="incumbent", passed=None), 80, True, True,
+     "the build bbbbbbbbbbbbbbbb was scored here while it served on 2026-12-01T10:02:11Z (spark-a) with score 94.4"),
+    (None, 80, True, False,
+     "the build bbbbbbbbbbbbbbbb has no score stored on this site's engine hosts with this suite (never gated here)"),
+    (dict(PASSED, score=70.0), 80, True, False,
+     "the build bbbbbbbbbbbbbbbb's last stored score here, 70.0 (2026-12-01T10:02:11Z), is below tool_gate_min_score 80 or 0"),
+    (dict(PASSED, score=0), 0, True, False,
+     "the build bbbbbbbbbbbbbbbb's last stored score here, 0 (2026-12-01T10:02:11Z), is below tool_gate_min_score 0 or 0"),
+    (PASSED, 80, False, False,
+     "tool_gate_admit_known_builds is false: the build bbbbbbbbbbbbbbbb is gated before it joins the proxy"),
+])
+def test_a_build_is_known_when_its_stored_score_here_clears_the_bar(found, min_score, admit, known, why):
+    fact = ts.known("b" * 64, found, min_score, admit)
+    assert fact["known"] is known and fact["why"] == why and fact["admit"] is admit
+    assert fact["score"] == (found["score"] if found and admit else None)
