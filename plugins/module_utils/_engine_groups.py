@@ -53,10 +53,10 @@ def api_hosts(grouping):
 
 
 def is_supported(grouping):
-    """Whether today's playbooks run ``grouping``: every host its own group (``replicas``) or one group of two
-    (``split``). Other groupings are checked and planned, not yet run."""
-    shape = topology_of(grouping)
-    return shape == "replicas" or (shape == "split" and len(grouping[0]) == 2)
+    """Whether today's playbooks run ``grouping``: every host its own group (``replicas``) or one group of every
+    engine host (``split``, two or more). Several groups, or groups of mixed sizes, are checked and planned, not yet
+    run (the playbooks do not move groups yet)."""
+    return topology_of(grouping) in TOPOLOGIES
 
 
 def proxy_members(engines, grouping=None):

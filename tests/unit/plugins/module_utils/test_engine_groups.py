@@ -172,11 +172,12 @@ def test_the_proxy_members_filter_refuses_what_is_no_grouping():
 @pytest.mark.parametrize("grouping, supported", [
     ([["spark-a"], ["spark-b"], ["spark-c"]], True),
     ([["spark-a", "spark-b"]], True),
-    ([["spark-a", "spark-b", "spark-c"]], False),
+    ([["spark-a", "spark-b", "spark-c"]], True),
+    ([["spark-a", "spark-b", "spark-c", "spark-d"]], True),
     ([["spark-a", "spark-b"], ["spark-c"]], False),
     ([["spark-a", "spark-b"], ["spark-c", "spark-d"]], False),
 ])
-def test_the_playbooks_run_the_two_topologies_groupings_only(grouping, supported):
+def test_the_playbooks_run_replicas_and_one_split_group_of_every_host_only(grouping, supported):
     assert is_supported(grouping) is supported
     assert api_hosts(grouping) == [group[0] for group in grouping]
 
