@@ -266,3 +266,11 @@ def test_a_site_without_link_settings_renders_the_rank_it_stops():
     templar = role_templar(variables)
     assert templar.template(trust_as_template("{{ _vllm_split_head_address }}")) == ""
     assert templar.template(trust_as_template("{{ _vllm_split_peer_address }}")) == ""
+
+
+@pytest.mark.parametrize("hosts, nnodes", [(["spark-1"], 2), (["spark-1", "spark-2"], 2), (list(THREE), 3), (list(FOUR), 4)])
+def test_the_image_check_asks_the_build_about_the_groups_nnodes(hosts, nnodes):
+    # The deploy and switch preflights ask the build about the split's flags with the vllm role's settings (a site of
+    # one engine host still asks about a pair: --nnodes 1 is no split).
+    templar = role_templar(_variables("example", hosts[0], hosts, SPARK_LINK, {"nccl_library": IMAGE_NCCL}))
+    assert templar.template(trust_as_template("{{ _vllm_cli_check_settings.split.nnodes }}")) == nnodes
