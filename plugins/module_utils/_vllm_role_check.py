@@ -117,10 +117,10 @@ def check_split(v, observed):
     pipeline = v.get("vllm_split_pipeline_parallel_size")
     head = _text(v.get("vllm_split_head"))
     if len(hosts) < SPLIT_HOSTS:
+        listed = ", ".join(hosts) or "none"
         errors.add("split_hosts", (
             "The split runs one model over two or more machines, one rank each, but %s has %d: %s. Add machines to "
-            "it, or run topology 'replicas' (one full copy per machine)." % (group, len(hosts), ", ".join(hosts) or
-                                                                            "none")),
+            "it, or run topology 'replicas' (one full copy per machine)." % (group, len(hosts), listed)),
             hosts=[host], variables=["vllm_split_group"])
     elif host not in hosts:
         errors.add("split_member", (

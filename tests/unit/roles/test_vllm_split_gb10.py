@@ -147,8 +147,8 @@ FOUR = THREE + ("spark-4",)
 
 def _flags(argv):
     serve = argv[argv.index("serve") + 1:]
-    return {flag: serve[serve.index(flag) + 1] for flag in ("--tensor-parallel-size", "--nnodes", "--node-rank",
-                                                              "--master-addr", "--master-port")}
+    flags = ("--tensor-parallel-size", "--nnodes", "--node-rank", "--master-addr", "--master-port")
+    return {flag: serve[serve.index(flag) + 1] for flag in flags}
 
 
 @pytest.mark.parametrize("hosts, sizes, head", [

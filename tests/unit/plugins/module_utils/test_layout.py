@@ -144,23 +144,24 @@ def test_ports_given_as_strings_are_numbers():
 # ----------------------------------------------------------- impossible layouts
 # (topology, groups, hostvars, the check that must fail, words its message must hold)
 
+# Three ranks, a and b on one machine; four ranks of a model with 9 attention heads and 3 key/value heads.
+TWO_OF_THREE_ON_ONE_MACHINE = {host: {"vllm_split_tensor_parallel_size": 3, "ansible_host": address}
+                               for host, address in (("a", "10.0.0.1"), ("b", "10.0.0.1"), ("c", "10.0.0.2"))}
+FOUR_WITH_NINE_HEADS = {host: {"vllm_split_tensor_parallel_size": 4, "site_engine_groups_num_attention_heads": 9,
+                               "site_engine_groups_num_key_value_heads": 3} for host in "abcd"}
+
 IMPOSSIBLE = [
     pytest.param("split", *site(["spark-1"], ["spark-1"]), "split_hosts", ["gb10", "spark-1", "1", "replicas"],
                  id="split-on-one-host"),
     pytest.param("split", *site(["a", "b", "c"], ["gw"]), "split_parallel",
                  ["= 2 ranks", "each of the 3 hosts", "a, b, c", "Make the product 3", "vllm_split_tensor_parallel_size 3"],
                  id="split-on-three-hosts-with-tensor-parallel-2"),
-    pytest.param("split", *site(["a", "b", "c"], ["gw"], **{h: {"vllm_split_tensor_parallel_size": 3,
-                                                              "ansible_host": "10.0.0.%d" % (1 + (h == "c"))}
-                                                          for h in "abc"}),
-                 "split_machines", ["a", "b", "same machine", "one machine per rank, 3", "ansible_host"],
+    pytest.param("split", *site(["a", "b", "c"], ["gw"], **TWO_OF_THREE_ON_ONE_MACHINE), "split_machines",
+                 ["a", "b", "same machine", "one machine per rank, 3", "ansible_host"],
                  id="split-two-of-three-ranks-on-one-machine"),
-    pytest.param("split", *site(["a", "b", "c", "d"], ["gw"], **{h: {"vllm_split_tensor_parallel_size": 4,
-                                                                   "site_engine_groups_num_attention_heads": 9,
-                                                                   "site_engine_groups_num_key_value_heads": 3}
-                                                               for h in "abcd"}),
-                 "split_heads", ["is 4 on a, b, c, d", "(9, site_engine_groups_num_attention_heads)", "(3, ",
-                                 "split only over 3 ranks", "make group 'gb10' (vllm_split_group) 3 machines"],
+    pytest.param("split", *site(["a", "b", "c", "d"], ["gw"], **FOUR_WITH_NINE_HEADS), "split_heads",
+                 ["is 4 on a, b, c, d", "(9, site_engine_groups_num_attention_heads)", "(3, ", "split only over 3 ranks",
+                  "make group 'gb10' (vllm_split_group) 3 machines"],
                  id="split-over-four-with-heads-that-do-not-split-four-ways"),
     pytest.param("replicas", *site([], ["spark-1"]), "no_engines", ["gb10", "spark-1", "proxy"],
                  id="proxy-with-no-replicas"),

@@ -393,12 +393,12 @@ def test_each_collective_refusal(result, expect, what, fix):
 
 
 def test_a_collective_of_four_ranks():
-    ranks = {host: dict(GOOD, rank=rank, world_size=4) for rank, host in enumerate(["spark-a", "spark-b", "spark-c",
-                                                                                      "spark-d"])}
+    names = ["spark-a", "spark-b", "spark-c", "spark-d"]
+    ranks = {host: dict(GOOD, rank=rank, world_size=4) for rank, host in enumerate(names)}
     assert lc.collective_problems(ranks, {"rdma": "auto"}) == []
     ranks["spark-d"] = {"ok": False, "error": "RuntimeError: Timed out after 180 seconds waiting for clients"}
-    (problem,) = lc.collective_problems(ranks, {"rdma": "auto", "master": "10.89.8.10:29501", "head": "spark-a",
-                                               "interface": "eth1"})
+    expect = {"rdma": "auto", "master": "10.89.8.10:29501", "head": "spark-a", "interface": "eth1"}
+    (problem,) = lc.collective_problems(ranks, expect)
     assert problem["host"] == "spark-d" and problem["fix"].startswith("all 4 ranks must run at once")
     assert "reach 10.89.8.10:29501: check the firewall on spark-a" in problem["fix"]
 
