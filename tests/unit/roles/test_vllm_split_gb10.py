@@ -274,3 +274,11 @@ def test_the_image_check_asks_the_build_about_the_groups_nnodes(hosts, nnodes):
     # one engine host still asks about a pair: --nnodes 1 is no split).
     templar = role_templar(_variables("example", hosts[0], hosts, SPARK_LINK, {"nccl_library": IMAGE_NCCL}))
     assert templar.template(trust_as_template("{{ _vllm_cli_check_settings.split.nnodes }}")) == nnodes
+
+
+@pytest.mark.parametrize("rank, host", list(enumerate(FOUR)))
+def test_the_four_spark_example_splits_over_four_ranks_meeting_at_spark_1(rank, host):
+    argv, env = render(inventory="example-four", host=host, hosts=FOUR)
+    assert _flags(argv) == {"--tensor-parallel-size": "4", "--nnodes": "4", "--node-rank": str(rank),
+                            "--master-addr": "10.10.10.1", "--master-port": "29500"}
+    assert ("--headless" in argv) == (rank > 0) and env["VLLM_HOST_IP"] == "10.10.10.%d" % (rank + 1)

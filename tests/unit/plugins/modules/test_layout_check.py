@@ -569,3 +569,21 @@ def test_engine_hosts_that_disagree_on_the_grouping_are_refused(tmp_path):
     assert rc != 0, output
     assert ("The engine hosts disagree on site_engine_groups (not set on spark-1; [[spark-1], [spark-2]] on "
             "spark-2): the site has one grouping. Set it once, in group_vars/all.yml") in re.sub(r"\s+", " ", output)
+
+
+@needs_ansible_playbook
+@pytest.mark.parametrize("topology, extra, words", [
+    (None, "", None),
+    ("split", "", None),
+    (None, "site_engine_groups: [[spark-1, spark-2], [spark-3, spark-4]]\n",
+     "the playbooks do not run engine groups other than the two topologies' yet"),
+    ("split", "vllm_split_tensor_parallel_size: 3\n", "= 3 ranks, but the split runs one rank on each of the 4 hosts"),
+])
+def test_the_four_spark_example_runs_replicas_or_one_split_of_four(tmp_path, topology, extra, words):
+    inventory = _site(tmp_path, "example-four")
+    _append(inventory, "group_vars/%s.yml" % ("gb10" if extra.startswith("vllm_") else "all"), extra)
+    rc, output = playbook(tmp_path, inventory, play_topology=topology)
+    if words is None:
+        assert rc == 0, output
+    else:
+        assert rc != 0 and words in re.sub(r"\s+", " ", output), output
