@@ -6,15 +6,15 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: link_report
-short_description: Judge the split's direct link from both hosts' observations, naming each problem's host and fix
+short_description: Judge the split's direct link from every rank's observations, naming each problem's host and fix
 version_added: 0.1.0
 description:
-  - Runs on the controller. Puts together what C(factory_floor.llm.link_check) read on each of the split's two hosts,
+  - Runs on the controller. Puts together what C(factory_floor.llm.link_check) read on each of the split's hosts,
     what C(factory_floor.llm.link_collective) measured, or what the running engine's log says NCCL chose, and returns
     every problem with the host it is on, what is wrong and the fix, plus one summary line per host.
   - "O(kind=link): the link interface missing, down or without carrier; C(vllm_link_address) on another interface or on
     none; traffic to the peer leaving by another interface; the peer not answering a don't-fragment ping at the MTU (or
-    the packet not leaving at that size); MTUs that differ between the ends (or from O(mtu)); one address on both hosts;
+    the packet not leaving at that size); MTUs that differ between the ends (or from O(mtu)); one address on two hosts;
     a port the split needs taken; RDMA devices named in C(vllm_split_nccl_ib_hca) that the host lacks; none at all, or no
     C(/dev/infiniband), while C(vllm_split_rdma) is C(required); a C(vllm_split_nccl_library) path that does not exist."
   - "O(kind=collective): a rank that failed (the fix depends on why: the rendezvous not reached, an image of another

@@ -53,10 +53,10 @@ def api_hosts(grouping):
 
 
 def is_supported(grouping):
-    """Whether today's playbooks run ``grouping``: every host its own group (``replicas``) or one group of two
-    (``split``). Other groupings are checked and planned, not yet run."""
-    shape = topology_of(grouping)
-    return shape == "replicas" or (shape == "split" and len(grouping[0]) == 2)
+    """Whether today's playbooks run ``grouping``: every host its own group (``replicas``) or one group of every
+    engine host (``split``, two or more). Several groups, or groups of mixed sizes, are checked and planned, not yet
+    run (the playbooks do not move groups yet)."""
+    return topology_of(grouping) in TOPOLOGIES
 
 
 def proxy_members(engines, grouping=None):
@@ -78,6 +78,33 @@ def proxy_members(engines, grouping=None):
             if host not in members:
                 members.append(host)
     return members
+
+
+def split_rank(grouping, host, head=None):
+    """Where ``host`` runs in a split: its group, its rank, the group's size and head, the other ranks.
+
+    ``grouping``: one group (a list of host names) or several (a list of such lists, e.g. ``[[a, b], [c, d]]``:
+    each group its own rendezvous, on its own head). A group's head (rank 0, the host that serves the API and
+    holds the rendezvous) is ``head`` when it is in that group, else the group's first host; the other hosts
+    follow in the group's order (ranks 1 to N-1). Returns ``group`` (the hosts in rank order), ``rank``,
+    ``nnodes``, ``head``, ``is_head``, ``others`` (``{"host", "rank"}`` of every other rank, in rank order) and
+    ``peer``: the host its link check pings - the head for every other rank, rank 1 for the head - so the head's
+    link to each rank is tried (with two hosts each pings the other). A host in no group has ``rank`` None,
+    ``is_head`` False, ``group`` [] and ``peer`` "" (a site not running the split stops its rank; the preflight
+    refuses it before a start).
+    """
+    groups = grouping if grouping and all(isinstance(g, (list, tuple)) for g in grouping) else [grouping or []]
+    for members in groups:
+        members = [str(name) for name in members]
+        if host not in members:
+            continue
+        first = head if head in members else members[0]
+        ordered = [first] + [name for name in members if name != first]
+        rank = ordered.index(host)
+        return {"group": ordered, "rank": rank, "nnodes": len(ordered), "head": first, "is_head": rank == 0,
+                "others": [{"host": name, "rank": number} for number, name in enumerate(ordered) if name != host],
+                "peer": (ordered[1] if len(ordered) > 1 else "") if rank == 0 else first}
+    return {"group": [], "rank": None, "nnodes": 0, "head": "", "is_head": False, "others": [], "peer": ""}
 
 
 def split_sizes(num_attention_heads=None, num_key_value_heads=None, most=8):

@@ -29,15 +29,17 @@ says what to change):
   ``vllm_listen_host`` on loopback while a proxy runs on another machine, or
   ``nginx_proxy_backend_address`` on loopback while vLLM listens on one other
   address only (``vllm_listen_host`` set to the machine's own);
-* ``split`` on other than exactly two machines, its group not the engine group,
-  both ranks on one machine, ``vllm_split_head`` outside the group, ranks that
-  disagree on the parallel sizes, and ``vllm_split_tensor_parallel_size`` x
-  ``vllm_split_pipeline_parallel_size`` not equal to the hosts given;
+* ``split`` on fewer than two machines, its group not the engine group,
+  two ranks on one machine, ``vllm_split_head`` outside the group, ranks that
+  disagree on the parallel sizes, ``vllm_split_tensor_parallel_size`` x
+  ``vllm_split_pipeline_parallel_size`` not equal to the hosts given, and a
+  tensor-parallel size the declared heads (``site_engine_groups_num_attention_heads``)
+  cannot be split over (a split over all N engine hosts, N > 2, is run as one group);
 * a declared ``site_engine_groups`` (``_engine_groups.check_grouping``) with a host outside the
   engine group or in no or two groups, a group size the model's heads cannot be split over, or two
   hosts of a group on one machine; engine hosts that disagree on it; and, until the playbooks run
   engine groups, a grouping other than the topology's own (every host its own group for
-  ``replicas``, the two hosts with ``vllm_split_head`` first for ``split``).
+  ``replicas``, every engine host in one group with ``vllm_split_head`` first for ``split``).
 
 A machine is identified by where Ansible connects: ``ansible_host`` (default,
 the inventory name) and ``ansible_port`` when set to other than ssh's 22;
@@ -411,14 +413,12 @@ def _check_split(report, engines, split_hosts, engine_group, split_group, hv, ma
         return
     hosts = split_hosts if split_hosts else engines
     group_said = "group '%s' (vllm_split_group)" % split_group
-    if len(hosts) != 2:
-        advice = ("add the second machine to %s, or keep topology 'replicas' (one full copy per machine)" % split_group
-                  if len(hosts) < 2 else
-                  "list exactly two there; with more machines run topology 'replicas' (one copy per machine)")
+    if len(hosts) < 2:
         report.add(
             "split_hosts",
-            "topology 'split' runs one model over exactly two machines, one rank each, but %s has %d: %s. To fix, %s."
-            % (group_said, len(hosts), _names(hosts), advice),
+            "topology 'split' runs one model over two or more machines, one rank each, but %s has %d: %s. To fix, add "
+            "a second machine to %s, or keep topology 'replicas' (one full copy per machine)."
+            % (group_said, len(hosts), _names(hosts), split_group),
             hosts, ["topology", "vllm_split_group"])
 
     # every rank is started with the same sizes and the same head
@@ -454,22 +454,54 @@ def _check_split(report, engines, split_hosts, engine_group, split_group, hv, ma
         if size is None or size < 1:
             report.add("split_parallel", "%s is %r: set a whole number >= 1 in group_vars/%s.yml."
                        % (key, values[key], split_group), [], [key])
-    if len(hosts) == 2 and tensor and pipeline and tensor >= 1 and pipeline >= 1 and tensor * pipeline != len(hosts):
+    if len(hosts) >= 2 and tensor and pipeline and tensor >= 1 and pipeline >= 1 and tensor * pipeline != len(hosts):
         report.add(
             "split_parallel",
             "vllm_split_tensor_parallel_size (%d) x vllm_split_pipeline_parallel_size (%d) = %d ranks, but the split "
             "runs one rank on each of the %d hosts in %s (%s). Make the product %d: on GB10, "
-            "vllm_split_tensor_parallel_size 2 and vllm_split_pipeline_parallel_size 1 (group_vars/%s.yml)."
-            % (tensor, pipeline, tensor * pipeline, len(hosts), group_said, _names(hosts), len(hosts), split_group),
+            "vllm_split_tensor_parallel_size %d and vllm_split_pipeline_parallel_size 1 (group_vars/%s.yml)."
+            % (tensor, pipeline, tensor * pipeline, len(hosts), group_said, _names(hosts), len(hosts), len(hosts),
+               split_group),
             hosts, ["vllm_split_tensor_parallel_size", "vllm_split_pipeline_parallel_size"])
+    _check_split_heads(report, hosts, hv, tensor, group_said, split_group)
 
-    if len(hosts) == 2 and machines[hosts[0]][0] == machines[hosts[1]][0]:
+    # one rank per machine: every pair of the group's hosts on two machines
+    first_on = {}
+    for host in hosts:
+        machine = machines[host][0]
+        if machine not in first_on:
+            first_on[machine] = host
+            continue
+        other = first_on[machine]
         report.add(
             "split_machines",
-            "The split's two hosts %s and %s are the same machine (%s): the split needs two machines joined by "
+            "The split's %shosts %s and %s are the same machine (%s): the split needs %s machines joined by "
             "their direct link. Point one of them at the other machine (ansible_host in %s)."
-            % (hosts[0], hosts[1], machines[hosts[0]][1], _where(hosts[1])),
-            hosts, ["ansible_host"])
+            % ("two " if len(hosts) == 2 else "", other, host, machines[host][1],
+               "two" if len(hosts) == 2 else "one machine per rank, %d" % len(hosts), _where(host)),
+            [other, host] if len(hosts) > 2 else hosts, ["ansible_host"])
+
+
+def _check_split_heads(report, hosts, hv, tensor, group_said, split_group):
+    """A tensor-parallel size the model's heads cannot be split over, where the inventory declares the heads
+    (``site_engine_groups_num_attention_heads`` / ``_num_key_value_heads``; the split's own preflight reads the model's
+    config.json on the host)."""
+    first = hosts[0] if hosts else None
+    heads = _whole(hv(first).get("site_engine_groups_num_attention_heads")) if first else None
+    kv_heads = _whole(hv(first).get("site_engine_groups_num_key_value_heads")) if first else None
+    if not heads or not tensor or tensor < 1:
+        return
+    allowed = _engine_groups.split_sizes(heads, kv_heads, most=max(8, tensor, len(hosts)))
+    if tensor not in allowed:
+        sizes = " or ".join(str(size) for size in allowed if size > 1) or "1"
+        report.add(
+            "split_heads",
+            "vllm_split_tensor_parallel_size is %d on %s, but the model's attention heads (%d, "
+            "site_engine_groups_num_attention_heads) and key/value heads (%s, site_engine_groups_num_key_value_heads) "
+            "split only over %s ranks: make %s %s machines with that tensor-parallel size, or keep topology 'replicas' "
+            "(group_vars/%s.yml)." % (tensor, _names(hosts), heads, kv_heads or heads, sizes, group_said, sizes,
+                                      split_group),
+            hosts, ["vllm_split_tensor_parallel_size", "site_engine_groups_num_attention_heads"])
 
 
 def _declared(report, engines, engine_group, hv, name):
@@ -521,9 +553,10 @@ def _check_engine_groups(report, topology, engines, engine_group, hv, machines, 
         report.add(
             "engine_groups_unsupported",
             "%s is %s: the playbooks do not run engine groups other than the two topologies' yet (every host its own "
-            "group, or one group of two hosts), so no deploy or switch could bring the site to it. Until they do, "
-            "remove %s and set topology: replicas (a full copy on each engine host) or topology: split (one model over "
-            "two hosts) in group_vars/all.yml." % (name, said, name),
+            "group, or one group of every engine host), so no deploy or switch could bring the site to it (several "
+            "groups, or groups of mixed sizes, are not supported yet). Until they do, remove %s and set topology: "
+            "replicas (a full copy on each engine host) or topology: split (one model over all the engine hosts) in "
+            "group_vars/all.yml." % (name, said, name),
             engines, [name, "topology"])
         return
     if topology not in TOPOLOGIES:

@@ -14,8 +14,8 @@ playbook                  what it needs from hosts outside the limit
 ========================  ==============================================================
 deploy                    the proxy hosts' addresses (the engines' firewall admits them
                           by their default IPv4 address, from their facts): gathered;
-                          the split's other rank (the split deploys as a pair, one share,
-                          rank 1 needs rank 0's link address): refused without it; every
+                          the split's other ranks (the split deploys as one group, one share,
+                          ranks 1..N-1 need rank 0's link address): refused without them; every
                           proxy host when they share a floating address (keepalived's
                           VRRP peers are planned from the proxies in the run): refused
 switch, switch_model      every engine and proxy host (the switch stops, starts, locks
@@ -183,11 +183,14 @@ def check_limit(playbook, hosts, engines, proxies, split_hosts=None, topology="r
         if topology == "split" and split_in and len(split_in) < len(split):
             missing = [h for h in split if h not in in_run]
             suggested = _limit_text(_ordered(list(in_run) + missing, order))
+            # Two hosts are a pair; a larger group says "every rank" (the same refusal).
+            words = (("as a pair - both ranks restart", "the tighter host's", "rank 1 is")
+                     if len(split) == 2 else ("as one group - its %d ranks restart" % len(split), "the tightest host's",
+                                              "every other rank is"))
             error("split_pair",
-                  "%s: the split deploys as a pair - both ranks restart together with one gpu_memory_utilization "
-                  "(the tighter host's) and rank 1 is given rank 0's address on the link - but %s is left out. "
-                  "Use --limit %s, or no --limit. Nothing has changed." % (intro, ", ".join(missing), suggested),
-                  missing, suggested)
+                  "%s: the split deploys %s together with one gpu_memory_utilization (%s) and %s given rank 0's "
+                  "address on the link - but %s is left out. Use --limit %s, or no --limit. Nothing has changed."
+                  % ((intro,) + words + (", ".join(missing), suggested)), missing, suggested)
         proxies_in = [h for h in proxies or [] if h in in_run]
         if keepalived and proxies_in and len(proxies_in) < len(proxies or []):
             missing = [h for h in proxies if h not in in_run]

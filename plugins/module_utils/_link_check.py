@@ -518,9 +518,10 @@ def host_problems(host, observed, expect):
 
 
 def pair_problems(observed_by_host, expect_by_host):
-    """Problems between the two ends: different MTUs, one address on both."""
+    """Problems between the ends (two, or every rank of a larger group): different MTUs, one address on two."""
     problems = []
     hosts = sorted(observed_by_host)
+    pair = len(hosts) <= 2
     mtus = {}
     for host in hosts:
         iface = observed_by_host[host].get("interface") or {}
@@ -528,33 +529,38 @@ def pair_problems(observed_by_host, expect_by_host):
             mtus[host] = (expect_by_host[host]["interface"], int(iface["mtu"]))
     if len(set(mtu for _name, mtu in mtus.values())) > 1:
         problems.append(_problem(
-            " and ".join(hosts), "the two ends of the link have different MTUs: %s" % ", ".join(
-                "%s %s %s" % (host, name, mtu) for host, (name, mtu) in sorted(mtus.items())),
-            "set the same MTU on both (netplan: mtu: 9000 on the link interface of each host); NCCL and Gloo size their "
-            "packets for their own end, and the larger ones are dropped at the other"))
+            " and ".join(hosts), "the %s of the link have different MTUs: %s" % (
+                "two ends" if pair else "%d hosts' ends" % len(hosts), ", ".join(
+                    "%s %s %s" % (host, name, mtu) for host, (name, mtu) in sorted(mtus.items()))),
+            "set the same MTU on %s (netplan: mtu: 9000 on the link interface of each host); NCCL and Gloo size their "
+            "packets for their own end, and the larger ones are dropped at the other" % ("both" if pair else "all")))
     addresses = {}
     for host in hosts:
         addresses.setdefault(bare(expect_by_host[host].get("address")), []).append(host)
     for address, owners in sorted(addresses.items()):
         if address and len(owners) > 1:
             problems.append(_problem(
-                " and ".join(owners), "both have vllm_link_address %s" % address,
+                " and ".join(owners), "%s have vllm_link_address %s" % ("both" if len(owners) == 2 else "all", address),
                 "give each host its own address on the link in its host_vars"))
     return problems
 
 
 def expectations(results_by_host, mtu=None, runtime="container"):
-    """Per host, what its ``link_check`` was asked and who its peer is (the other host of the two)."""
+    """Per host, what its ``link_check`` was asked and who its peer is: the other host of two; in a larger group the
+    host whose link address it pinged (each rank pings the head, the head rank 1)."""
     hosts = sorted(results_by_host)
+    by_address = {bare((results_by_host[host] or {}).get("address")): host for host in hosts
+                  if bare((results_by_host[host] or {}).get("address"))}
     expect = {}
     for host in hosts:
         result = results_by_host[host] or {}
         others = [other for other in hosts if other != host]
+        pinged = by_address.get(bare(result.get("peer_address")))
         expect[host] = {
             "interface": (result.get("interface") or {}).get("name", ""),
             "address": result.get("address", ""),
             "peer_address": result.get("peer_address", ""),
-            "peer_host": others[0] if len(others) == 1 else ", ".join(others) or "the other host",
+            "peer_host": others[0] if len(others) == 1 else pinged or ", ".join(others) or "the other host",
             "mtu": int(mtu) if mtu else None,
             "rdma": (result.get("rdma") or {}).get("mode", "auto"),
             "runtime": runtime,
@@ -637,9 +643,10 @@ def collective_problems(results_by_host, expect):
                 fix = "use an image built for this host's architecture"
             elif any(word in lowered for word in ("timed out", "timeout", "connection refused", "connection reset",
                                                   "no route")):
-                fix = ("both ranks must run at once (forks >= 2; async) and reach %s: check the firewall on %s and that "
+                fix = ("%s must run at once (forks >= 2; async) and reach %s: check the firewall on %s and that "
                        "%s carries TCP between the link addresses"
-                       % (expect.get("master"), expect.get("head"), expect.get("interface")))
+                       % ("both ranks" if len(results_by_host) <= 2 else "all %d ranks" % len(results_by_host),
+                          expect.get("master"), expect.get("head"), expect.get("interface")))
             elif "nccl" in lowered or "libnccl" in lowered:
                 fix = ("NCCL failed in the image: see its WARN lines; with vllm_split_nccl_library set to the host's "
                        "library, check it matches the image's CUDA major version, or set vllm_split_nccl_library: \"\"")

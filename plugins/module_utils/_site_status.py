@@ -22,6 +22,7 @@ import os
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._host import systemd
 from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_record as tr
+from ansible_collections.factory_floor.llm.plugins.module_utils._engine_groups import split_rank
 from ansible_collections.factory_floor.llm.plugins.module_utils._running_topology import BOTH, running_topology
 
 UNITS = {"replicas": "vllm-replica.service", "split": "vllm-split.service"}
@@ -245,7 +246,7 @@ def _rotation(host, proxies):
     return seen
 
 
-def _engine(host, e, topology, split_head, proxies, gate):
+def _engine(host, e, topology, split_head, proxies, gate, rank=1):
     """One engine's row: the unit that runs (else the topology's), serving, rotation, model, build, last gate."""
     units = _units(e)
     up = [u for u in UNITS.values() if _up(units.get(u))]
@@ -258,7 +259,7 @@ def _engine(host, e, topology, split_head, proxies, gate):
     container = (e.get("containers") or {}).get(unit[:-len(".service")]) or {}
     model = args[0] if args else None
     if not api:
-        serving = "headless rank (the split's rank 1)"
+        serving = "headless rank (the split's rank %s)" % rank
     elif _failed(health):
         serving = "not probed: " + _failed(health)[:60]
     else:
@@ -374,7 +375,9 @@ def build(engines, proxies, inventory_topology, split_head=None, gate=None, floa
             view["not_read"].append({"host": host, "error": e.get("error")})
             attention.append("%s could not be read: %s" % (host, e.get("error") or "unreachable"))
             continue
-        row = _engine(host, e, fallback, split_head, proxies_ok, gate)
+        # A headless rank's number as the vllm_split role gives it (the head 0, the others in inventory order).
+        rank = split_rank(list(engines), host, split_head)["rank"]
+        row = _engine(host, e, fallback, split_head, proxies_ok, gate, 1 if rank is None else rank)
         view["engines"].append(row)
         if row["api"] and row["active"] and row["status"] != "serving":
             attention.append("%s: %s is %s but does not serve: %s" % (host, row["unit"], row["unit_state"], row["serving"]))

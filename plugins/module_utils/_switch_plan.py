@@ -29,6 +29,7 @@ Inputs, by host inventory name:
 from __future__ import annotations
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_record as tr
+from ansible_collections.factory_floor.llm.plugins.module_utils._engine_groups import split_rank
 from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
 from ansible_collections.factory_floor.llm.plugins.module_utils._running_topology import BOTH, running_topology
 
@@ -689,6 +690,16 @@ def model_words(plan, models=None, served_model_name=""):
                       served_model_name or "it"))
 
 
+def _other_ranks(engines, head):
+    """``spark-b (rank 1)``, or ``spark-b (rank 1), spark-c (rank 2)``: the split's ranks other than the head's, as the
+    vllm_split role numbers them (split_rank); every other engine host as rank 1 when the head is none of them."""
+    others = split_rank(list(engines), head, head)["others"] or [
+        {"host": host, "rank": 1} for host in engines if host != head]
+    if len(others) <= 1 or len({other["rank"] for other in others}) == 1:
+        return "%s (rank 1)" % ", ".join(other["host"] for other in others)
+    return ", ".join("%s (rank %d)" % (other["host"], other["rank"]) for other in others)
+
+
 def dry_run(plan, engines, head, units, startup=None, incumbent_score=None, min_score=None, models=None,
             served_model_name=""):
     """The plan a dry run of a topology switch prints, one line each: what stops, what starts, how long the model
@@ -720,8 +731,7 @@ def dry_run(plan, engines, head, units, startup=None, incumbent_score=None, min_
                          ", ".join(api_engines(other_topology, [h for h in engines if h in running], head)
                                    if running else []) or "nothing"))
         if topology == "split":
-            rank1 = [host for host in engines if host != head]
-            starts = "%s on %s (rank 0, serves the API) and %s (rank 1)" % (plan["unit"], head, ", ".join(rank1))
+            starts = "%s on %s (rank 0, serves the API) and %s" % (plan["unit"], head, _other_ranks(engines, head))
         else:
             starts = "%s on %s (one replica each)" % (plan["unit"], ", ".join(engines))
         served, other_model = model_words(plan, models, served_model_name)

@@ -86,7 +86,7 @@ SETTING_VARIABLES = {
     "node_rank": "the split's ranks (vllm_split)",
     "master_addr": "the split's head (vllm_link_address)",
     "master_port": "vllm_split_master_port",
-    "headless": "the split's rank 1 (vllm_split)",
+    "headless": "the split's ranks other than 0 (vllm_split)",
     "config": "vllm_api_key_next (the key rotation's --config file)",
     "host": "vllm_listen_host",
 }

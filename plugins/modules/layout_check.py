@@ -24,16 +24,19 @@ description:
     with the same C(vllm_port); two engines the proxy would reach at the same
     C(nginx_proxy_backend_address:vllm_port); the proxy's port equal to C(vllm_port) on a machine that runs both;
     a loopback C(nginx_proxy_backend_address) or C(vllm_listen_host) while a proxy runs on another machine."
-  - "For V(split) also: other than exactly two machines; C(vllm_split_group) not holding the same hosts as the
-    engine group; both ranks on one machine; C(vllm_split_head) outside the group; ranks that disagree on the
-    parallel sizes or the head; C(vllm_split_tensor_parallel_size) x C(vllm_split_pipeline_parallel_size) not
-    equal to the number of hosts (one rank per host)."
+  - "For V(split) (one group of every engine host, two or more) also: fewer than two machines;
+    C(vllm_split_group) not holding the same hosts as the engine group; two ranks on one machine;
+    C(vllm_split_head) outside the group; ranks that disagree on the parallel sizes or the head;
+    C(vllm_split_tensor_parallel_size) x C(vllm_split_pipeline_parallel_size) not equal to the number of hosts (one
+    rank per host); a tensor-parallel size the declared heads cannot be split over
+    (C(site_engine_groups_num_attention_heads), C(site_engine_groups_num_key_value_heads), when set)."
   - "For a declared C(site_engine_groups) (the site's engine groups, a list of lists of engine host names) also: a host
     outside O(engine_group), in no group or in two; a group size vLLM's tensor parallelism cannot split the model's
     heads over (C(site_engine_groups_num_attention_heads), C(site_engine_groups_num_key_value_heads), when set); two
     hosts of one group on one machine; engine hosts that disagree on it; and, until the playbooks run engine groups,
-    any grouping other than O(topology)'s own - every engine host its own group for V(replicas), the two hosts with
-    C(vllm_split_head) first for V(split) - each saying what to set instead."
+    any grouping other than O(topology)'s own - every engine host its own group for V(replicas), every engine host in
+    one group with C(vllm_split_head) first for V(split); several groups or groups of mixed sizes are not supported
+    yet - each saying what to set instead."
   - "Also refused, each naming the variable and the hosts, never a value: a variable the roles declare C(type: list)
     or C(type: dict) set to something else (O(value_types); Ansible's own check turns a string into a list or a dict
     for the check only, and the role then takes it character by character); an API key that is not a bearer token
@@ -211,7 +214,7 @@ errors:
       description: What is wrong and what to change.
       type: str
       sample: >-
-        topology 'split' runs one model over exactly two machines, one rank each, but group 'gb10' has 1: spark-1.
+        topology 'split' runs one model over two or more machines, one rank each, but group 'gb10' has 1: spark-1.
         To fix, add the second machine to gb10, or keep topology 'replicas' (one full copy per machine).
 layout:
   description: The layout as the module understood it.

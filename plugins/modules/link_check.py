@@ -44,7 +44,7 @@ options:
     type: str
     default: ""
   peer_address:
-    description: The other host's address on the link; empty skips the ping and the route.
+    description: The address on the link of the rank this host pings (the head; the head pings rank 1); empty skips the ping and the route.
     type: str
     default: ""
   ping_count:

@@ -11,14 +11,15 @@ module: link_collective
 short_description: One rank of a timed torch.distributed all-reduce over the split's link, inside the image that will serve
 version_added: 0.1.0
 description:
-  - Runs one rank of a two-rank C(torch.distributed) all-reduce on this host - inside a container of O(image) run the
+  - Runs one rank of an O(world_size)-rank C(torch.distributed) all-reduce on this host - inside a container of O(image) run the
     way the split's container is (host network, O(run_args) such as the GPU, IPC, the RDMA devices and the host's NCCL,
     and O(env) such as C(NCCL_SOCKET_IFNAME), C(GLOO_SOCKET_IFNAME), C(NCCL_IB_HCA)), or with the virtualenv's Python
     (O(runtime) C(venv)) - and returns how long it took, the bandwidth and, with NCCL, the transport NCCL logged
     (C(NCCL_DEBUG=INFO) in O(env)).
-  - Both ranks must run at the same time; run it on both hosts in one task (the C(vllm_split) role's C(link) entry point
-    runs it with C(async) so that the ranks meet even with C(forks) 1). Rank 0 listens on O(master_addr):O(master_port)
-    (torch's TCPStore); both then open Gloo's or NCCL's connections over the interfaces O(env) names.
+  - Every rank must run at the same time; run it on every host of the group in one task (the C(vllm_split) role's
+    C(link) entry point runs it with C(async) so that the ranks meet even with C(forks) 1). Rank 0 listens on
+    O(master_addr):O(master_port) (torch's TCPStore); all then open Gloo's or NCCL's connections over the interfaces
+    O(env) names.
   - The first all-reduce (connection set-up) is not timed; then O(iterations) all-reduces of O(size_mib) MiB of float32
     are, and a last one checks the sums. Bandwidth is nccl-tests' - C(algbw) = bytes / time per all-reduce, C(busbw) =
     C(algbw) x 2(n-1)/n - in GB/s (10^9 bytes).
@@ -45,11 +46,11 @@ options:
     type: str
     default: factory-floor-link-check
   rank:
-    description: This host's rank, 0 (it listens) or 1.
+    description: This host's rank, 0 (it listens) to O(world_size) - 1 (the C(vllm_split) role's C(--node-rank)).
     type: int
     required: true
   world_size:
-    description: Ranks taking part.
+    description: Ranks taking part (the C(vllm_split) role's group size, C(--nnodes)).
     type: int
     default: 2
   master_addr:

@@ -14,7 +14,7 @@ description:
   - "The C(factory_floor.llm.vllm_split) role's link steps. The module reads the variables it needs itself, as the task
     sees them (inventory, the role's defaults and vars)."
   - "O(step=read) runs M(factory_floor.llm.link_check) on the host: O(kind=link) the link itself (C(vllm_link_interface),
-    C(vllm_link_address), the other rank's address, the ports the split needs free on the head, C(vllm_split_rdma),
+    C(vllm_link_address), the address of the rank it pings (the head, or rank 1 from the head), the ports the split needs free on the head, C(vllm_split_rdma),
     C(vllm_split_nccl_ib_hca), C(vllm_split_rdma_devices), C(vllm_split_nccl_library)); O(kind=engine) only what NCCL
     logged in the running split unit's current run. Its result is M(factory_floor.llm.link_check)'s, with RV(link)."
   - "O(step=judge) (once, C(run_once)) reads from C(hostvars) the result each of the split's hosts (C(_vllm_split_hosts);
@@ -75,7 +75,7 @@ link:
   description:
     - V(read) V(link) - what the split's unit renders from this host's check (the role's C(vllm_split_link)) -
       C(hca) (the RDMA devices NCCL_IB_HCA names), C(device_nodes), C(nccl_library) (the host's, or empty),
-      C(interface) and C(peer) (the ping of the other rank). The rest of a read's result is
+      C(interface) and C(peer) (the ping of the rank it pinged). The rest of a read's result is
       M(factory_floor.llm.link_check)'s.
   returned: step read, kind link
   type: dict

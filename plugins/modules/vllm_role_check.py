@@ -15,12 +15,14 @@ description:
     variable and says what to change; the task fails with one message per problem (numbered when there are several).
     The module reads the variables the check needs itself, as the task sees them (inventory, the roles' defaults, an
     include's C(vars)), on the controller; only V(split) reads the host (the model's C(config.json), O(model_config))."
-  - "O(check=split) (the C(factory_floor.llm.vllm_split) role's C(preflight), each engine host): a layout the split
-    cannot run on - not exactly two machines in C(vllm_split_group) (C(_vllm_split_hosts)), C(vllm_split_head) not among
-    them, C(vllm_split_tensor_parallel_size) x C(vllm_split_pipeline_parallel_size) other than the number of machines,
-    an empty C(vllm_link_interface) or C(vllm_link_address); and a C(vllm_split_tensor_parallel_size) that does not
-    divide the attention heads of C(vllm_split_model) (C(num_attention_heads) of its C(config.json), or of its
-    C(text_config); O(model_config)) - vLLM would refuse to start."
+  - "O(check=split) (the C(factory_floor.llm.vllm_split) role's C(preflight), each engine host), each a refusal of its
+    own: fewer than two machines in C(vllm_split_group) (C(_vllm_split_hosts)); this host not one of them (one rank per
+    host); C(vllm_split_head) not among them; C(vllm_split_tensor_parallel_size) x C(vllm_split_pipeline_parallel_size)
+    other than the number of machines; an empty C(vllm_link_interface) or C(vllm_link_address) on this rank; no known
+    address of the head on the link (C(_vllm_split_head_address), vLLM's C(--master-addr)); and a
+    C(vllm_split_tensor_parallel_size) the heads of C(vllm_split_model) cannot be split over (C(num_attention_heads)
+    and C(num_key_value_heads) of its C(config.json), or of its C(text_config); O(model_config)) - vLLM would refuse to
+    start; the message names the sizes that work and the tensor x pipeline shapes that fill the group."
   - "O(check=watchdog) (the C(factory_floor.llm.vllm_watchdog) role's preflight): C(vllm_watchdog_topology) other than
     C(replicas)/C(split), an empty C(vllm_served_model_name), C(vllm_watchdog_interval) not above 0 s,
     C(vllm_watchdog_stall_window) below the interval, C(vllm_watchdog_probe_timeout), C(_startup_grace),
@@ -43,7 +45,8 @@ options:
       - Which refusals to check (see the description). The variables each reads, as the task sees them -
       - "V(split): C(inventory_hostname), C(vllm_split_group), C(_vllm_split_hosts) (the role's list of the group's
         machines), C(vllm_split_head), C(vllm_split_tensor_parallel_size), C(vllm_split_pipeline_parallel_size),
-        C(vllm_link_interface), C(vllm_link_address), C(vllm_split_model)."
+        C(vllm_link_interface), C(vllm_link_address), C(vllm_split_model), C(_vllm_split_head_address) (the role's
+        head address on the link; not checked where undefined)."
       - "V(watchdog): C(inventory_hostname), C(vllm_watchdog_topology), C(vllm_served_model_name), the
         C(vllm_watchdog_*) durations (seconds) and C(vllm_watchdog_max_restarts); with the split
         C(vllm_watchdog_split_group), C(_vllm_watchdog_split_hosts), C(vllm_watchdog_split_head), C(vllm_link_address),

@@ -42,7 +42,16 @@ def _load(*parts):
         return yaml.safe_load(handle) or {}
 
 
-def _variables(inventory, host, hosts, link, cli):
+def _host_vars(inventory, name):
+    """The host's host_vars; a third or fourth Spark the example does not list gets its link address by number
+    (spark-3: 10.10.10.3), as its host_vars would set it."""
+    path = os.path.join(ROOT, "inventory", inventory, "host_vars", name + ".yml")
+    if os.path.exists(path) or not name.startswith("spark-"):
+        return _load("inventory", inventory, "host_vars", name + ".yml")
+    return {"vllm_link_address": "10.10.10.%s" % name.split("-")[1]}
+
+
+def _variables(inventory, host, hosts, link, cli, extra=None):
     values = {}
     for where in ("site/defaults", "site/vars", "vllm/defaults", "vllm/vars", "vllm_split/defaults", "vllm_split/vars"):
         values.update(_trusted(_load("roles", where, "main.yml")))
@@ -51,8 +60,9 @@ def _variables(inventory, host, hosts, link, cli):
         group_vars.update(_load("inventory", inventory, "group_vars", name + ".yml"))
     hostvars = {}
     for name in hosts:
-        hostvars[name] = dict(group_vars, **_load("inventory", inventory, "host_vars", name + ".yml"), inventory_hostname=name)
+        hostvars[name] = dict(group_vars, **_host_vars(inventory, name), inventory_hostname=name)
     values.update(_trusted(group_vars))
+    values.update(_trusted(extra or {}))
     values.update(_trusted(hostvars[host]))
     values.update(inventory_hostname=host, groups={"gb10": hosts, "proxy": hosts}, hostvars=hostvars, ansible_facts={},
                   vllm_split_link=link, vllm_cli=cli, vllm_service_name="vllm-split.service")
@@ -73,10 +83,12 @@ def plan_args(templar):
     return ep.role_args(read, {})
 
 
-def render(inventory="example", host="spark-1", hosts=("spark-1", "spark-2"), link=None, cli=None):
-    """(argv, environment) of ``host``'s rank as plan.yml's engine_plan composes them from the role's variables."""
+def render(inventory="example", host="spark-1", hosts=("spark-1", "spark-2"), link=None, cli=None, extra=None):
+    """(argv, environment) of ``host``'s rank as plan.yml's engine_plan composes them from the role's variables
+    (``extra``: group_vars on top of the inventory's)."""
     templar = role_templar(_variables(
-        inventory, host, list(hosts), SPARK_LINK if link is None else link, {"nccl_library": IMAGE_NCCL} if cli is None else cli))
+        inventory, host, list(hosts), SPARK_LINK if link is None else link, {"nccl_library": IMAGE_NCCL} if cli is None else cli,
+        extra))
     (task,) = [task for task in _load("roles", "vllm", "tasks", "plan.yml") if "factory_floor.llm.engine_plan" in task]
     assert task["factory_floor.llm.engine_plan"] == {}  # every option from the role's variables
     defaults = {name: spec.get("default") for name, spec in ARGUMENT_SPEC.items()}
@@ -127,6 +139,65 @@ def test_the_lab_split_runs_gloo_over_its_own_link():
     assert env["VLLM_HOST_IP"] == "10.89.8.10" and env["NCCL_IB_DISABLE"] == "1"
     assert argv[argv.index("--master-addr") + 1] == "10.89.8.10"
     assert not [a for a in argv if a.startswith(("--device=", "--cap-add", "--gpus"))]
+
+
+THREE = ("spark-1", "spark-2", "spark-3")
+FOUR = THREE + ("spark-4",)
+
+
+def _flags(argv):
+    serve = argv[argv.index("serve") + 1:]
+    flags = ("--tensor-parallel-size", "--nnodes", "--node-rank", "--master-addr", "--master-port")
+    return {flag: serve[serve.index(flag) + 1] for flag in flags}
+
+
+@pytest.mark.parametrize("hosts, sizes, head", [
+    (THREE, {"vllm_split_tensor_parallel_size": 3}, None),
+    (FOUR, {"vllm_split_tensor_parallel_size": 4}, None),
+    (FOUR, {"vllm_split_tensor_parallel_size": 2, "vllm_split_pipeline_parallel_size": 2}, None),
+    (FOUR, {"vllm_split_tensor_parallel_size": 4}, "spark-3"),
+])
+def test_every_rank_of_three_or_four_sparks_meets_at_the_heads_link_address(hosts, sizes, head):
+    extra = dict(sizes, **({"vllm_split_head": head} if head else {}))
+    order = [head or hosts[0]] + [host for host in hosts if host != (head or hosts[0])]
+    head_address = "10.10.10.%s" % order[0].split("-")[1]
+    for host in hosts:
+        argv, env = render(host=host, hosts=hosts, extra=extra)
+        rank = order.index(host)
+        flags = _flags(argv)
+        assert flags == {"--tensor-parallel-size": str(sizes["vllm_split_tensor_parallel_size"]),
+                         "--nnodes": str(len(hosts)), "--node-rank": str(rank), "--master-addr": head_address,
+                         "--master-port": "29500"}, host
+        assert ("--headless" in argv) == (rank != 0), host
+        pipeline = sizes.get("vllm_split_pipeline_parallel_size", 1)
+        if pipeline > 1:
+            assert argv[argv.index("--pipeline-parallel-size") + 1] == str(pipeline)
+        else:
+            assert "--pipeline-parallel-size" not in argv
+        assert env["VLLM_HOST_IP"] == "10.10.10.%s" % host.split("-")[1]
+
+
+@pytest.mark.parametrize("hosts, host, words", [
+    (("spark-1", "spark-2"), "spark-1", "vLLM split rank 0/2: "),
+    (("spark-1", "spark-2"), "spark-2", "vLLM split rank 1/2: "),
+    (THREE, "spark-3", "vLLM split rank 2/3: "),
+    (FOUR, "spark-1", "vLLM split rank 0/4: "),
+    (FOUR, "spark-4", "vLLM split rank 3/4: "),
+])
+def test_the_units_description_names_the_rank_of_n(hosts, host, words):
+    extra = {"vllm_split_tensor_parallel_size": len(hosts)}
+    templar = role_templar(_variables("example", host, list(hosts), SPARK_LINK, {"nccl_library": IMAGE_NCCL}, extra))
+    description = templar.template(trust_as_template("{{ _vllm_split_service_description }}"))
+    assert description.startswith(words)
+    assert description.endswith(" (API on port 8000)" if words.split()[3].startswith("0/") else " (headless)")
+
+
+@pytest.mark.parametrize("host, peer", [("spark-1", "10.10.10.2"), ("spark-2", "10.10.10.1"),
+                                        ("spark-3", "10.10.10.1"), ("spark-4", "10.10.10.1")])
+def test_each_rank_pings_the_head_and_the_head_pings_rank_1(host, peer):
+    templar = role_templar(_variables("example", host, list(FOUR), SPARK_LINK, {"nccl_library": IMAGE_NCCL},
+                                      {"vllm_split_tensor_parallel_size": 4}))
+    assert templar.template(trust_as_template("{{ _vllm_split_peer_address }}")) == peer
 
 
 def readme_block(argv, env):
@@ -195,3 +266,19 @@ def test_a_site_without_link_settings_renders_the_rank_it_stops():
     templar = role_templar(variables)
     assert templar.template(trust_as_template("{{ _vllm_split_head_address }}")) == ""
     assert templar.template(trust_as_template("{{ _vllm_split_peer_address }}")) == ""
+
+
+@pytest.mark.parametrize("hosts, nnodes", [(["spark-1"], 2), (["spark-1", "spark-2"], 2), (list(THREE), 3), (list(FOUR), 4)])
+def test_the_image_check_asks_the_build_about_the_groups_nnodes(hosts, nnodes):
+    # The deploy and switch preflights ask the build about the split's flags with the vllm role's settings (a site of
+    # one engine host still asks about a pair: --nnodes 1 is no split).
+    templar = role_templar(_variables("example", hosts[0], hosts, SPARK_LINK, {"nccl_library": IMAGE_NCCL}))
+    assert templar.template(trust_as_template("{{ _vllm_cli_check_settings.split.nnodes }}")) == nnodes
+
+
+@pytest.mark.parametrize("rank, host", list(enumerate(FOUR)))
+def test_the_four_spark_example_splits_over_four_ranks_meeting_at_spark_1(rank, host):
+    argv, env = render(inventory="example-four", host=host, hosts=FOUR)
+    assert _flags(argv) == {"--tensor-parallel-size": "4", "--nnodes": "4", "--node-rank": str(rank),
+                            "--master-addr": "10.10.10.1", "--master-port": "29500"}
+    assert ("--headless" in argv) == (rank > 0) and env["VLLM_HOST_IP"] == "10.10.10.%d" % (rank + 1)

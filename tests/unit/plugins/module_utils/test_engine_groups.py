@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.factory_floor.llm.plugins.filter.proxy_members import proxy_members as proxy_members_filter
+from ansible_collections.factory_floor.llm.plugins.filter.split_rank import split_rank as split_rank_filter
 from ansible_collections.factory_floor.llm.plugins.module_utils._engine_groups import (
     api_hosts,
     check_grouping,
@@ -17,6 +20,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._engine_groups i
     is_supported,
     moves_report,
     proxy_members,
+    split_rank,
     split_sizes,
     topology_of,
 )
@@ -168,10 +172,55 @@ def test_the_proxy_members_filter_refuses_what_is_no_grouping():
 @pytest.mark.parametrize("grouping, supported", [
     ([["spark-a"], ["spark-b"], ["spark-c"]], True),
     ([["spark-a", "spark-b"]], True),
-    ([["spark-a", "spark-b", "spark-c"]], False),
+    ([["spark-a", "spark-b", "spark-c"]], True),
+    ([["spark-a", "spark-b", "spark-c", "spark-d"]], True),
     ([["spark-a", "spark-b"], ["spark-c"]], False),
     ([["spark-a", "spark-b"], ["spark-c", "spark-d"]], False),
 ])
-def test_the_playbooks_run_the_two_topologies_groupings_only(grouping, supported):
+def test_the_playbooks_run_replicas_and_one_split_group_of_every_host_only(grouping, supported):
     assert is_supported(grouping) is supported
     assert api_hosts(grouping) == [group[0] for group in grouping]
+
+
+# --- split_rank: where each host runs in a split group ---------------------------------------------
+
+@pytest.mark.parametrize("grouping, host, head, group, rank, others, peer", [
+    # two hosts: the head is vllm_split_head when in the group, else the first host
+    (["spark-a", "spark-b"], "spark-a", None, ["spark-a", "spark-b"], 0, ["spark-b"], "spark-b"),
+    (["spark-a", "spark-b"], "spark-b", None, ["spark-a", "spark-b"], 1, ["spark-a"], "spark-a"),
+    (["spark-a", "spark-b"], "spark-a", "spark-b", ["spark-b", "spark-a"], 1, ["spark-b"], "spark-b"),
+    (["spark-a", "spark-b"], "spark-a", "spark-x", ["spark-a", "spark-b"], 0, ["spark-b"], "spark-b"),
+    # three and four: the others follow the group's order; each pings the head, the head pings rank 1
+    (FOUR[:3], "spark-c", None, FOUR[:3], 2, ["spark-a", "spark-b"], "spark-a"),
+    (FOUR, "spark-a", "spark-c", ["spark-c", "spark-a", "spark-b", "spark-d"], 1,
+     ["spark-c", "spark-b", "spark-d"], "spark-c"),
+    (FOUR, "spark-c", "spark-c", ["spark-c", "spark-a", "spark-b", "spark-d"], 0,
+     ["spark-a", "spark-b", "spark-d"], "spark-a"),
+    (FOUR, "spark-d", None, FOUR, 3, ["spark-a", "spark-b", "spark-c"], "spark-a"),
+    # several groups: each its own head and rendezvous; vllm_split_head heads only its own group
+    ([["spark-a", "spark-b"], ["spark-c", "spark-d"]], "spark-d", None, ["spark-c", "spark-d"], 1, ["spark-c"],
+     "spark-c"),
+    ([["spark-a", "spark-b"], ["spark-c", "spark-d"]], "spark-a", "spark-d", ["spark-a", "spark-b"], 0, ["spark-b"],
+     "spark-b"),
+    ([["spark-a", "spark-b"], ["spark-c", "spark-d"]], "spark-c", "spark-d", ["spark-d", "spark-c"], 1, ["spark-d"],
+     "spark-d"),
+])
+def test_split_rank_table(grouping, host, head, group, rank, others, peer):
+    found = split_rank(grouping, host, head)
+    assert found["group"] == group and found["rank"] == rank and found["nnodes"] == len(group)
+    assert found["head"] == group[0] and found["is_head"] == (rank == 0)
+    assert found["others"] == [{"host": name, "rank": group.index(name)} for name in others]
+    assert found["peer"] == peer
+
+
+def test_a_host_in_no_split_group_has_no_rank():
+    assert split_rank([["spark-a", "spark-b"]], "spark-c", "spark-a") == {
+        "group": [], "rank": None, "nnodes": 0, "head": "", "is_head": False, "others": [], "peer": ""}
+    assert split_rank([], "spark-a") == split_rank(None, "spark-a") == split_rank([["spark-b"]], "spark-a")
+
+
+def test_the_split_rank_filter_takes_one_group_or_several():
+    assert split_rank_filter(["spark-a", "spark-b", "spark-c"], "spark-b", "spark-c")["rank"] == 2
+    assert split_rank_filter([["spark-a", "spark-b"], ["spark-c"]], "spark-c", "")["is_head"] is True
+    with pytest.raises(AnsibleFilterError, match="split_rank expects"):
+        split_rank_filter("spark-a", "spark-a")

@@ -119,6 +119,23 @@ def test_head_can_be_the_second_host():
     assert result["layout"]["serving"] == ["spark-2"]
 
 
+@pytest.mark.parametrize("hosts, sizes, declared", [
+    (["a", "b", "c"], {"vllm_split_tensor_parallel_size": 3}, {}),
+    (["a", "b", "c", "d"], {"vllm_split_tensor_parallel_size": 4}, {}),
+    (["a", "b", "c", "d"], {"vllm_split_tensor_parallel_size": 2, "vllm_split_pipeline_parallel_size": 2}, {}),
+    (["a", "b", "c", "d"], {"vllm_split_tensor_parallel_size": 4},
+     {"site_engine_groups_num_attention_heads": 32, "site_engine_groups_num_key_value_heads": 8}),
+    (["a", "b", "c", "d"], {"vllm_split_tensor_parallel_size": 4, "vllm_split_head": "c"},
+     {"site_engine_groups": [["c", "a", "b", "d"]]}),
+    (["a", "b", "c"], {"vllm_split_tensor_parallel_size": 3}, {"site_engine_groups": [["a", "b", "c"]]}),
+])
+def test_a_split_over_every_engine_host_is_one_group_of_n(hosts, sizes, declared):
+    groups, hostvars = site(hosts, ["gw"], **{host: dict(sizes, **declared) for host in hosts})
+    result = check_layout("split", groups, hostvars)
+    assert result["errors"] == [], format_errors(result["errors"])
+    assert result["layout"]["serving"] == [sizes.get("vllm_split_head", hosts[0])]
+
+
 def test_ports_given_as_strings_are_numbers():
     groups, hostvars = site(["a"], ["a"], a={"vllm_port": "8000", "site_proxy_port": "8080"})
     assert check_layout("replicas", groups, hostvars)["errors"] == []
@@ -127,11 +144,25 @@ def test_ports_given_as_strings_are_numbers():
 # ----------------------------------------------------------- impossible layouts
 # (topology, groups, hostvars, the check that must fail, words its message must hold)
 
+# Three ranks, a and b on one machine; four ranks of a model with 9 attention heads and 3 key/value heads.
+TWO_OF_THREE_ON_ONE_MACHINE = {host: {"vllm_split_tensor_parallel_size": 3, "ansible_host": address}
+                               for host, address in (("a", "10.0.0.1"), ("b", "10.0.0.1"), ("c", "10.0.0.2"))}
+FOUR_WITH_NINE_HEADS = {host: {"vllm_split_tensor_parallel_size": 4, "site_engine_groups_num_attention_heads": 9,
+                               "site_engine_groups_num_key_value_heads": 3} for host in "abcd"}
+
 IMPOSSIBLE = [
     pytest.param("split", *site(["spark-1"], ["spark-1"]), "split_hosts", ["gb10", "spark-1", "1", "replicas"],
                  id="split-on-one-host"),
-    pytest.param("split", *site(["a", "b", "c"], ["gw"]), "split_hosts", ["gb10", "3", "a, b, c"],
-                 id="split-on-three-hosts"),
+    pytest.param("split", *site(["a", "b", "c"], ["gw"]), "split_parallel",
+                 ["= 2 ranks", "each of the 3 hosts", "a, b, c", "Make the product 3", "vllm_split_tensor_parallel_size 3"],
+                 id="split-on-three-hosts-with-tensor-parallel-2"),
+    pytest.param("split", *site(["a", "b", "c"], ["gw"], **TWO_OF_THREE_ON_ONE_MACHINE), "split_machines",
+                 ["a", "b", "same machine", "one machine per rank, 3", "ansible_host"],
+                 id="split-two-of-three-ranks-on-one-machine"),
+    pytest.param("split", *site(["a", "b", "c", "d"], ["gw"], **FOUR_WITH_NINE_HEADS), "split_heads",
+                 ["is 4 on a, b, c, d", "(9, site_engine_groups_num_attention_heads)", "(3, ", "split only over 3 ranks",
+                  "make group 'gb10' (vllm_split_group) 3 machines"],
+                 id="split-over-four-with-heads-that-do-not-split-four-ways"),
     pytest.param("replicas", *site([], ["spark-1"]), "no_engines", ["gb10", "spark-1", "proxy"],
                  id="proxy-with-no-replicas"),
     pytest.param("replicas", {"proxy": ["gw"]}, {}, "no_engines", ["gb10", "not in the inventory", "gw"],
@@ -296,7 +327,8 @@ def test_all_problems_reported_at_once():
                             a2={"ansible_host": "h", "topology": "split"}, b={"vllm_listen_host": "127.0.0.1"})
     result = check_layout("split", groups, hostvars)
     checks = [error["check"] for error in result["errors"]]
-    assert checks == ["topology_differs", "split_hosts", "proxy_port_shared"], format_errors(result["errors"])
+    assert checks == ["topology_differs", "split_parallel", "split_machines", "proxy_port_shared"], \
+        format_errors(result["errors"])
     message = format_errors(result["errors"])
     assert message.splitlines()[1].startswith("1) ")
     assert message.splitlines()[3].startswith("3) ")

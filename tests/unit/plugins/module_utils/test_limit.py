@@ -120,6 +120,12 @@ def test_the_proxy_address_is_refused_when_it_cannot_be_read():
      "factory_floor.llm.deploy with --limit spark-a: the split deploys as a pair - both ranks restart together with one "
      "gpu_memory_utilization (the tighter host's) and rank 1 is given rank 0's address on the link - but spark-b is "
      "left out. Use --limit spark-a,spark-b, or no --limit. Nothing has changed."),
+    ("deploy", ["spark-a", "spark-b"], {"topology": "split", "limit": "spark-a,spark-b", "addresses": ["gateway"],
+                                        "engines": ["spark-a", "spark-b", "spark-c"],
+                                        "inventory": ["spark-a", "spark-b", "spark-c", "gateway"]},
+     "factory_floor.llm.deploy with --limit spark-a,spark-b: the split deploys as one group - its 3 ranks restart "
+     "together with one gpu_memory_utilization (the tightest host's) and every other rank is given rank 0's address on "
+     "the link - but spark-c is left out. Use --limit spark-a,spark-b,spark-c, or no --limit. Nothing has changed."),
     ("deploy", ["spark-1"], {"site": EXAMPLE, "limit": "spark-1", "addresses": ["spark-1", "spark-2"]},
      "factory_floor.llm.deploy with --limit spark-1: the proxy hosts share a floating address, and each one's "
      "keepalived is written with the others as its VRRP peers, planned from the proxy hosts in the run; spark-2 is left "

@@ -322,6 +322,47 @@ def test_assess_a_good_pair_and_the_message():
     assert text == "Refused.\n- spark-b: eth1 is down. Fix: ip link set eth1 up."
 
 
+def _group(count, changes=None):
+    """Each rank of a group of ``count`` on a good link: rank 0 (spark-a, 10.89.8.10) pings rank 1, every other rank
+    pings the head (the vllm_split role's _vllm_split_peer)."""
+    names = ["spark-a", "spark-b", "spark-c", "spark-d"][:count]
+    results = {}
+    for number, host in enumerate(names):
+        address = "10.89.8.%d" % (10 + number)
+        peer = "10.89.8.11" if number == 0 else "10.89.8.10"
+        results[host] = _observed(**dict({"address": address, "peer_address": peer, "address_holder": "eth1",
+                                          "peer": {"address": peer}}, **(changes or {}).get(host, {})))
+    return results
+
+
+@pytest.mark.parametrize("count", [3, 4])
+def test_a_good_link_of_three_or_four_ranks(count):
+    report = lc.assess(_group(count))
+    assert report["ok"] and report["problems"] == [], report["problems"]
+    assert [line.split(";")[1] for line in report["summary"]] == \
+        [" peer 10.89.8.11 3/3 at 9000 bytes DF (0.10 ms)"] + [" peer 10.89.8.10 3/3 at 9000 bytes DF (0.10 ms)"] * (count - 1)
+
+
+def test_in_a_group_each_rank_names_the_host_it_pinged():
+    expect = lc.expectations(_group(4))
+    assert {host: e["peer_host"] for host, e in expect.items()} == {
+        "spark-a": "spark-b", "spark-b": "spark-a", "spark-c": "spark-a", "spark-d": "spark-a"}
+    report = lc.assess(_group(3, {"spark-c": {"peer": {"received": 0}}}))
+    assert [(p["host"], p["what"][:60]) for p in report["problems"]] == [
+        ("spark-c", "spark-a's link address 10.89.8.10 does not answer over eth1:")]
+
+
+def test_in_a_group_different_mtus_and_a_shared_address_name_every_host():
+    report = lc.assess(_group(3, {"spark-c": {"interface": dict(_observed()["interface"], mtu=1500)}}))
+    (mtu,) = [p for p in report["problems"] if "different MTUs" in p["what"]]
+    assert mtu["host"] == "spark-a and spark-b and spark-c"
+    assert mtu["what"].startswith("the 3 hosts' ends of the link have different MTUs: spark-a eth1 9000")
+    assert "set the same MTU on all" in mtu["fix"]
+    results = _group(3, {"spark-b": {"address": "10.89.8.10"}, "spark-c": {"address": "10.89.8.10"}})
+    assert any(p["what"] == "all have vllm_link_address 10.89.8.10" and p["host"] == "spark-a and spark-b and spark-c"
+               for p in lc.assess(results)["problems"])
+
+
 # --------------------------------------------------------- the collective
 
 GOOD = {"ok": True, "backend": "gloo", "rank": 0, "size_mib": 64, "iterations": 20, "seconds_per_iteration": 0.05,
@@ -349,6 +390,17 @@ def test_each_collective_refusal(result, expect, what, fix):
     settings.update(expect)
     problems = lc.collective_problems({"spark-b": result}, settings)
     assert any(p["host"] == "spark-b" and what in p["what"] and fix in p["fix"] for p in problems), problems
+
+
+def test_a_collective_of_four_ranks():
+    names = ["spark-a", "spark-b", "spark-c", "spark-d"]
+    ranks = {host: dict(GOOD, rank=rank, world_size=4) for rank, host in enumerate(names)}
+    assert lc.collective_problems(ranks, {"rdma": "auto"}) == []
+    ranks["spark-d"] = {"ok": False, "error": "RuntimeError: Timed out after 180 seconds waiting for clients"}
+    expect = {"rdma": "auto", "master": "10.89.8.10:29501", "head": "spark-a", "interface": "eth1"}
+    (problem,) = lc.collective_problems(ranks, expect)
+    assert problem["host"] == "spark-d" and problem["fix"].startswith("all 4 ranks must run at once")
+    assert "reach 10.89.8.10:29501: check the firewall on spark-a" in problem["fix"]
 
 
 def test_a_good_collective_and_its_summary():

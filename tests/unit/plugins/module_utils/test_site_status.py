@@ -192,6 +192,16 @@ def test_the_split_head_serves_and_rank_1_is_headless():
     assert result["topology"]["running"] == "split" and result["attention"] == []
 
 
+@pytest.mark.parametrize("head, ranks", [("spark-a", [None, 1, 2, 3]), ("spark-c", [1, 2, None, 3])])
+def test_a_split_over_four_names_each_headless_ranks_number(head, ranks):
+    names = ["spark-a", "spark-b", "spark-c", "spark-d"]
+    engines = {name: engine(name, "split") for name in names}
+    result = site.build(engines, {"gateway": proxy(in_rotation=[head])}, "split", split_head=head, now=NOW)
+    assert [row["serving"] if not row["api"] else None for row in result["engines"]] == [
+        None if rank is None else "headless rank (the split's rank %d)" % rank for rank in ranks]
+    assert [row["host"] for row in result["engines"] if row["api"]] == [head]
+
+
 def test_both_topologies_running_is_named():
     engines = {"spark-a": engine("spark-a"), "spark-b": engine("spark-b", "split")}
     assert view(engines=engines)["topology"]["running"] == "both (replicas and split)"

@@ -762,3 +762,17 @@ def test_a_never_gated_build_on_two_replicas_splits_the_suite_and_says_so():
     failed = sp.switch_plan("replicas", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], True, {}, {}, ["spark-b"],
                             known_build=NEVER)
     assert failed["gate_split"] == [] and failed["gate_hosts"] == []
+
+
+@pytest.mark.parametrize("engines, head, words", [
+    (["spark-a", "spark-b"], "spark-a", "spark-a (rank 0, serves the API) and spark-b (rank 1)"),
+    (["spark-a", "spark-b", "spark-c"], "spark-a",
+     "spark-a (rank 0, serves the API) and spark-b (rank 1), spark-c (rank 2)"),
+    (["spark-a", "spark-b", "spark-c", "spark-d"], "spark-c",
+     "spark-c (rank 0, serves the API) and spark-a (rank 1), spark-b (rank 2), spark-d (rank 3)"),
+])
+def test_the_dry_run_of_a_split_over_three_or_four_names_each_rank(engines, head, words):
+    plan = sp.switch_plan("split", engines, head, {host: REPLICAS for host in engines}, (), False, None, None, None,
+                          None)
+    (starts,) = [line for line in plan["dry_run"] if line.startswith("Starts: ")]
+    assert starts.startswith("Starts: vllm-split.service on " + words + ", rendered and checked"), starts

@@ -39,60 +39,109 @@ def messages(name, variables, observed=None):
     return [error["message"] for error in rc.check(name, variables, observed)]
 
 
-LAYOUT = ("The split topology needs exactly two machines in group 'gb10' (it has {n}: {hosts}), vllm_split_head "
-          "({head}) among them, vllm_split_tensor_parallel_size x vllm_split_pipeline_parallel_size ({tp} x {pp}) equal "
-          "to the number of machines, and vllm_link_interface / vllm_link_address (the direct link) set on spark-1 "
-          "(now '{iface}' / '{addr}').")
+GROUP = "group 'gb10' (vllm_split_group)"
+THREE = ["spark-1", "spark-2", "spark-3"]
+FOUR = THREE + ["spark-4"]
 
 
-def layout(n=2, hosts="spark-1, spark-2", head="spark-1", tp=2, pp=1, iface="enp1s0f0np0", addr="10.10.10.1"):
-    return LAYOUT.format(n=n, hosts=hosts, head=head, tp=tp, pp=pp, iface=iface, addr=addr)
-
-
-@pytest.mark.parametrize("changes, expected", [
-    ({"_vllm_split_hosts": ["spark-1"]}, layout(n=1, hosts="spark-1")),
-    ({"_vllm_split_hosts": ["spark-1", "spark-2", "spark-3"], "vllm_split_tensor_parallel_size": 3},
-     layout(n=3, hosts="spark-1, spark-2, spark-3", tp=3)),
-    ({"vllm_split_head": "spark-9"}, layout(head="spark-9")),
-    ({"vllm_split_pipeline_parallel_size": 2}, layout(pp=2)),
-    ({"vllm_split_tensor_parallel_size": 1, "vllm_split_pipeline_parallel_size": 2}, None),
-    ({"vllm_link_interface": ""}, layout(iface="")),
-    ({"vllm_link_address": ""}, layout(addr="")),
-    ({}, None),
+@pytest.mark.parametrize("changes, check, words", [
+    # the group: two or more machines, this host one of them, the head among them
+    ({"_vllm_split_hosts": ["spark-1"]}, "split_hosts",
+     "The split runs one model over two or more machines, one rank each, but %s has 1: spark-1. Add machines to it, "
+     "or run topology 'replicas' (one full copy per machine)." % GROUP),
+    ({"_vllm_split_hosts": []}, "split_hosts", "but %s has 0: none." % GROUP),
+    ({"_vllm_split_hosts": ["spark-2", "spark-3"], "vllm_split_head": "spark-2"}, "split_member",
+     "spark-1 would run a rank of the split but is not in %s (spark-2, spark-3): each rank runs on one host of the "
+     "group. Add spark-1 to the group, or leave it out of the play (--limit)." % GROUP),
+    ({"vllm_split_head": "spark-9"}, "split_head",
+     "vllm_split_head (spark-9) is not in %s (spark-1, spark-2): set it to one of them, or remove it (the group's "
+     "first host is the head, rank 0)." % GROUP),
+    # tensor x pipeline parallel size = the group's size
+    ({"vllm_split_pipeline_parallel_size": 2}, "split_parallel",
+     "vllm_split_tensor_parallel_size x vllm_split_pipeline_parallel_size (2 x 2) must equal the number of machines "
+     "in %s (2, one rank each): set vllm_split_tensor_parallel_size 2 and vllm_split_pipeline_parallel_size 1 (or "
+     "another pair whose product is 2)." % GROUP),
+    ({"_vllm_split_hosts": THREE}, "split_parallel", "(2 x 1) must equal the number of machines in %s (3, one rank "
+                                                     "each): set vllm_split_tensor_parallel_size 3" % GROUP),
+    # every rank's link: its own settings, and the head's address it meets at
+    ({"vllm_link_interface": ""}, "split_link",
+     "Every rank needs its direct link: vllm_link_interface / vllm_link_address on spark-1 are '' / '10.10.10.1'. Set "
+     "both in its host_vars (the interface of the link and this host's address on it)."),
+    ({"vllm_link_address": ""}, "split_link", "on spark-1 are 'enp1s0f0np0' / ''."),
+    ({"_vllm_split_head_address": "", "inventory_hostname": "spark-2", "vllm_link_address": "10.10.10.2"},
+     "split_head_link",
+     "The head spark-1 has no known address on the direct link, so rank spark-2 cannot meet it (--master-addr): set "
+     "vllm_link_address in spark-1's host_vars, or gather its facts in this run (its vllm_link_interface's address)."),
 ])
-def test_the_split_layout(changes, expected):
-    assert messages("split", dict(SPLIT, **changes)) == ([expected] if expected else [])
+def test_each_split_refusal(changes, check, words):
+    errors = rc.check("split", dict(SPLIT, **changes))
+    assert [error["check"] for error in errors] == [check]
+    assert words in errors[0]["message"]
 
 
-HEADS = ("/models/q has {heads} attention heads, which vllm_split_tensor_parallel_size={tp} cannot divide: vLLM would "
-         "refuse to start. Use a tensor-parallel size that divides {heads}, or split by layers "
-         "(vllm_split_pipeline_parallel_size) instead.")
-
-
-@pytest.mark.parametrize("observed, tp, expected", [
-    ({"model_config": config(num_attention_heads=14)}, 2, None),
-    ({"model_config": config(num_attention_heads=15)}, 2, HEADS.format(heads=15, tp=2)),
-    ({"model_config": config(text_config={"num_attention_heads": 15})}, 2, HEADS.format(heads=15, tp=2)),
-    ({"model_config": config(architectures=["X"])}, 2, None),     # names no heads: vLLM decides
-    ({"model_config": {"skipped": True}}, 2, None),                # a model by name, not read
-    ({"model_config": {"failed": False, "msg": "file not found"}}, 2, None),
-    ({}, 2, None),
+@pytest.mark.parametrize("changes", [
+    {},
+    {"vllm_split_tensor_parallel_size": 1, "vllm_split_pipeline_parallel_size": 2},
+    {"_vllm_split_hosts": THREE, "vllm_split_tensor_parallel_size": 3},
+    {"_vllm_split_hosts": FOUR, "vllm_split_tensor_parallel_size": 4, "inventory_hostname": "spark-4"},
+    {"_vllm_split_hosts": FOUR, "vllm_split_tensor_parallel_size": 2, "vllm_split_pipeline_parallel_size": 2},
+    {"_vllm_split_hosts": FOUR, "vllm_split_tensor_parallel_size": 4, "vllm_split_head": "spark-3"},
+    {"_vllm_split_head_address": "10.10.10.1"},
 ])
-def test_the_tensor_parallel_size_divides_the_heads(observed, tp, expected):
-    assert messages("split", dict(SPLIT, vllm_split_tensor_parallel_size=tp), observed) == (
-        [expected] if expected else [])
+def test_a_group_of_two_three_or_four_passes(changes):
+    assert messages("split", dict(SPLIT, **changes)) == []
+
+
+HEADS = ("/models/q has num_attention_heads {heads} and num_key_value_heads {kv}, which "
+         "vllm_split_tensor_parallel_size={tp} cannot split: vLLM would refuse to start. Tensor-parallel sizes that "
+         "work: {sizes}. Over the {n} machines of group 'gb10' (vllm_split_group): {shapes}{larger}.")
+
+
+def heads(heads, kv, tp, sizes, n=2, shapes="vllm_split_tensor_parallel_size 1 x vllm_split_pipeline_parallel_size 2",
+          larger=None):
+    return HEADS.format(heads=heads, kv=kv, tp=tp, sizes=sizes, n=n, shapes=shapes, larger=(
+        "; or make the group %s machines (tensor parallelism alone)" % larger if larger else ""))
+
+
+@pytest.mark.parametrize("observed, tp, hosts, expected", [
+    ({"model_config": config(num_attention_heads=14)}, 2, 2, None),
+    ({"model_config": config(num_attention_heads=15)}, 2, 2, heads(15, 15, 2, "1, 3, 5", larger="3 or 5")),
+    ({"model_config": config(text_config={"num_attention_heads": 15})}, 2, 2,
+     heads(15, 15, 2, "1, 3, 5", larger="3 or 5")),
+    # key/value heads: split when at least as many as ranks, else replicated (the size a multiple of them)
+    ({"model_config": config(num_attention_heads=32, num_key_value_heads=8)}, 4, 4, None),
+    ({"model_config": config(num_attention_heads=32, num_key_value_heads=8)}, 3, 3,
+     heads(32, 8, 3, "1, 2, 4, 8", n=3, shapes="vllm_split_tensor_parallel_size 1 x vllm_split_pipeline_parallel_size 3",
+           larger="2 or 4 or 8")),
+    ({"model_config": config(num_attention_heads=12, num_key_value_heads=3)}, 2, 2,
+     heads(12, 3, 2, "1, 3, 6", larger="3 or 6")),
+    ({"model_config": config(num_attention_heads=12, num_key_value_heads=3)}, 3, 3, None),
+    ({"model_config": config(num_attention_heads=9, num_key_value_heads=3)}, 4, 4,
+     heads(9, 3, 4, "1, 3", n=4, shapes="vllm_split_tensor_parallel_size 1 x vllm_split_pipeline_parallel_size 4",
+           larger="3")),
+    ({"model_config": config(architectures=["X"])}, 2, 2, None),     # names no heads: vLLM decides
+    ({"model_config": {"skipped": True}}, 2, 2, None),                # a model by name, not read
+    ({"model_config": {"failed": False, "msg": "file not found"}}, 2, 2, None),
+    ({}, 2, 2, None),
+])
+def test_the_tensor_parallel_size_splits_the_heads(observed, tp, hosts, expected):
+    variables = dict(SPLIT, vllm_split_tensor_parallel_size=tp, _vllm_split_hosts=FOUR[:hosts])
+    assert messages("split", variables, observed) == ([expected] if expected else [])
 
 
 def test_a_bad_layout_and_bad_heads_are_both_named():
     errors = rc.check("split", dict(SPLIT, _vllm_split_hosts=["spark-1"]), {"model_config": config(num_attention_heads=7)})
-    assert [error["check"] for error in errors] == ["split_layout", "split_heads"]
-    assert rc.format_errors(errors).startswith("1) The split topology needs exactly two machines")
+    assert [error["check"] for error in errors] == ["split_hosts", "split_heads"]
+    assert rc.format_errors(errors).startswith("1) The split runs one model over two or more machines")
+    assert errors[1]["message"].endswith("Tensor-parallel sizes that work: 1, 7.")
 
 
 def test_the_split_layout_is_a_function_of_the_hosts_list():
     hosts = ["a", "b", "c"]
     assert rc.split_layout_ok(hosts, "a", 3, 1, "eth1", "10.0.0.1", needed=3)
-    assert not rc.split_layout_ok(hosts, "a", 3, 1, "eth1", "10.0.0.1")       # today: exactly SPLIT_HOSTS
+    assert rc.split_layout_ok(hosts, "a", 3, 1, "eth1", "10.0.0.1")            # two or more
+    assert not rc.split_layout_ok(hosts, "a", 3, 1, "eth1", "10.0.0.1", needed=2)
+    assert not rc.split_layout_ok(["a"], "a", 1, 1, "eth1", "10.0.0.1")
     assert rc.SPLIT_HOSTS == 2
 
 

@@ -37,7 +37,7 @@ def test_split_on_one_host_fails_naming_the_group(run_module):
     assert result["failed"] is True
     assert result["changed"] is False
     assert result["msg"].startswith("The inventory describes a layout that cannot work")
-    assert "1) topology 'split' runs one model over exactly two machines" in result["msg"]
+    assert "1) topology 'split' runs one model over two or more machines" in result["msg"]
     assert "group 'gb10' (vllm_split_group) has 1: spark-1" in result["msg"]
     assert [error["check"] for error in result["errors"]] == ["split_hosts"]
 
@@ -491,12 +491,31 @@ def test_the_topologys_own_grouping_passes(tmp_path, topology, groups):
 
 
 @needs_ansible_playbook
+@pytest.mark.parametrize("groups, extra", [
+    ("[]", "vllm_split_tensor_parallel_size: 4\n"),
+    ("[[spark-1, spark-2, spark-3, spark-4]]",
+     "vllm_split_tensor_parallel_size: 4\nsite_engine_groups_num_attention_heads: 32\n"
+     "site_engine_groups_num_key_value_heads: 8\n"),
+    ("[]", "vllm_split_tensor_parallel_size: 2\nvllm_split_pipeline_parallel_size: 2\n"),
+])
+def test_a_split_over_all_four_sparks_passes(tmp_path, groups, extra):
+    inventory = _four(tmp_path)
+    _append(inventory, "group_vars/all.yml", "site_engine_groups: %s\n%s" % (groups, extra))
+    rc, output = playbook(tmp_path, inventory, play_topology="split")
+    assert rc == 0, output
+
+
+@needs_ansible_playbook
 @pytest.mark.parametrize("site, groups, extra, topology, words", [
     ("four", "[[spark-1, spark-2], [spark-3, spark-4]]", "", None,
      "site_engine_groups is [[spark-1, spark-2], [spark-3, spark-4]]: the playbooks do not run engine groups other than "
-     "the two topologies' yet (every host its own group, or one group of two hosts), so no deploy or switch could bring "
-     "the site to it. Until they do, remove site_engine_groups and set topology: replicas (a full copy on each engine "
-     "host) or topology: split (one model over two hosts) in group_vars/all.yml."),
+     "the two topologies' yet (every host its own group, or one group of every engine host), so no deploy or switch "
+     "could bring the site to it (several groups, or groups of mixed sizes, are not supported yet). Until they do, "
+     "remove site_engine_groups and set topology: replicas (a full copy on each engine host) or topology: split (one "
+     "model over all the engine hosts) in group_vars/all.yml."),
+    ("four", "[[spark-1, spark-2], [spark-3], [spark-4]]", "", None,
+     "site_engine_groups is [[spark-1, spark-2], [spark-3], [spark-4]]: the playbooks do not run engine groups other "
+     "than the two topologies' yet"),
     ("four", "[[spark-1, spark-2], [spark-3]]", "", None,
      "spark-4 is in the engine group 'gb10' but in no group of site_engine_groups: add [spark-4] as a group of its own "
      "or put it in a group (in group_vars/all.yml)."),
@@ -510,6 +529,11 @@ def test_the_topologys_own_grouping_passes(tmp_path, topology, groups):
      "group 1 (spark-1, spark-2) has 2 hosts, and tensor parallelism over 2 needs the model's attention heads (9) and "
      "key/value heads (3) to split evenly: make its groups 1 or 3 hosts"),
     ("four", "spark-1", "", None, "site_engine_groups must be a non-empty list of host lists"),
+    ("four", "[]", "vllm_split_tensor_parallel_size: 4\nsite_engine_groups_num_attention_heads: 9\n"
+     "site_engine_groups_num_key_value_heads: 3\n", "split",
+     "vllm_split_tensor_parallel_size is 4 on spark-1, spark-2, spark-3, spark-4, but the model's attention heads (9, "
+     "site_engine_groups_num_attention_heads) and key/value heads (3, site_engine_groups_num_key_value_heads) split "
+     "only over 3 ranks"),
     ("example", "[[spark-1, spark-2]]", "", None,
      "site_engine_groups is [[spark-1, spark-2]], the split grouping, but this run brings the site to topology "
      "'replicas', whose grouping is [[spark-1], [spark-2]]. Make them agree: set site_engine_groups to [[spark-1], "
@@ -545,3 +569,21 @@ def test_engine_hosts_that_disagree_on_the_grouping_are_refused(tmp_path):
     assert rc != 0, output
     assert ("The engine hosts disagree on site_engine_groups (not set on spark-1; [[spark-1], [spark-2]] on "
             "spark-2): the site has one grouping. Set it once, in group_vars/all.yml") in re.sub(r"\s+", " ", output)
+
+
+@needs_ansible_playbook
+@pytest.mark.parametrize("topology, extra, words", [
+    (None, "", None),
+    ("split", "", None),
+    (None, "site_engine_groups: [[spark-1, spark-2], [spark-3, spark-4]]\n",
+     "the playbooks do not run engine groups other than the two topologies' yet"),
+    ("split", "vllm_split_tensor_parallel_size: 3\n", "= 3 ranks, but the split runs one rank on each of the 4 hosts"),
+])
+def test_the_four_spark_example_runs_replicas_or_one_split_of_four(tmp_path, topology, extra, words):
+    inventory = _site(tmp_path, "example-four")
+    _append(inventory, "group_vars/%s.yml" % ("gb10" if extra.startswith("vllm_") else "all"), extra)
+    rc, output = playbook(tmp_path, inventory, play_topology=topology)
+    if words is None:
+        assert rc == 0, output
+    else:
+        assert rc != 0 and words in re.sub(r"\s+", " ", output), output

@@ -46,7 +46,11 @@ def test_the_split_check_reads_the_roles_templated_settings(check_mode):
     variables = dict(SPLIT, groups={"gb10": ["spark-1"]})
     result = run({"check": "split", "model_config": {"skipped": True}}, variables, check_mode)
     assert result["failed"] is True and result["changed"] is False
-    assert result["msg"].startswith("The split topology needs exactly two machines in group 'gb10' (it has 1: spark-1)")
+    assert result["msg"].startswith("The split runs one model over two or more machines, one rank each, but group "
+                                    "'gb10' (vllm_split_group) has 1: spark-1.")
+    variables = dict(SPLIT, groups={"gb10": ["spark-1", "spark-2", "spark-3"]}, vllm_split_tensor_parallel_size=3)
+    assert run({"check": "split", "model_config": {"skipped": True}}, variables, check_mode) == {
+        "changed": False, "errors": []}
 
 
 @pytest.mark.parametrize("model, read, heads_refused", [
