@@ -75,8 +75,8 @@ SETTINGS_VARIABLES = (("virtual_ipaddress", "keepalived_virtual_ipaddress"), ("i
                       ("preempt_delay", "keepalived_preempt_delay"), ("track_engines", "keepalived_track_engines"),
                       ("engines_weight", "keepalived_engines_script_weight"))
 # Every variable keepalived_settings_info reads, as the task sees them (inventory, the role's defaults and vars).
-OBSERVE_VARIABLES = tuple(variable for _key, variable in SETTINGS_VARIABLES) + ("keepalived_preflight_listen",
-                                                                              "_keepalived_state_file")
+OBSERVE_VARIABLES = (tuple(variable for _key, variable in SETTINGS_VARIABLES)
+                     + ("keepalived_preflight_listen", "_keepalived_state_file"))
 
 
 def info_args(v):

@@ -208,7 +208,9 @@ enabled:
   returned: when O(check=status)
   type: bool
 unit:
-  description: O(check=status)'s C(systemctl show -p Id,LoadState,ActiveState,SubState,Result,UnitFileState) of the watch's unit, as text; empty when it could not be read.
+  description:
+    - O(check=status)'s C(systemctl show -p Id,LoadState,ActiveState,SubState,Result,UnitFileState) of the watch's
+      unit, as text; empty when it could not be read.
   returned: when O(check=status)
   type: str
 watch:

@@ -61,7 +61,9 @@ rotation:
   returned: success
   type: dict
 checker:
-  description: C(systemctl show -p Id,LoadState,ActiveState,SubState,Result,UnitFileState,NRestarts) of the checker's unit and nginx's, as text; empty when it could not be read.
+  description:
+    - C(systemctl show -p Id,LoadState,ActiveState,SubState,Result,UnitFileState,NRestarts) of the checker's unit and
+      nginx's, as text; empty when it could not be read.
   returned: success
   type: str
 """

@@ -14,8 +14,7 @@ import pytest
 
 from ansible_collections.factory_floor.llm.plugins.action.systemd_reload import ARGUMENT_SPEC, ActionModule
 from ansible_collections.factory_floor.llm.plugins.module_utils import _systemd_reload as sr
-from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import (action_plugin, assert_documents_the_spec,
-                                                                               run_action_answering)
+from ansible_collections.factory_floor.llm.tests.unit.plugins import action_task
 
 FRESH = {"changed": False, "need_daemon_reload": False, "restart": []}
 STALE = {"changed": False, "need_daemon_reload": True, "restart": ["nginx.service"]}
@@ -49,7 +48,7 @@ def test_the_steps_reload_once_start_and_never_restart(units, start, info, reloa
 
 
 def run(args, results, check_mode=False):
-    return run_action_answering(ActionModule, "systemd_reload", args, {}, results, check_mode=check_mode)
+    return action_task.run_action_answering(ActionModule, "systemd_reload", args, {}, results, check_mode=check_mode)
 
 
 def test_reads_then_reloads_and_starts():
@@ -68,7 +67,7 @@ def test_nothing_to_do_changes_nothing():
 
 def test_the_read_is_real_in_check_mode():
     action_mode = []
-    action = action_plugin(ActionModule, "systemd_reload", {"units": ["a.slice"]}, {}, check_mode=True)
+    action = action_task.action_plugin(ActionModule, "systemd_reload", {"units": ["a.slice"]}, {}, check_mode=True)
 
     def execute(module_name, module_args, task_vars):
         action_mode.append((module_name, action._task.check_mode))
@@ -91,4 +90,4 @@ def test_a_step_that_fails_fails_the_task_with_its_message(results, message):
 
 
 def test_documents_the_spec():
-    assert_documents_the_spec("systemd_reload", ARGUMENT_SPEC)
+    action_task.assert_documents_the_spec("systemd_reload", ARGUMENT_SPEC)
