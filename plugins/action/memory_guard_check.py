@@ -9,7 +9,8 @@ The action plugin reads the variables a check needs itself, as the task sees the
 model figures), and what it observes on the host itself, read-only also in check mode: ``outside`` where each
 workload service runs (``systemctl show``), ``stale``, ``installed`` and ``files`` the role's drop-ins (``find``), ``compute``
 and ``share`` the engines' journal, then ``factory_floor.llm.gpu_memory_utilization``, ``share`` a second time at a
-share the inventory pins. ``preflight`` runs nothing on the host. The decisions are
+share the inventory pins, ``status`` the watch's unit (``systemctl show``) and its status file (``slurp``).
+``preflight`` runs nothing on the host. The decisions are
 ``plugins/module_utils/_memory_guard_check.py``'s; the documentation is
 ``plugins/modules/memory_guard_check.py``.
 """
@@ -28,6 +29,7 @@ ARGUMENT_SPEC = dict(
     where=dict(type="dict"),
     found=dict(type="dict"),
     files=dict(type="str", choices=list(mg.FILES)),
+    plan=dict(type="dict"),
 )
 SHARE = "factory_floor.llm.gpu_memory_utilization"
 
@@ -93,6 +95,11 @@ class ActionModule(ActionBase):
 
     def decide(self, result, name, args, variables, task_vars):
         """The check ``name``'s result, after what it reads on the host."""
+        if name == "status":
+            reads = {what: self.observe(module, mg.status_args(variables)[what], task_vars)
+                     for what, module in (("unit", "command"), ("watch", "slurp"))}
+            result.update(changed=False, **mg.status(variables, reads["unit"], reads["watch"], args["plan"]))
+            return result
         self.observations(name, args, variables, task_vars)
         if name == "files":
             if not args["files"]:

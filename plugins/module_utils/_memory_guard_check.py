@@ -16,6 +16,8 @@ role's defaults and vars, the registered ``__memory_guard_model``) and, for the 
   starts), from ``systemctl show`` of each, and the line that says so unless they are restarted now;
 * ``stale(v, found)``: the workload drop-ins the role wrote for a workload no longer declared;
 * ``pinned(v)``: the share the inventory pins (a ``vllm_gpu_memory_utilization`` this role did not set);
+* ``status(v, unit, watch, plan)``: what the status entry point notes - the watch's unit, its last look, the share
+  computed (or why it could not be) - from the reads ``status_args`` names, each read that failed noted as empty;
 * ``share(v, plan, pinned_plan)``: the refusal of a plan that does not describe the host or of a pin
   above what the host allows, else the share the engines get, what the start check counts and the
   line that says so.
@@ -26,13 +28,14 @@ Values are read the way the tasks' Jinja read them before (``| float``, ``| int`
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.factory_floor.llm.plugins.module_utils._jinja_values import jinja_float, jinja_int
 
-CHECKS = ("preflight", "compute", "share", "outside", "stale", "installed", "files")
+CHECKS = ("preflight", "compute", "share", "outside", "stale", "installed", "files", "status")
 # What O(check=files) plans: the workloads' slice and drop-ins, or the engines' start check drop-ins.
 FILES = ("workloads", "start_check")
 
@@ -60,6 +63,7 @@ VARIABLES = {
               "_memory_guard_inside", "_memory_guard_validate_slice", "_memory_guard_validate_service_dropin",
               "_memory_guard_validate_slice_dropin", "memory_guard_engine_units", "memory_guard_start_check"),
     "installed": ("_memory_guard_unit_dir", "_memory_guard_dropin", "_memory_guard_start_dropin", "memory_guard_slice"),
+    "status": ("memory_guard_enabled", "_memory_guard_watch_unit", "_memory_guard_watch_status"),
 }
 OPTIONAL = frozenset(("vllm_gpu_memory_utilization", "__memory_guard_applied"))
 
@@ -403,3 +407,25 @@ def files(v, which, found=None):
                                    **item))
     plan["remove"] += stale(v, found)
     return plan
+
+
+# What O(check=status) reads of the watch's unit (systemctl show).
+STATUS_PROPERTIES = "Id,LoadState,ActiveState,SubState,Result,UnitFileState"
+
+
+def status_args(v):
+    """The reads of the status: ``command``'s arguments for ``systemctl show`` of the watch's unit, and ``slurp``'s for
+    the watch's status file (its last look)."""
+    return {"unit": {"argv": ["systemctl", "show", "-p", STATUS_PROPERTIES, "--", v["_memory_guard_watch_unit"]]},
+            "watch": {"src": v["_memory_guard_watch_status"]}}
+
+
+def status(v, unit, watch, plan):
+    """What the status entry point notes: ``enabled``, ``unit`` (``systemctl show`` as text; empty when it could not
+    be read), ``watch`` (the status file's text, from ``slurp``'s base64; empty when there is none) and ``share`` (the
+    computation ``plan``, or why it could not be made; ``{}`` without one). Never fails."""
+    text = ""
+    if watch and not watch.get("failed") and watch.get("content"):
+        text = base64.b64decode(watch["content"]).decode("utf-8", "replace")
+    return {"enabled": boolean(v["memory_guard_enabled"], strict=False),
+            "unit": (unit or {}).get("stdout") or "", "watch": text, "share": plan or {}}

@@ -48,6 +48,10 @@ description:
     service (C(Slice=) and its limits) and per declared slice (its limits), and the drop-ins of workloads no longer
     declared (found as O(check=stale) does); for V(start_check), the engines' C(ExecStartPre=) drop-ins, removed with
     C(memory_guard_start_check) false."
+  - "O(check=status) is what the role's C(status) entry point notes as C(memory_guard_status), read only and never
+    failing: C(memory_guard_enabled) (RV(enabled)), C(systemctl show) of the watch's unit (RV(unit)), the text of the
+    watch's status file (RV(watch), C(/run/factory-floor/memory-guard.json)) and O(plan) (RV(share)); a read that
+    fails is noted as empty."
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:
@@ -58,7 +62,7 @@ options:
     description: Which decision.
     type: str
     required: true
-    choices: [preflight, compute, share, outside, stale, installed, files]
+    choices: [preflight, compute, share, outside, stale, installed, files, status]
   engine_log:
     description:
       - What the engines' journal said at their last start on this host (the lines about vLLM's memory), for
@@ -80,6 +84,11 @@ options:
       - For O(check=files), which files - the workloads' slice and drop-ins, or the engines' start check drop-ins.
     type: str
     choices: [workloads, start_check]
+  plan:
+    description:
+      - For O(check=status), this host's share as O(check=compute) returned it, or why it could not be computed
+        (C(failed), C(msg)); RV(share) as given, C({}) without it.
+    type: dict
 seealso:
   - module: factory_floor.llm.gpu_memory_utilization
 """
@@ -163,8 +172,10 @@ remove:
   type: list
   elements: str
 share:
-  description: What the share gives (O(check=share)); the rest of the result is M(factory_floor.llm.gpu_memory_utilization)'s.
-  returned: when O(check=share) and the computation succeeded
+  description:
+    - What the share gives (O(check=share)); the rest of the result is M(factory_floor.llm.gpu_memory_utilization)'s.
+    - With O(check=status), O(plan) as given (C({}) without it); the keys below do not apply.
+  returned: when O(check=share) and the computation succeeded, or O(check=status)
   type: dict
   contains:
     refusal:
@@ -192,4 +203,18 @@ share:
     message:
       description: The line the role prints - the largest safe share, what the engines get, what the start check counts.
       type: str
+enabled:
+  description: O(check=status)'s C(memory_guard_enabled).
+  returned: when O(check=status)
+  type: bool
+unit:
+  description:
+    - O(check=status)'s C(systemctl show -p Id,LoadState,ActiveState,SubState,Result,UnitFileState) of the watch's
+      unit, as text; empty when it could not be read.
+  returned: when O(check=status)
+  type: str
+watch:
+  description: O(check=status)'s text of the watch's status file (its last look - C(MemAvailable), the floor, each workload); empty when there is none.
+  returned: when O(check=status)
+  type: str
 """

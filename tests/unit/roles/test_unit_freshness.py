@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 import yaml
 
 from ansible.module_utils.parsing.convert_bool import boolean
@@ -204,40 +205,43 @@ def test_a_firewall_table_flushed_under_an_active_unit_is_loaded_again():
     assert boolean(firewall_load(__vllm_firewall_table={"rc": 1})["changed"])
 
 
-def test_the_leave_unit_and_keepalived_are_reloaded_never_restarted():
+def test_the_leave_unit_is_reloaded_never_restarted():
     leave = systemd_task("roles/vllm/tasks/firewall.yml", name="factory-floor-engine-leave.service")
     assert leave[SYSTEMD]["state"] == "started"
     assert boolean(argument(leave, "daemon_reload", common(
         __vllm_leave_unit=UNCHANGED, __vllm_leave_unit_info=stale("factory-floor-engine-leave.service"))))
-    keepalived = systemd_task("roles/keepalived/tasks/run.yml", name="keepalived.service")
-    assert keepalived[SYSTEMD]["state"] == "started"
-    assert boolean(argument(keepalived, "daemon_reload", common(
-        __keepalived_dropin_file=UNCHANGED, __keepalived_unit_info=stale("keepalived.service"))))
 
 
-def test_nginx_reads_the_drop_in_an_interrupted_run_wrote():
+# systemd_reload reads NeedDaemonReload itself and never restarts (its rule: test_systemd_reload.py).
+RELOAD = "factory_floor.llm.systemd_reload"
+
+
+def reload_task(path):
+    (task,) = [task for task in tasks(path) if RELOAD in task]
+    return task
+
+
+@pytest.mark.parametrize("path, unit, dropin", [
     # Restart=always in a drop-in systemd never read: a master that exits stays dead (issue 33, item 1).
-    (read,) = [task for task in tasks("roles/nginx_proxy/tasks/run.yml")
-               if "factory_floor.llm.systemd_unit_info" in task and task["factory_floor.llm.systemd_unit_info"]["units"]
-               == ["nginx.service"]]
-    assert read["check_mode"] is False
-    nginx = systemd_task("roles/nginx_proxy/tasks/run.yml", name="nginx.service", state="started")
-    values = common(__nginx_proxy_dropin_file=UNCHANGED, **{read["register"]: stale("nginx.service")})
-    assert boolean(argument(nginx, "daemon_reload", values))
-    # Never a restart for it: Restart= applies to the running master once systemd has read it.
-    assert not [task for task in tasks("roles/nginx_proxy/tasks/run.yml")
-                if SYSTEMD in task and task[SYSTEMD].get("name") == "nginx.service" and task[SYSTEMD].get("state") != "started"]
-    values[read["register"]] = dict(UNCHANGED, need_daemon_reload=False, restart=[])
-    assert not boolean(argument(nginx, "daemon_reload", values))
+    ("roles/nginx_proxy/tasks/run.yml", "nginx.service", "__nginx_proxy_dropin_file"),
+    ("roles/keepalived/tasks/run.yml", "keepalived.service", "__keepalived_dropin_file"),
+])
+def test_nginx_and_keepalived_read_the_drop_in_an_interrupted_run_wrote_and_are_never_restarted(path, unit, dropin):
+    task = reload_task(path)
+    assert task[RELOAD]["units"] == [unit] and task[RELOAD]["start"] is True
+    assert boolean(evaluate(task[RELOAD]["reload"], common(**{dropin: CHANGED})))
+    assert not boolean(evaluate(task[RELOAD]["reload"], common(**{dropin: UNCHANGED})))
+    # Never a restart for it: Restart= applies to the running process once systemd has read it.
+    assert not [task for task in tasks(path) if SYSTEMD in task and task[SYSTEMD].get("name") == unit]
+    assert not [task for task in tasks(path) if INFO in task]
 
 
 def test_the_memory_guard_reloads_the_drop_ins_an_interrupted_run_wrote():
     # Workload and engine drop-ins notify a handler; a run interrupted before it ran left systemd on the old ones.
-    reload = systemd_task("roles/memory_guard/tasks/main.yml", daemon_reload=True)
-    values = common(memory_guard_enabled=True, __memory_guard_units=dict(UNCHANGED, need_daemon_reload=True, restart=[]))
-    assert runs(reload, values)
-    values["__memory_guard_units"]["need_daemon_reload"] = False
-    assert not runs(reload, values)
+    task = reload_task("roles/memory_guard/tasks/main.yml")
+    assert "start" not in task[RELOAD] and "reload" not in task[RELOAD]
+    assert runs(task, common(memory_guard_enabled=True)) and not runs(task, common(memory_guard_enabled=False))
+    assert not [task for task in tasks("roles/memory_guard/tasks/main.yml") if SYSTEMD in task]
 
 
 # --------------------------------------------------------------------------- what each role asks about
@@ -261,10 +265,11 @@ PACKAGE = ["/usr/local/lib/factory-floor/_host/__init__.py", "/usr/local/lib/fac
 
 
 def test_the_memory_guard_asks_about_the_slice_every_workload_and_the_engines():
-    (task,) = info_tasks("roles/memory_guard/tasks/main.yml")
-    args = asked(task, common(memory_guard_slice="factory-floor-workloads.slice",
-                              _memory_guard_unit_workloads=[{"name": "db", "unit": "postgresql.service"}],
-                              _memory_guard_slice_workloads=[{"name": "builds", "slice": "factory-floor-workloads-builds.slice"}],
-                              memory_guard_engine_units=["vllm-replica.service", "vllm-split.service"]))
+    task = reload_task("roles/memory_guard/tasks/main.yml")
+    variables = common(memory_guard_slice="factory-floor-workloads.slice",
+                       _memory_guard_unit_workloads=[{"name": "db", "unit": "postgresql.service"}],
+                       _memory_guard_slice_workloads=[{"name": "builds", "slice": "factory-floor-workloads-builds.slice"}],
+                       memory_guard_engine_units=["vllm-replica.service", "vllm-split.service"])
+    args = {"units": evaluate(task[RELOAD]["units"], with_task_vars(task, variables))}
     assert args == {"units": ["factory-floor-workloads.slice", "postgresql.service", "factory-floor-workloads-builds.slice",
                               "vllm-replica.service", "vllm-split.service"]}

@@ -276,3 +276,33 @@ def test_the_engines_start_check_is_written_to_both_engines_or_removed(start_che
 def test_installed_is_every_drop_in_found_and_the_slice():
     assert mg.installed(variables("installed"), FOUND) == [f["path"] for f in FOUND["files"]] + [
         UNITS + "/factory-floor-workloads.slice"]
+
+
+# ------------------------------------------------------------------ status
+
+STATUS_VARIABLES = {"memory_guard_enabled": True, "_memory_guard_watch_unit": "factory-floor-memory-guard.service",
+                    "_memory_guard_watch_status": "/run/factory-floor/memory-guard.json"}
+
+
+def test_status_reads_the_watch_unit_and_its_status_file():
+    assert mg.status_args(STATUS_VARIABLES) == {
+        "unit": {"argv": ["systemctl", "show", "-p", "Id,LoadState,ActiveState,SubState,Result,UnitFileState", "--",
+                          "factory-floor-memory-guard.service"]},
+        "watch": {"src": "/run/factory-floor/memory-guard.json"}}
+
+
+@pytest.mark.parametrize("enabled, unit, watch, plan, expected", [
+    # Everything read: the unit as text, the status file decoded, the share as computed.
+    (True, {"stdout": "Id=factory-floor-memory-guard.service\nActiveState=active"},
+     {"content": "eyJiZWxvd19mbG9vciI6IGZhbHNlfQ==", "encoding": "base64"}, {"gpu_memory_utilization": 0.8},
+     {"enabled": True, "unit": "Id=factory-floor-memory-guard.service\nActiveState=active",
+      "watch": '{"below_floor": false}', "share": {"gpu_memory_utilization": 0.8}}),
+    # No watch installed: systemctl says not-found, no status file (slurp fails); a share that could not be computed.
+    ("true", {"stdout": "LoadState=not-found"}, {"failed": True, "msg": "file not found"},
+     {"failed": True, "msg": "no model"},
+     {"enabled": True, "unit": "LoadState=not-found", "watch": "", "share": {"failed": True, "msg": "no model"}}),
+    # The guard off: nothing computed; a systemctl that failed is noted as empty.
+    ("false", {"failed": True, "rc": 1}, {}, None, {"enabled": False, "unit": "", "watch": "", "share": {}}),
+])
+def test_status_notes_each_read_and_never_fails(enabled, unit, watch, plan, expected):
+    assert mg.status(dict(STATUS_VARIABLES, memory_guard_enabled=enabled), unit, watch, plan) == expected

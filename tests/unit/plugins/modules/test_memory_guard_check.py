@@ -126,6 +126,19 @@ def test_the_role_drop_ins_are_found_on_the_host(check, patterns, paths):
     assert result["paths"] == paths and result["changed"] is False
 
 
+def test_status_reads_the_watch_for_real_also_in_check_mode_and_never_fails():
+    shown = {"changed": False, "rc": 0, "stdout": "Id=factory-floor-memory-guard.service\nActiveState=active"}
+    result, calls = run({"check": "status", "plan": {"failed": True, "msg": "no model"}}, check_mode=True,
+                        results=[shown, {"failed": True, "msg": "file not found"}])
+    assert calls == [("ansible.legacy.command", {"argv": ["systemctl", "show", "-p",
+                                                          "Id,LoadState,ActiveState,SubState,Result,UnitFileState",
+                                                          "--", "factory-floor-memory-guard.service"]}),
+                     ("ansible.legacy.slurp", {"src": "/run/factory-floor/memory-guard.json"})]
+    assert not result.get("failed") and result["changed"] is False
+    assert result["unit"] == shown["stdout"] and result["watch"] == ""
+    assert result["share"] == {"failed": True, "msg": "no model"} and result["enabled"] in (True, False)
+
+
 def test_an_undefined_variable_is_named():
     with pytest.raises(AnsibleActionFail, match="memory_guard_check preflight reads memory_guard_slice, which is not"):
         run({"check": "preflight"}, drop=["memory_guard_slice"])
@@ -147,4 +160,5 @@ def test_the_role_runs_each_check_where_it_decided_before():
             if "factory_floor.llm.memory_guard_check" in task:
                 where.add((name, task["factory_floor.llm.memory_guard_check"]["check"]))
     assert where == {("preflight.yml", "preflight"), ("plan.yml", "share"), ("status.yml", "compute"),
-                     ("move.yml", "outside"), ("files.yml", "files"), ("disable.yml", "installed")}
+                     ("move.yml", "outside"), ("files.yml", "files"), ("disable.yml", "installed"),
+                     ("status.yml", "status")}
