@@ -25,8 +25,8 @@ from ansible_collections.factory_floor.llm.plugins.plugin_utils._task_variables 
 from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain
 
 ARGUMENT_SPEC = dict(
-    state=dict(type="str", required=True, choices=["profile", "plan", "pending", "record", "rank"]),
-    store_dir=dict(type="path", required=True),
+    state=dict(type="str", required=True, choices=["profile", "read", "plan", "pending", "record", "rank"]),
+    store_dir=dict(type="path"),
     current=dict(type="str"),
     grouping=dict(type="str"),
     run=dict(type="str", default=""),
@@ -36,9 +36,11 @@ ARGUMENT_SPEC = dict(
     switch_report=dict(type="dict"),
     switch_report_file=dict(type="path"),
     remeasure=dict(type="bool", default=False),
+    start=dict(type="str"),
+    apply=dict(type="bool", default=False),
     margin=dict(type="float", default=ta.DEFAULT_MARGIN),
 )
-NEEDS = {"profile": ("profile",), "plan": ("current",), "pending": ("grouping", "switch_report_file"),
+NEEDS = {"profile": ("profile",), "read": (), "plan": ("current",), "pending": ("grouping", "switch_report_file"),
          "record": ("grouping", "measured_load"), "rank": ("current",)}
 RESULTS = "results.json"
 PROFILE = "profile.json"
@@ -78,6 +80,15 @@ class ActionModule(TaskVariablesAction):
 
     _supports_check_mode = True  # check mode writes nothing and says whether it would
 
+    def store_dir(self):
+        """``workload_store_dir`` as the task sees it, else ``~/.factory_floor/workload/<the inventory directory's
+        name>`` (one store per site) of the user running ansible-playbook."""
+        configured = self.variable("workload_store_dir", None)
+        if configured:
+            return os.path.expanduser(str(configured))
+        site = os.path.basename(os.path.normpath(str(self.variable("inventory_dir", None) or "default")))
+        return os.path.join(os.path.expanduser("~"), ".factory_floor", "workload", site)
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
@@ -87,9 +98,13 @@ class ActionModule(TaskVariablesAction):
         missing = [name for name in NEEDS[state] if args[name] is None]
         if missing:
             raise AnsibleActionFail("topology_advice state=%s needs %s" % (state, ", ".join(missing)))
-        store_dir = args["store_dir"]
+        store_dir = args["store_dir"] or self.store_dir()
         check = bool(self._task.check_mode)
-        result["changed"] = False
+        result.update(changed=False, store_dir=store_dir)
+        hosts = list((self.variable("groups", None) or {}).get(self.variable("site_engine_group", "gb10")) or [])
+        hostvars = task_vars.get("hostvars") or {}
+        # Only the names read below are templated (hostvars template each variable when it is read).
+        first = hostvars[hosts[0]] if hosts and hosts[0] in hostvars else {}
         try:
             if state == "profile":
                 text = json.dumps(plain(args["profile"]), indent=2, sort_keys=True, allow_nan=False) + "\n"
@@ -97,19 +112,32 @@ class ActionModule(TaskVariablesAction):
                 result.update(changed=write(path, text, check), path=path,
                               lines=st.profile_lines(plain(args["profile"])))
                 return result
+            if state == "read":
+                path = os.path.join(store_dir, PROFILE)
+                profile = read_json(path)
+                if profile is None:
+                    raise st.StoreError("no workload profile at %s: run workload_profile.yml first (or set "
+                                        "workload_store_dir to the directory that holds one)" % path)
+                # What the replay asks for: the name the engines serve the model under, and their context bound.
+                result.update(profile=profile, max_model_len=plain(first.get("vllm_max_model_len")),
+                              model=plain(first.get("vllm_served_model_name") or first.get("vllm_model")))
+                return result
             path = os.path.join(store_dir, RESULTS)
             try:
                 with open(path, encoding="utf-8") as handle:
                     results = st.read(handle.read(), path)
             except FileNotFoundError:
                 results = []
-            hosts = list((self.variable("groups", None) or {}).get(self.variable("site_engine_group", "gb10")) or [])
-            hostvars = task_vars.get("hostvars") or {}
             build = st.site_build({h: (plain(hostvars[h].get("tool_gate_build")) or {}).get("id") if h in hostvars
                                    else None for h in hosts})
             at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             if state == "plan":
-                result["plan"] = st.plan(results, build, args["current"], len(hosts), args["remeasure"])
+                plan = st.plan(results, build, args["current"], len(hosts), args["remeasure"])
+                # The window's run id, and where its switch to the other grouping saves its report.
+                run = args["run"] or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+                plan.update(run=run, switch_report_file=os.path.join(store_dir, "switch-%s-%s.json" % (
+                    run, plan["other"] or "none")))
+                result["plan"] = plan
                 return result
             if state in ("pending", "record"):
                 if state == "pending":
@@ -126,10 +154,13 @@ class ActionModule(TaskVariablesAction):
                 return result
             settled = st.settle(results, read_json)
             profile = read_json(os.path.join(store_dir, PROFILE))
-            first = hostvars[hosts[0]] if hosts and hosts[0] in hostvars else {}
-            max_model_len = plain(first.get("vllm_max_model_len")) if hasattr(first, "get") else None
+            max_model_len = plain(first.get("vllm_max_model_len"))
             advice = st.advise(settled, profile, build, args["current"], len(hosts),
                                int(max_model_len) if max_model_len else None, args["margin"])
+            # Where a window ends: the grouping it started on, or with apply the one recommended.
+            recommended = advice["recommendation"]["grouping"]
+            return_to = recommended if args["apply"] and recommended else (args["start"] or args["current"])
+            result.update(return_to=return_to, switch_back=return_to != args["current"])
             text = json.dumps(advice, indent=2, sort_keys=True, allow_nan=False) + "\n"
             result.update(advice=advice, changed=write(os.path.join(store_dir, ADVICE), text, check),
                           path=os.path.join(store_dir, ADVICE),

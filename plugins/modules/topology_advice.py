@@ -22,6 +22,9 @@ description:
     give an id C(mixed-<digest>) of their own. A new model or image is a new id, so only what changed is measured again."
   - "O(state=profile) writes O(profile) (M(factory_floor.llm.workload_profile)'s) to C(profile.json) and returns a short
     summary (RV(lines))."
+  - "O(state=read) returns the saved profile (RV(profile)) for a replay, with what the replay asks for - the first
+    engine host's C(vllm_served_model_name) (else its C(vllm_model)) as RV(model) and its C(vllm_max_model_len) as
+    RV(max_model_len); fails, saying to run C(workload_profile.yml), when there is none."
   - "O(state=plan) says what an advisor window does from the grouping the engines run (O(current)) - the grouping it
     switches to (the other of V(replicas) and V(split); one host has only V(replicas)) and which of the two it measures:
     those without a result for the build, all of them with O(remeasure)."
@@ -56,13 +59,13 @@ options:
     description: What to do (see the description).
     type: str
     required: true
-    choices: [profile, plan, pending, record, rank]
+    choices: [profile, read, plan, pending, record, rank]
   store_dir:
     description:
-      - The directory of the store on the controller (C(workload_store_dir); by default
-        C(~/.factory_floor/workload/<the inventory directory's name>)). Made when missing.
+      - The directory of the store on the controller; made when missing. Default - the variable C(workload_store_dir) as
+        the task sees it (the inventory, C(-e)), else C(~/.factory_floor/workload/<the inventory directory's name>) of
+        the user running ansible-playbook - one store per site.
     type: path
-    required: true
   current:
     description: (plan, rank) The grouping the engines run now (V(replicas), V(split)), as C(factory_floor.llm.serving_engines) decides it.
     type: str
@@ -70,7 +73,7 @@ options:
     description: (pending, record) The grouping the replays ran on, or the advisor switches to.
     type: str
   run:
-    description: (pending, record) The run's id (C(maintenance_window_run.id) or the playbook's own), stored with the result.
+    description: (plan, pending, record) The run's id (RV(plan.run) of the window), stored with the result.
     type: str
     default: ""
   profile:
@@ -92,6 +95,13 @@ options:
     description: (plan) Measure every grouping again, even those with a result for the build.
     type: bool
     default: false
+  start:
+    description: (rank) The grouping an advisor window started on; default O(current).
+    type: str
+  apply:
+    description: (rank) End the window on the recommended grouping (RV(return_to)) instead of O(start).
+    type: bool
+    default: false
   margin:
     description: (rank) How much more output tokens/s another grouping must do to be recommended over the current one. Fraction 0-1.
     type: float
@@ -102,13 +112,30 @@ EXAMPLES = r"""
 - name: Rank the groupings from what the store holds for this build
   factory_floor.llm.topology_advice:
     state: rank
-    store_dir: "{{ workload_store_dir }}"
     current: "{{ __metrics_topology }}"
   register: __workload_advice
   run_once: true
 """
 
 RETURN = r"""
+store_dir:
+  description: The store's directory (O(store_dir) or its default).
+  returned: always
+  type: str
+  sample: /home/operator/.factory_floor/workload/lab
+profile:
+  description: (read) The saved workload profile (RV(factory_floor.llm.workload_profile#module:profile)).
+  returned: with state read
+  type: dict
+model:
+  description: (read) The served model name the replay asks for.
+  returned: with state read
+  type: str
+  sample: lab-chat
+max_model_len:
+  description: (read) The first engine host's C(vllm_max_model_len), tokens; null when the inventory sets none.
+  returned: with state read
+  type: int
 path:
   description: (profile, pending, record, rank) The file written (or that would be, in check mode) on the controller.
   returned: with state profile, pending, record or rank
@@ -127,7 +154,8 @@ plan:
   description:
     - (plan) C(build), C(start) (O(current)), C(other) (the grouping a window switches to; null with one host),
       C(candidates), C(measure_start) and C(measure_other) (bool - no result for the build, or O(remeasure)), C(stored)
-      (the groupings with a result for the build).
+      (the groupings with a result for the build), C(run) (O(run), else the time, UTC) and C(switch_report_file)
+      (C(<store_dir>/switch-<run>-<other>.json), where the window's switch saves its report).
   returned: with state plan
   type: dict
   sample: {build: 3f2a..., start: split, other: replicas, candidates: [replicas, split], measure_start: true,
@@ -140,4 +168,13 @@ advice:
       (C(grouping), C(switch), C(reasons)), C(not_measured), C(site) and C(lines) (the table).
   returned: with state rank
   type: dict
+return_to:
+  description: (rank) The grouping an advisor window ends on - O(start) (else O(current)), or with O(apply) the recommended one.
+  returned: with state rank
+  type: str
+  sample: split
+switch_back:
+  description: (rank) Whether RV(return_to) differs from O(current), so the window switches once more.
+  returned: with state rank
+  type: bool
 """

@@ -41,6 +41,7 @@ def test_a_window_over_two_groupings_is_stored_and_ranked(tmp_path):
     assert run({"state": "profile", "store_dir": store, "profile": profile})["changed"] is True
     plan = run({"state": "plan", "store_dir": store, "current": "split"})["plan"]
     assert (plan["build"], plan["other"], plan["measure_start"], plan["measure_other"]) == ("b1", "replicas", True, True)
+    assert plan["switch_report_file"] == "%s/switch-%s-replicas.json" % (store, plan["run"])
     recorded = run({"state": "record", "store_dir": store, "grouping": "split", "run": "r1",
                     "measured_load": replay(100.0)})
     assert recorded["changed"] is True and recorded["build"] == "b1" and recorded["lines"][0].startswith("split at")
@@ -99,3 +100,30 @@ def test_a_state_without_its_options_is_refused():
 
 def test_the_documentation_is_the_argument_spec():
     assert_documents_the_spec("topology_advice", ARGUMENT_SPEC)
+
+
+@pytest.mark.parametrize("apply, return_to, switch_back", [(False, "split", True), (True, "replicas", False)])
+def test_a_window_returns_to_its_start_unless_told_to_apply(tmp_path, apply, return_to, switch_back):
+    store = str(tmp_path)
+    run({"state": "record", "store_dir": store, "grouping": "split", "measured_load": replay(100.0)})
+    run({"state": "record", "store_dir": store, "grouping": "replicas", "measured_load": replay(150.0)})
+    result = run({"state": "rank", "store_dir": store, "current": "replicas", "start": "split", "apply": apply})
+    assert (result["return_to"], result["switch_back"]) == (return_to, switch_back)
+
+
+def test_the_store_defaults_to_one_per_site_under_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    result = run({"state": "profile", "profile": {"total": {}}}, {"inventory_dir": "/src/inventory/lab"})
+    assert result["store_dir"] == str(tmp_path / ".factory_floor" / "workload" / "lab")
+    assert (tmp_path / ".factory_floor" / "workload" / "lab" / "profile.json").exists()
+    assert run({"state": "read"}, {"workload_store_dir": str(tmp_path / "x")})["store_dir"] == str(tmp_path / "x")
+
+
+def test_read_gives_the_replay_its_profile_and_the_engines_model(tmp_path):
+    hosts = {"spark-a": {"vllm_served_model_name": "", "vllm_model": "/models/m", "vllm_max_model_len": 4096},
+             "spark-b": {}}
+    missing = run({"state": "read", "store_dir": str(tmp_path)}, {"hostvars": hosts})
+    assert missing["failed"] is True and "run workload_profile.yml first" in missing["msg"]
+    (tmp_path / "profile.json").write_text('{"total": {}}')
+    found = run({"state": "read", "store_dir": str(tmp_path)}, {"hostvars": hosts})
+    assert (found["profile"], found["model"], found["max_model_len"]) == ({"total": {}}, "/models/m", 4096)
