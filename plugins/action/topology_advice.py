@@ -89,6 +89,18 @@ class ActionModule(TaskVariablesAction):
         site = os.path.basename(os.path.normpath(str(self.variable("inventory_dir", None) or "default")))
         return os.path.join(os.path.expanduser("~"), ".factory_floor", "workload", site)
 
+    def proxy_url(self):
+        """``workload_replay_url``, else the proxy as the probe client reaches it from this proxy host: https to the
+        name its certificate carries (``nginx_proxy_tls_certificate``), else its loopback; ``site_proxy_port``."""
+        configured = self.variable("workload_replay_url", None)
+        if configured:
+            return str(configured)
+        port = self.variable("site_proxy_port", 8080)
+        if self.variable("nginx_proxy_tls_certificate", None):
+            name = self.variable("nginx_proxy_tls_server_name", None) or self.variable("inventory_hostname")
+            return "https://%s:%s/v1" % (name, port)
+        return "http://127.0.0.1:%s/v1" % port
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
@@ -120,7 +132,8 @@ class ActionModule(TaskVariablesAction):
                                         "workload_store_dir to the directory that holds one)" % path)
                 # What the replay asks for: the name the engines serve the model under, and their context bound.
                 result.update(profile=profile, max_model_len=plain(first.get("vllm_max_model_len")),
-                              model=plain(first.get("vllm_served_model_name") or first.get("vllm_model")))
+                              model=plain(first.get("vllm_served_model_name") or first.get("vllm_model")),
+                              url=self.proxy_url(), ca_path=self.variable("nginx_proxy_tls_ca_file", None) or None)
                 return result
             path = os.path.join(store_dir, RESULTS)
             try:

@@ -24,7 +24,8 @@ description:
     summary (RV(lines))."
   - "O(state=read) returns the saved profile (RV(profile)) for a replay, with what the replay asks for - the first
     engine host's C(vllm_served_model_name) (else its C(vllm_model)) as RV(model) and its C(vllm_max_model_len) as
-    RV(max_model_len); fails, saying to run C(workload_profile.yml), when there is none."
+    RV(max_model_len), and where to send it from the proxy host the task runs for (RV(url), RV(ca_path)); fails,
+    saying to run C(workload_profile.yml), when there is none."
   - "O(state=plan) says what an advisor window does from the grouping the engines run (O(current)) - the grouping it
     switches to (the other of V(replicas) and V(split); one host has only V(replicas)) and which of the two it measures:
     those without a result for the build, all of them with O(remeasure)."
@@ -136,6 +137,18 @@ max_model_len:
   description: (read) The first engine host's C(vllm_max_model_len), tokens; null when the inventory sets none.
   returned: with state read
   type: int
+url:
+  description:
+    - (read) The proxy's base URL from the proxy host the task runs for - the variable C(workload_replay_url), else
+      C(https://<nginx_proxy_tls_server_name or the host's name>:<site_proxy_port>/v1) with a certificate
+      (C(nginx_proxy_tls_certificate)), else C(http://127.0.0.1:<site_proxy_port>/v1) (the probe client's address).
+  returned: with state read
+  type: str
+  sample: http://127.0.0.1:8080/v1
+ca_path:
+  description: (read) C(nginx_proxy_tls_ca_file), the CA to verify the proxy's certificate with; null for the system's.
+  returned: with state read
+  type: str
 path:
   description: (profile, pending, record, rank) The file written (or that would be, in check mode) on the controller.
   returned: with state profile, pending, record or rank

@@ -127,3 +127,16 @@ def test_read_gives_the_replay_its_profile_and_the_engines_model(tmp_path):
     (tmp_path / "profile.json").write_text('{"total": {}}')
     found = run({"state": "read", "store_dir": str(tmp_path)}, {"hostvars": hosts})
     assert (found["profile"], found["model"], found["max_model_len"]) == ({"total": {}}, "/models/m", 4096)
+
+
+@pytest.mark.parametrize("variables, url", [
+    ({}, "http://127.0.0.1:8080/v1"),
+    ({"site_proxy_port": 8443, "nginx_proxy_tls_certificate": "/etc/ssl/llm.pem", "inventory_hostname": "gateway"},
+     "https://gateway:8443/v1"),
+    ({"nginx_proxy_tls_certificate": "/c.pem", "nginx_proxy_tls_server_name": "llm.example.org"},
+     "https://llm.example.org:8080/v1"),
+    ({"workload_replay_url": "http://10.0.0.5:8080"}, "http://10.0.0.5:8080"),
+])
+def test_the_replay_goes_to_the_proxy_as_the_probe_client_reaches_it(tmp_path, variables, url):
+    (tmp_path / "profile.json").write_text("{}")
+    assert run({"state": "read", "store_dir": str(tmp_path)}, variables)["url"] == url
