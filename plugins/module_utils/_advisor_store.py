@@ -115,6 +115,10 @@ def measured(results, grouping, build, run, at, measured_load, busiest_hour=None
     result = {"grouping": grouping, "build": str(build), "run": run, "measured_at": at,
               "measured_load": measured_load, "busiest_hour": busiest_hour, "switch_seconds_without_model": seconds,
               "kv_tokens": kv_tokens}
+    before = _stored(results, grouping, build) or {}
+    if before.get("status") == "switching" and before.get("run") == run:
+        # The switch this run made to get here: its report stays findable next to the figures.
+        result["switch_report_file"] = before.get("switch_report_file")
     return ta.store(results, result)
 
 

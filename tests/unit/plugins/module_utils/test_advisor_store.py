@@ -122,3 +122,11 @@ def test_the_summaries_name_the_figures():
                               "total": {"window_seconds": 60.0, "arrival_rate_requests_per_s": 0.5}})
     assert lines[0] == "window 60.0 s from s, 2 engine(s) counted (incomplete: see the notes)" and lines[-1] == "note: n1"
     assert st.replay_lines("split", replay(12.5, {"502": 1}))[0].startswith("split: 12.5 tokens/s, 30.0 requests/min")
+
+
+def test_a_record_after_the_runs_own_switch_keeps_where_its_report_is():
+    results = st.pending([], "replicas", "b1", "r1", "/s/switch-r1-replicas.json", "t")
+    kept = st.measured(results, "replicas", "b1", "r1", "t", replay(1.0), switch_report={"outcome": "ok", "downtime": 3})
+    assert kept[0]["switch_report_file"] == "/s/switch-r1-replicas.json" and "status" not in kept[0]
+    other_run = st.measured(results, "replicas", "b1", "r2", "t", replay(1.0))
+    assert "switch_report_file" not in other_run[0]
