@@ -74,7 +74,7 @@ options:
     description: (pending, record) The grouping the replays ran on, or the advisor switches to.
     type: str
   run:
-    description: (plan, pending, record) The run's id (RV(plan.run) of the window), stored with the result.
+    description: (plan, pending, record) The run's id (C(plan.run) of the window), stored with the result.
     type: str
     default: ""
   profile:
