@@ -93,10 +93,14 @@ def plan(results, build, current, engine_hosts, remeasure=False):
         raise StoreError("the engines run %s, which is none of the groupings the advisor compares (%s): switch to "
                          "one of them first" % (current, ", ".join(names)))
     others = [n for n in names if n != current]
-    need = {n: remeasure or _stored(results, n, build) is None for n in names}
+    found = {n: _stored(results, n, build) for n in names}
+    # A grouping whose switch failed (or never reported) for this build is not tried again unless asked: the next
+    # try would cost another outage for what the table already reports as failed.
+    failed = [n for n in names if found[n] is not None and (found[n].get("status") == "switching" or found[n].get("failed"))]
+    need = {n: remeasure or found[n] is None for n in names}
     return {"build": str(build), "start": current, "other": others[0] if others else None, "candidates": names,
             "measure_start": need[current], "measure_other": bool(others) and need[others[0]],
-            "stored": [n for n in names if _stored(results, n, build) is not None]}
+            "stored": [n for n in names if found[n] is not None and n not in failed], "failed": failed}
 
 
 def pending(results, grouping, build, run, report_file, at):

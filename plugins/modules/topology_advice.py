@@ -28,7 +28,8 @@ description:
     saying to run C(workload_profile.yml), when there is none."
   - "O(state=plan) says what an advisor window does from the grouping the engines run (O(current)) - the grouping it
     switches to (the other of V(replicas) and V(split); one host has only V(replicas)) and which of the two it measures:
-    those without a result for the build, all of them with O(remeasure)."
+    those without a result for the build, all of them with O(remeasure). One whose switch failed for the build is
+    not tried again without O(remeasure) - another try costs another outage."
   - "O(state=pending) notes, before the advisor's switch to O(grouping), that the switch is under way and where its
     report will be (O(switch_report_file)). A switch that does not go through ends the playbook (ansible-core stops a
     run once every host of a play failed; the switch's report play has one host): the next O(state=rank) finds the
@@ -167,12 +168,13 @@ plan:
   description:
     - (plan) C(build), C(start) (O(current)), C(other) (the grouping a window switches to; null with one host),
       C(candidates), C(measure_start) and C(measure_other) (bool - no result for the build, or O(remeasure)), C(stored)
-      (the groupings with a result for the build), C(run) (O(run), else the time, UTC) and C(switch_report_file)
+      (the groupings with a result for the build), C(failed) (those whose switch failed for the build - not tried
+      again unless O(remeasure)), C(run) (O(run), else the time, UTC) and C(switch_report_file)
       (C(<store_dir>/switch-<run>-<other>.json), where the window's switch saves its report).
   returned: with state plan
   type: dict
   sample: {build: 3f2a..., start: split, other: replicas, candidates: [replicas, split], measure_start: true,
-           measure_other: true, stored: []}
+           measure_other: true, stored: [], failed: []}
 advice:
   description:
     - (rank) C(_topology_advisor.rank)'s result - C(rows) (per grouping - C(tokens_per_s_measured_load),

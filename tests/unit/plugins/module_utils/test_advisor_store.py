@@ -66,7 +66,7 @@ def test_a_window_measures_only_what_has_no_result_for_the_build():
     stored = st.measured([], "split", "b1", "r0", "t", replay(100.0))
     plan = st.plan(stored, "b1", "split", 2)
     assert plan == {"build": "b1", "start": "split", "other": "replicas", "candidates": ["replicas", "split"],
-                    "measure_start": False, "measure_other": True, "stored": ["split"]}
+                    "measure_start": False, "measure_other": True, "stored": ["split"], "failed": []}
     # A new build (another model or image): everything again.
     assert st.plan(stored, "b2", "split", 2)["measure_start"] is True
     assert st.plan(stored, "b1", "split", 2, remeasure=True)["measure_start"] is True
@@ -130,3 +130,10 @@ def test_a_record_after_the_runs_own_switch_keeps_where_its_report_is():
     assert kept[0]["switch_report_file"] == "/s/switch-r1-replicas.json" and "status" not in kept[0]
     other_run = st.measured(results, "replicas", "b1", "r2", "t", replay(1.0))
     assert "switch_report_file" not in other_run[0]
+
+
+def test_a_grouping_whose_switch_failed_is_not_tried_again_unless_asked():
+    results = st.pending(st.measured([], "split", "b1", "r0", "t", replay(1.0)), "replicas", "b1", "r1", "/s/f.json", "t")
+    plan = st.plan(results, "b1", "split", 2)
+    assert (plan["measure_other"], plan["stored"], plan["failed"]) == (False, ["split"], ["replicas"])
+    assert st.plan(results, "b1", "split", 2, remeasure=True)["measure_other"] is True
