@@ -175,11 +175,10 @@ class ActionModule(TaskVariablesAction):
             return_to = recommended if args["apply"] and recommended else (args["start"] or args["current"])
             result.update(return_to=return_to, switch_back=return_to != args["current"])
             text = json.dumps(advice, indent=2, sort_keys=True, allow_nan=False) + "\n"
+            recommendation = ["recommendation: %s" % (recommended or "none")]
+            reasons = ["  " + reason for reason in advice["recommendation"]["reasons"]]
             result.update(advice=advice, changed=write(os.path.join(store_dir, ADVICE), text, check),
-                          path=os.path.join(store_dir, ADVICE),
-                          lines=advice["lines"] + ["recommendation: %s" % (advice["recommendation"]["grouping"] or
-                                                                          "none")]
-                          + ["  " + reason for reason in advice["recommendation"]["reasons"]])
+                          path=os.path.join(store_dir, ADVICE), lines=advice["lines"] + recommendation + reasons)
         except (st.StoreError, ta.AdvisorError) as error:
             result.update(failed=True, msg="topology_advice %s: %s" % (state, error))
         except OSError as error:

@@ -139,8 +139,8 @@ def settle(results, read_report):
             why = ("run %s ended before its replay, with no switch report at %s (interrupted, or the switch "
                    "was refused before it started)" % (result.get("run"), result.get("switch_report_file")))
         else:
-            why = "outcome %s (run %s): %s" % (report.get("outcome"), result.get("run"),
-                                                report.get("reason") or report.get("message") or "see its report")
+            said = report.get("reason") or report.get("message") or "see its report"
+            why = "outcome %s (run %s): %s" % (report.get("outcome"), result.get("run"), said)
         entry = dict(result, failed=why)
         del entry["status"]
         settled.append(entry)

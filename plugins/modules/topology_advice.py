@@ -88,7 +88,9 @@ options:
     description: (record) The replay at the busiest hour's arrival rate, same form; null when none ran.
     type: dict
   switch_report:
-    description: (record) The report of the switch that brought the hosts to O(grouping) in this run (C(maintenance_window_report)); none when they were on it already.
+    description:
+      - (record) The report of the switch that brought the hosts to O(grouping) in this run (C(maintenance_window_report));
+        none when they were on it already.
     type: dict
   switch_report_file:
     description: (pending) Where the switch saves its report on the controller (C(switch_report_file)).

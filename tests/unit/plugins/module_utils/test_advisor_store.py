@@ -82,8 +82,8 @@ def test_a_record_replaces_the_groupings_result_for_the_build_and_keeps_the_swit
     results = st.measured([], "replicas", "b1", "r0", "t0", replay(90.0))
     results = st.measured(results, "replicas", "b1", "r1", "t1", replay(95.0), replay(99.0),
                           {"outcome": "ok", "downtime": 41.5})
-    results = st.measured(results, "replicas", "b2", "r1", "t1", replay(80.0), None, {"outcome": "rolled_back",
-                                                                                     "downtime": 9.0})
+    rolled_back = {"outcome": "rolled_back", "downtime": 9.0}
+    results = st.measured(results, "replicas", "b2", "r1", "t1", replay(80.0), None, rolled_back)
     assert [(r["build"], r["run"], r["switch_seconds_without_model"]) for r in results] == [
         ("b1", "r1", 41.5), ("b2", "r1", None)]
 
