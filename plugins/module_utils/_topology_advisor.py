@@ -137,15 +137,20 @@ def to_measure(kv_groupings, results, build):
 
 def _row(option, result, need, current):
     name = grouping_name(option["sizes"])
-    kv_min = min(option.get("kv_tokens") or [0])
+    # No KV plan for this grouping (kv_tokens absent or null): its capacity is unknown, which excludes nothing.
+    kv_min = min(option["kv_tokens"]) if option.get("kv_tokens") else None
     row = {"grouping": name, "sizes": list(option["sizes"]), "current": name == current, "measured": result is not None,
            "kv_tokens_smallest_group": kv_min, "long_context_need_tokens": need, "starts": option.get("starts", True),
-           "holds_need": option.get("holds_need", True) if need is None else kv_min >= need,
+           "holds_need": option.get("holds_need", True) if need is None or kv_min is None else kv_min >= need,
            "tokens_per_s_measured_load": None, "tokens_per_s_busiest_hour": None, "requests_per_min_measured_load": None,
            "ttft_p95_seconds": None, "tpot_p95_seconds": None, "latency_at": None, "errors": None,
            "errors_by_status": {}, "requests_not_sent": 0,
            "switch_seconds_without_model": 0.0 if name == current else None, "measured_at": None}
     if result is None:
+        return row
+    if result.get("failed"):
+        # A candidate whose switch did not go through (rolled back): reported with why, never chosen.
+        row.update(failed=result["failed"], measured_at=result.get("measured_at"))
         return row
     load, _skip = _totals(result.get("measured_load"))
     busiest, _skip = _totals(result.get("busiest_hour"))
@@ -167,10 +172,12 @@ def _excluded(row):
     """Why ``row`` cannot be chosen, or None."""
     if not row["starts"]:
         return "does not start: its smallest group holds %s KV tokens, less than one max_model_len request" % (
-            "{:,}".format(row["kv_tokens_smallest_group"]))
+            _cell(row["kv_tokens_smallest_group"], "{:,}"))
     if not row["holds_need"]:
         return ("KV capacity short: its smallest group holds %s tokens, the site's long-context need is %s"
-                % ("{:,}".format(row["kv_tokens_smallest_group"]), "{:,}".format(row["long_context_need_tokens"] or 0)))
+                % (_cell(row["kv_tokens_smallest_group"], "{:,}"), _cell(row["long_context_need_tokens"] or 0, "{:,}")))
+    if row.get("failed"):
+        return "switch failed: %s" % row["failed"]
     if not row["measured"]:
         return "not measured for this build"
     if row["errors"] or row["requests_not_sent"]:
@@ -266,7 +273,9 @@ def _seconds(value):
 
 
 def _cell(value, form):
-    return "-" if value is None else form % value
+    if value is None:
+        return "-"
+    return form.format(value) if "{" in form else form % value
 
 
 def table_lines(rows, basis="busiest_hour"):
@@ -281,7 +290,7 @@ def table_lines(rows, basis="busiest_hour"):
                      _cell(row["ttft_p95_seconds"], "%.3f"), _cell(row["tpot_p95_seconds"], "%.4f"),
                      _cell(row["errors"], "%d") if not row["requests_not_sent"] else "%d+%d not sent" % (
                          row["errors"] or 0, row["requests_not_sent"]),
-                     "%s/%s" % ("{:,}".format(row["kv_tokens_smallest_group"]), "-" if need is None else "{:,}".format(need)),
+                     "%s/%s" % (_cell(row["kv_tokens_smallest_group"], "{:,}"), _cell(need, "{:,}")),
                      _cell(row["switch_seconds_without_model"], "%.1f"),
                      "qualifies" if row["excluded"] is None else row["excluded"].split(":")[0]))
     widths = [max(len(str(line[i])) for line in [head] + body) for i in range(len(head))]

@@ -160,3 +160,24 @@ def test_with_the_kv_plans_own_groupings():
                      SITE, groupings, "b1", "split")
     assert [r["grouping"] for r in advice["rows"]] == ["replicas", "split"]
     assert advice["recommendation"]["grouping"] == "split" and advice["recommendation"]["switch"] is False
+
+
+def test_an_unknown_kv_capacity_excludes_nothing_and_shows_a_dash():
+    # No KV plan (kv_tokens null): ranked on the replays alone; the table says the capacity is unknown.
+    options = [{"sizes": [1, 1], "kv_tokens": None}, {"sizes": [2]}]
+    results = [result("replicas", "b1", replay(180), replay(200)), result("split", "b1", replay(185), replay(240))]
+    advice = ta.rank(results, SITE, options, "b1", "replicas")
+    assert [r["excluded"] for r in advice["rows"]] == [None, None]
+    assert advice["recommendation"]["grouping"] == "split"
+    assert all(" -/40,000 " in line for line in advice["lines"][1:3])
+
+
+def test_a_failed_switch_is_reported_and_never_chosen():
+    failed = {"grouping": "split", "build": "b1", "failed": "outcome rolled_back (run r1): the engine did not serve"}
+    advice = ta.rank([result("replicas", "b1", replay(180)), failed], SITE, KV, "b1", "replicas")
+    split = advice["rows"][1]
+    assert split["excluded"] == "switch failed: outcome rolled_back (run r1): the engine did not serve"
+    assert advice["recommendation"]["grouping"] == "replicas" and advice["not_measured"] == []
+    assert "split not chosen: switch failed: outcome rolled_back (run r1): the engine did not serve" in \
+        advice["recommendation"]["reasons"]
+    assert advice["lines"][2].rstrip().endswith("switch failed")

@@ -34,6 +34,7 @@ WRITES = {
     "command_progress": ("test_command_progress.py", "test_check_mode_runs_nothing"),
     "workload_profile": ("test_workload_profile.py", "test_reads_every_engine_and_writes_the_profile_unless_checking"),
     "workload_replay": ("test_workload_replay.py", "test_check_mode_sends_nothing"),
+    "topology_advice": ("test_topology_advice.py", "test_check_mode_writes_nothing"),
 }
 
 
