@@ -199,16 +199,16 @@ def _unit_words(groups, role):
         if len(group) == 1:
             words.append("%s on %s (a replica)" % (unit, group[0]))
         else:
-            words.append("%s on %s" % (unit, ", ".join("%s (rank %d%s)" % (host, rank, ", serves the API" if not rank
-                                                                           and role == "start" else "")
-                                                      for rank, host in enumerate(group))))
+            api = ", serves the API" if role == "start" else ""
+            ranks = ["%s (rank %d%s)" % (host, rank, "" if rank else api) for rank, host in enumerate(group)]
+            words.append("%s on %s" % (unit, ", ".join(ranks)))
     return "; ".join(words) or "nothing"
 
 
 def _capacity_words(cap):
-    words = "%d of %d group%s, %d of %d hosts" % (cap["groups_serving"], cap["groups_total"],
-                                                   "" if cap["groups_total"] == 1 else "s", cap["hosts_serving"],
-                                                   cap["hosts_total"])
+    plural = "" if cap["groups_total"] == 1 else "s"
+    words = "%d of %d group%s, %d of %d hosts" % (cap["groups_serving"], cap["groups_total"], plural,
+                                                  cap["hosts_serving"], cap["hosts_total"])
     before = cap.get("before") or {}
     if cap.get("kv_tokens_serving") is not None and before.get("kv_tokens_serving"):
         words += ", {:,} of {:,} KV tokens".format(cap["kv_tokens_serving"], before["kv_tokens_serving"])
