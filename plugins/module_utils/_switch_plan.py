@@ -29,7 +29,8 @@ Inputs, by host inventory name:
 from __future__ import annotations
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_record as tr
-from ansible_collections.factory_floor.llm.plugins.module_utils._engine_groups import split_rank
+from ansible_collections.factory_floor.llm.plugins.module_utils import _group_move as gm
+from ansible_collections.factory_floor.llm.plugins.module_utils._engine_groups import grouping_of, proxy_members, split_rank
 from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
 from ansible_collections.factory_floor.llm.plugins.module_utils._running_topology import BOTH, running_topology
 
@@ -173,9 +174,8 @@ def can_roll_back(plan, engines, lost_hosts=()):
     lost_hosts = set(lost_hosts or [])
     if not lost_hosts:
         return True
-    if plan["other"] == "split":
-        return False
-    return any(host not in lost_hosts for host in engines)
+    # The group moves' rule (_group_move.restorable): an old group comes back when none of its hosts is lost.
+    return bool(gm.restorable(grouping_of(engines, plan["other"]), lost_hosts))
 
 
 def passed_gate(engines, notes=None):
@@ -474,7 +474,17 @@ def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=
     plan.update(conclude(plan, engines, head, failed, lost_hosts, passed_gate(engines, notes)))
     plan["startup_records"] = startup_records(plan, engines, notes)
     plan["dry_run"] = dry_run(plan, engines, head, units, startup, incumbent_score, min_score, models, served_model_name)
+    plan["move"] = group_move(plan, engines, head, units, records, failed, lost_hosts)
     return plan
+
+
+def group_move(plan, engines, head, units, records=None, failed=None, lost_hosts=()):
+    """The switch as a group move (``_group_move.move_plan``): from the grouping the units (and records) say runs to
+    the target topology's grouping. The two-topology switch is its two-host case; its own keys above keep their
+    words, this one gives the group moves' view (the hosts touched, what stops and starts on each, the capacity)."""
+    current = gm.current_grouping(engines, units, records, head)["grouping"]
+    return gm.move_plan(current, grouping_of(engines, plan["topology"], head), engines, failed=failed,
+                        lost=lost_hosts, gated=plan["gated"], members=proxy_members(engines))
 
 
 def record_writes(plan, engines, observed, models=None):

@@ -16,7 +16,9 @@ topology). One JSON object in ``/var/lib/factory-floor/topology.json`` on each e
   writes the candidate it put there; absent in records written before models were recorded);
 - ``since``: epoch seconds (the controller's clock) when the playbook brought the host to it;
 - ``by``: who ran it (user@controller); ``playbook``: its file name; ``run``: its run id;
-- ``note``: anything else for people (a rolled-back switch says so).
+- ``note``: anything else for people (a rolled-back switch says so);
+- ``grouping``, ``group``, ``rank``: the site's engine groups and this host's place in them, in a record of a
+  grouping (``_group_record``; not written yet: read when present, absent from :func:`parse`'s result otherwise).
 
 ``deploy.yml`` compares the host with the topology it deploys and refuses when they
 differ: after a switch, a routine deploy with the inventory's old ``topology`` would stop
@@ -40,6 +42,7 @@ from __future__ import annotations
 import json
 import posixpath
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._group_record import parse_fields as group_fields
 from ansible_collections.factory_floor.llm.plugins.module_utils._host.maintenance_lock import json_number, json_text, read_record, when
 from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
 
@@ -98,6 +101,8 @@ def parse(text: str) -> dict:
         record["topology"] = data["topology"]
     else:
         record["error"] = "topology %s is neither replicas nor split" % json.dumps(data.get("topology"))
+    # A record of a grouping (issue 37) holds its site's grouping too; an old record gets no such keys.
+    record.update(group_fields(data, record["topology"]))
     return record
 
 

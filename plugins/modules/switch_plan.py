@@ -516,6 +516,20 @@ startup_records:
   returned: with O(procedure=switch)
   type: dict
   sample: {"spark-a": {"replicas": 312.4, "replicas_gate": 41.0}}
+move:
+  description:
+    - The switch as a group move (issue 37; C(plugins/module_utils/_group_move.py)), from the grouping the engine units
+      (and records) say runs to the target topology's - the two-topology switch is its two-host case. Its keys -
+      C(touched) (hosts), C(hosts) (per host C(stops) and C(starts), each C({topology, unit, group, rank}) or null),
+      C(serving) (the groups that keep serving), C(drain) and C(admit) (proxy members), C(capacity) (groups, hosts and
+      KV tokens serving during the move, C(before) and C(after) it), C(away), C(gate_hosts), C(rollback) (C(needed),
+      the new groups C(stop)ped again, the old groups C(start)ed again, C(hosts), C(lost_groups)), C(after) (the grouping
+      once done), C(moves) (every move left, with its capacity), C(announcement), C(dry_run) - are read by no task yet;
+      the switch's own keys above decide and keep their words.
+  returned: with O(procedure=switch)
+  type: dict
+  sample: {"todo": true, "touched": ["spark-a", "spark-b"], "away": true, "drain": ["spark-a"],
+           "admit": ["spark-a", "spark-b"], "rollback": {"needed": false}}
 todo:
   description: (upgrade) The replicas that do not serve the candidate yet, in inventory order.
   returned: with O(procedure=upgrade)
