@@ -26,6 +26,7 @@ class ActionModule(TaskVariablesAction):
     """Reads on the host; the documentation is the module factory_floor.llm.keepalived_settings_info's."""
 
     _requires_connection = True
+    _supports_check_mode = True  # reads only, for real also in check mode
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)

@@ -24,6 +24,7 @@ class ActionModule(TaskVariablesAction):
     """Reads on the host; the documentation is the module factory_floor.llm.proxy_status's."""
 
     _requires_connection = True
+    _supports_check_mode = True  # reads only, for real also in check mode
 
     def read(self, module, module_args, task_vars):
         """A read-only module run on the host, for real also in check mode."""
