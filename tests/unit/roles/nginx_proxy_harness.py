@@ -121,6 +121,19 @@ class Engine:
     def paths(self):
         return [r["path"] for r in self.requests]
 
+    def track_connections(self):
+        """Record when each connection the engine accepted was closed (by the client: nginx), in
+        ``self.closed`` (time.monotonic() values)."""
+        self.closed = []
+        finish = self.server.shutdown_request
+
+        def shutdown_request(request):
+            self.closed.append(time.monotonic())
+            finish(request)
+
+        self.server.shutdown_request = shutdown_request
+        return self
+
     def close(self):
         self.server.shutdown()
         self.server.server_close()
