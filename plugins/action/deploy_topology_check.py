@@ -4,7 +4,8 @@
 
 """factory_floor.llm.deploy_topology_check: the topology_record module's read on the host, then deploy.yml's verdict.
 
-The task's arguments are topology_record's; this plugin runs that module on the host, reads the overrides
+The task's arguments are topology_record's (what it leaves out read from the task's variables, as topology_record's
+own action reads them: ``plugin_utils/_topology_record_args.py``); this plugin runs that module on the host, reads the overrides
 (``vllm_deploy_topology_change``, ``vllm_deploy_model_change``) as the task sees them, and applies
 ``plugins/module_utils/_deploy_topology.py``'s verdict. The documentation is ``plugins/modules/deploy_topology_check.py``.
 """
@@ -15,6 +16,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.factory_floor.llm.plugins.module_utils._deploy_topology import verdict
 from ansible_collections.factory_floor.llm.plugins.plugin_utils._task_variables import TaskVariablesAction
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._topology_record_args import record_args
 
 OVERRIDES = ("vllm_deploy_topology_change", "vllm_deploy_model_change")
 
@@ -28,7 +30,7 @@ class ActionModule(TaskVariablesAction):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
-        args = dict(self._task.args)
+        args = record_args(self._task.args, self.variable)
         try:
             seen = self._execute_module(module_name="factory_floor.llm.topology_record", module_args=args,
                                         task_vars=task_vars)

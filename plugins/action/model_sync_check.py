@@ -136,15 +136,16 @@ class ActionModule(TaskVariablesAction):
 
     def plan_args(self, args):
         """``args`` with each plan option the task leaves out read from its variable; the path, when neither gives
-        one, is the model of the topology that runs (the vllm role's ``_vllm_topologies``)."""
+        one, is the model of the topology that runs (``topology``: ``vllm_model``, the split's ``vllm_split_model``),
+        as the vllm role's ``_vllm_topologies`` has it, worked out here without loading that role's settings."""
         for option, (name, default) in PLAN_VARIABLES.items():
             if args.get(option) is None:
                 args[option] = self.variable(name, default)
         for option in BOOLEANS:
             args[option] = boolean(args[option], strict=False)
         if not args["path"]:
-            topology = self.variable("topology", "") or "replicas"
-            args["path"] = self.variable("_vllm_topologies", {}).get(topology, {}).get("model") or ""
+            args["path"] = ms.topology_model(self.variable("topology", "") or "replicas", self.variable("vllm_model", ""),
+                                             self.variable("vllm_split_model", None))
         return args
 
     def run(self, tmp=None, task_vars=None):

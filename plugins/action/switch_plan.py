@@ -9,8 +9,7 @@ the hosts noted and registered so far from ``hostvars`` (``_host_inputs``): for 
 engine host's units, topology record and notes, the tool gate's facts (on the first engine host,
 and on the host of ``incumbent_host``) and each proxy host's drains (``proxies``); for a model
 upgrade each engine host's stored score and note and the first tool-gate bar held; for the records
-at the end of a switch each engine host's record; for a replica's restart each proxy host's
-rotation. For a switch and its records it also reads, for every option the task does not give, the
+at the end of a switch each engine host's record. For a switch and its records it also reads, for every option the task does not give, the
 variables the switch runs with, as the task sees them (``STANDING``: ``switch_to``, the engine and proxy
 groups, the split's head, the start-ups the maintenance window read, the models). The module then decides
 from them; its documentation is the module's.
@@ -53,11 +52,9 @@ def read_inputs(args, hostvars):
         read = inputs.upgrade_inputs(hostvars, engines)
     elif procedure == "record":
         read = inputs.record_inputs(hostvars, engines)
-    elif procedure == "restart":
-        read = inputs.restart_inputs(hostvars, proxies)
     else:
         raise AnsibleActionFail("switch_plan reads the hosts' variables (read_hosts) for the procedures switch, "
-                                "upgrade, record and restart, not %s" % procedure)
+                                "upgrade and record, not %s" % procedure)
     given = {key: value for key, value in args.items() if key not in PLUGIN_OPTIONS}
     return dict(plain(read), **given)
 

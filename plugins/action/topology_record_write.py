@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """factory_floor.llm.topology_record_write: write the host's topology record when it changes. Reads the
-``vllm_topology_record_*`` variables itself, as the task sees them; runs ``file`` (the state directory) and the
+``vllm_topology_record_*`` variables itself, as the task sees them (``by`` and ``run``, where they are not defined,
+from the maintenance window's ``maintenance_window_run``); runs ``file`` (the state directory) and the
 ``copy`` action on the host. The rule and the content are ``plugins/module_utils/_topology_record_write.py``'s and the
 documentation ``plugins/modules/topology_record_write.py``."""
 
@@ -31,8 +32,12 @@ class ActionModule(TaskVariablesAction):
 
     def values(self):
         """vllm_topology_record_<field> (and _always) as the task sees them, by field; the optional ones default."""
+        # Who and which run: the maintenance window's (maintenance_window_run) where the caller sets neither.
+        run = self.variable("maintenance_window_run", {})
+        run = run if isinstance(run, dict) else {}
+        defaults = dict(trw.OPTIONAL, by=run.get("by") or "", run=run.get("id") or "")
         found = self.variables([PREFIX + name for name in trw.FIELDS + ("always",)],
-                               **{PREFIX + name: default for name, default in trw.OPTIONAL.items()})
+                               **{PREFIX + name: default for name, default in defaults.items()})
         return {name[len(PREFIX):]: value for name, value in found.items()}
 
     def copy(self, args, task_vars):

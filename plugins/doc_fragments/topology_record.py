@@ -13,16 +13,17 @@ class ModuleDocFragment:
 options:
   path:
     description:
-      - The record on this host (the C(factory_floor.llm.vllm) role's C(_vllm_topology_record_file)).
+      - The record on this host. Default, the C(factory_floor.llm.vllm) role's C(_vllm_topology_record_file) as the
+        task sees it (the action plugin reads it), else this path.
     type: path
     default: /var/lib/factory-floor/topology.json
   topology:
     description:
       - The topology this run brings the hosts to (C(deploy.yml) - the inventory's C(topology)), or the one that
-        serves after a switch.
+        serves after a switch. Default, the variable C(topology) as the task sees it (the action plugin reads it); the
+        module fails without one.
     type: str
     choices: [replicas, split]
-    required: true
   inventory_topology:
     description:
       - The inventory's C(topology), for RV(inventory). Default, O(topology).
@@ -31,7 +32,8 @@ options:
     description:
       - The run's inventory sources (the magic variable C(ansible_inventory_sources)), controller paths, to name the
         inventory file to change (C(group_vars/all.yml) inside a source directory, or next to a source file) and the
-        switch command. Only used in messages; nothing is read there.
+        switch command. Only used in messages; nothing is read there. Default, C(ansible_inventory_sources) (the action
+        plugin reads it), else none.
     type: list
     elements: str
     default: []
@@ -40,7 +42,8 @@ options:
       - The directory of the playbook that runs (the magic variable C(playbook_dir)), a controller path, to name the
         playbooks in messages the way the operator runs them - C(factory_floor.llm.deploy) from an installed collection
         (and when empty), C(playbooks/deploy.yml) from a checkout (the P(factory_floor.llm.playbook_name#filter)
-        filter's rule). Nothing is read there.
+        filter's rule). Nothing is read there. Default, the magic variable C(playbook_dir) (the action plugin reads it),
+        else empty.
     type: str
     default: ""
   units:

@@ -28,7 +28,7 @@ KNOWN = "tool_gate_known"
 DRAINS = "nginx_proxy_drained"
 # switch_plan, procedure record: the topology record switch_record read on each engine host.
 RECORD_SEEN = "__vllm_switch_record_seen"
-# switch_plan, procedure restart: each proxy host's rotation (the nginx_proxy role's rotation entry point).
+# rolling_restart_plan: each proxy host's rotation (the nginx_proxy role's rotation entry point).
 ROTATION = "nginx_proxy_rotation"
 # site_status: what each role's status entry point read on its hosts.
 ENGINE_STATUS = "vllm_status"
@@ -186,7 +186,7 @@ def record_inputs(hostvars, engines):
 
 
 def restart_inputs(hostvars, proxies):
-    """switch_plan's ``rotations`` for a replica's turn in the rolling restart: every proxy host's rotation."""
+    """rolling_restart_plan's ``rotations`` for a replica's turn in the rolling restart: every proxy host's rotation."""
     return {"rotations": [fact(hostvars, host, ROTATION, {}) for host in proxies or ()]}
 
 

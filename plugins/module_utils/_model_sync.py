@@ -289,6 +289,14 @@ PLAN_VARS = ("vllm_link_address", "ansible_host", "ansible_port", "ansible_user"
              "ansible_ssh_common_args")
 
 
+def topology_model(topology, vllm_model="", vllm_split_model=None):
+    """The model directory ``topology`` serves, as the vllm role's ``_vllm_topologies`` has it: ``vllm_model``, and for
+    the split ``vllm_split_model`` where it is defined (None: not defined). An empty or unknown topology is replicas."""
+    if topology == "split" and vllm_split_model is not None:
+        return vllm_split_model or ""
+    return vllm_model or ""
+
+
 def plan_hostvars(engines, hostvars):
     """Per engine host, the ``PLAN_VARS`` set for it (``hostvars`` as Ansible has them, or any mappings)."""
     found = {}

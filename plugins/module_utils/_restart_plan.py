@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What deploy.yml's rolling restart decides for one replica whose configuration changed. Pure logic, no I/O.
 
-The rolling_restart role asks this (through the switch_plan module, ``procedure: restart``) once per replica,
+The rolling_restart role asks this (through the rolling_restart_plan action) once per replica,
 in a play with ``serial: 1``, after it probed the replica itself, the other replicas (each on its own host) and
 read every proxy host's rotation. A replica that serves is restarted only while another replica both serves and
 is in the rotation of every proxy host (a *carrier*); otherwise the restart is refused with the sentence the

@@ -69,6 +69,8 @@ options:
   concurrency:
     description:
       - Numbers of concurrent requests to measure, each an integer >= 1.
+      - When the task leaves it out, C(tune_concurrency) as the task sees it (the action plugin reads it; the
+        C(factory_floor.llm.tune_concurrency) role sets it); undefined or null, this default.
     type: list
     elements: int
     default: [1, 4, 8, 12, 16]
@@ -78,6 +80,8 @@ options:
       - V(long) - the e-mail agent - a shared system prompt and an e-mail thread of about O(long_prompt_tokens)
         tokens, different for every request (so vLLM's prefix cache cannot skip its prefill), O(long_max_tokens)
         generated.
+      - When the task leaves it out, C(tune_profiles) as the task sees it (the action plugin reads it; the
+        C(factory_floor.llm.tune_concurrency) role sets it); undefined or null, this default.
     type: list
     elements: str
     choices: [short, long]
@@ -87,11 +91,15 @@ options:
       - Seconds per level during which new requests start. Choose it several times the longest end-to-end latency
         expected, so the start and the end of a level (fewer requests in flight) weigh little.
       - Ignored when O(requests) is set.
+      - When the task leaves it out, C(tune_duration) as the task sees it (the action plugin reads it; the
+        C(factory_floor.llm.tune_concurrency) role sets it); undefined or null, this default.
     type: float
     default: 60
   requests:
     description:
       - Requests per level instead of O(duration).
+      - When the task leaves it out, C(tune_requests) as the task sees it (the action plugin reads it; the
+        C(factory_floor.llm.tune_concurrency) role sets it); undefined or null, this default.
     type: int
   warmup:
     description:
@@ -101,6 +109,8 @@ options:
   short_max_tokens:
     description:
       - Tokens generated per V(short) request (C(max_tokens)).
+      - When the task leaves it out, C(tune_short_max_tokens) as the task sees it (the action plugin reads it; the
+        C(factory_floor.llm.tune_concurrency) role sets it); undefined or null, this default.
     type: int
     default: 128
   long_prompt_tokens:
@@ -109,11 +119,15 @@ options:
         the engine reports before the sweep (returned in RV(profiles)).
       - O(long_prompt_tokens) + O(long_max_tokens) must fit the engine's C(max_model_len) (checked against
         C(/v1/models)). The operations report's e-mail agent sent a few thousand tokens.
+      - When the task leaves it out, C(tune_long_prompt_tokens) as the task sees it (the action plugin reads it; the
+        C(factory_floor.llm.tune_concurrency) role sets it); undefined or null, this default.
     type: int
     default: 3000
   long_max_tokens:
     description:
       - Tokens generated per V(long) request (C(max_tokens)).
+      - When the task leaves it out, C(tune_long_max_tokens) as the task sees it (the action plugin reads it; the
+        C(factory_floor.llm.tune_concurrency) role sets it); undefined or null, this default.
     type: int
     default: 256
   ignore_eos:
@@ -125,6 +139,8 @@ options:
   timeout:
     description:
       - Seconds one request may wait for the next streamed event before it counts as failed.
+      - When the task leaves it out, C(tune_request_timeout) as the task sees it (the action plugin reads it; the
+        C(factory_floor.llm.tune_concurrency) role sets it); undefined or null, this default.
     type: float
     default: 600
   max_failures:
@@ -137,11 +153,15 @@ options:
     description:
       - Latency target for the recommendation, seconds. A level is eligible only when its p95 of O(target_metric) is
         at most this. Unset, the recommendation is the best throughput, whatever the latency.
+      - When the task leaves it out, C(tune_target_seconds) as the task sees it (the action plugin reads it; the
+        C(factory_floor.llm.tune_concurrency) role sets it); undefined or null, this default.
     type: float
   target_metric:
     description:
       - V(e2e) - end-to-end latency of a request; V(ttft) - time to its first token; V(tpot) - time per output token
         after the first (the three C(vllm bench serve --goodput) takes). Its p95 is held to O(target_seconds).
+      - When the task leaves it out, C(tune_target_metric) as the task sees it (the action plugin reads it; the
+        C(factory_floor.llm.tune_concurrency) role sets it); undefined or null, this default.
     type: str
     choices: [e2e, ttft, tpot]
     default: e2e
@@ -149,6 +169,8 @@ options:
     description:
       - Share of each profile in your traffic (profile name to a number; normalised), for the recommendation when
         both profiles are measured. Default equal shares.
+      - When the task leaves it out, C(tune_shares) as the task sees it (the action plugin reads it; the
+        C(factory_floor.llm.tune_concurrency) role sets it); undefined or empty or null, equal shares.
     type: dict
   tolerance:
     description:

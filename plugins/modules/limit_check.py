@@ -35,46 +35,63 @@ extends_documentation_fragment:
   - factory_floor.llm.attributes.READ_ONLY
 options:
   playbook:
-    description: The playbook being run.
+    description:
+      - The playbook being run.
+      - Left out, the action plugin reads C(site_limit_playbook) (the C(site) role's C(limit) entry point); the module
+        fails without one.
     type: str
-    required: true
     choices: [deploy, switch, switch_model, status, peers, metrics, prometheus_config, chat, tune, memory_guard,
               tool_gate_spread]
   hosts:
     description:
       - The hosts the run includes, C(ansible_play_hosts_all) of a play over C(all) (or the engine and proxy
         groups) - the inventory hosts C(--limit) lets in.
+      - Left out, the action plugin reads C(ansible_play_hosts_all); the module fails without them.
     type: list
     elements: str
-    required: true
   limit:
-    description: The C(--limit) text (C(ansible_limit)), for messages; empty without one.
+    description:
+      - The C(--limit) text (C(ansible_limit)), for messages; empty without one.
+      - Left out, the action plugin reads C(ansible_limit).
     type: str
     default: ""
   engines:
-    description: The engine group's hosts (C(groups[site_engine_group])), in inventory order.
+    description:
+      - The engine group's hosts (C(groups[site_engine_group])), in inventory order.
+      - Left out, the action plugin reads the hosts of the group O(engine_group) names.
     type: list
     elements: str
     default: []
   proxies:
-    description: The proxy group's hosts (C(groups[site_proxy_group])), in inventory order.
+    description:
+      - The proxy group's hosts (C(groups[site_proxy_group])), in inventory order.
+      - Left out, the action plugin reads the hosts of the group O(proxy_group) names.
     type: list
     elements: str
     default: []
   split_hosts:
-    description: The split's hosts (C(groups[vllm_split_group])); default O(engines).
+    description:
+      - The split's hosts (C(groups[vllm_split_group])); default O(engines).
+      - Left out, the action plugin reads the hosts of the group C(vllm_split_group) names, else O(engine_group)'s.
     type: list
     elements: str
   inventory:
-    description: Every inventory host (C(groups['all'])). An O(reader) outside it (the controller) is not checked.
+    description:
+      - Every inventory host (C(groups['all'])). An O(reader) outside it (the controller) is not checked.
+      - Left out, the action plugin reads C(groups['all']).
     type: list
     elements: str
   topology:
-    description: The inventory's topology, V(replicas) or V(split).
+    description:
+      - The inventory's topology, V(replicas) or V(split).
+      - Left out, the action plugin reads C(topology), else V(replicas).
     type: str
     default: replicas
   firewall:
-    description: The engines' firewall is managed (C(vllm_firewall)), so it needs the proxy hosts' addresses.
+    description:
+      - The engines' firewall is managed (C(vllm_firewall)), so it needs the proxy hosts' addresses.
+      - Left out, the action plugin reads C(vllm_firewall) where it is defined (a first play has not loaded the vllm
+        role's settings; its default is this one).
     type: bool
     default: true
   keepalived:
@@ -85,7 +102,9 @@ options:
     type: bool
     default: false
   reader:
-    description: The host a one-host playbook runs on (C(metrics_from), C(tune_host), the first proxy host).
+    description:
+      - The host a one-host playbook runs on (C(metrics_from), C(tune_host), the first proxy host).
+      - Left out, the action plugin reads C(site_limit_reader) (undefined or empty, none).
     type: str
   addresses:
     description:
@@ -99,6 +118,8 @@ options:
     description:
       - The hosts of an earlier RV(gather) were asked for their network facts. A host that still has no address is
         then refused (its firewall or report would be wrong), instead of returned in RV(gather) again.
+      - Left out, the action plugin reads the C(site) role's C(_site_limit_gathered) (from C(site_limit_gathered) and
+        C(site_limit_gather)).
     type: bool
     default: false
   gather_errors:
@@ -114,11 +135,15 @@ options:
         play's) and fills O(gather_errors) with its unreachable or failed items' messages, 300 characters at most.
     type: str
   engine_group:
-    description: The engine group's name, for messages.
+    description:
+      - The engine group's name, for messages.
+      - Left out, the action plugin reads C(site_engine_group).
     type: str
     default: gb10
   proxy_group:
-    description: The proxy group's name, for messages.
+    description:
+      - The proxy group's name, for messages.
+      - Left out, the action plugin reads C(site_proxy_group).
     type: str
     default: proxy
   playbook_dir:
@@ -126,6 +151,7 @@ options:
       - The directory of the playbook being run (the magic variable C(playbook_dir)), to name it in messages the way the
         operator runs it - C(factory_floor.llm.deploy) from an installed collection (and when empty),
         C(playbooks/deploy.yml) from a checkout (the P(factory_floor.llm.playbook_name#filter) filter's rule).
+      - Left out, the action plugin reads the magic variable C(playbook_dir).
     type: str
     default: ""
 notes:
@@ -224,8 +250,9 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._limit import (
 def run_module():
     module = AnsibleModule(
         argument_spec=dict(
-            playbook=dict(type="str", required=True, choices=sorted(PLAYBOOKS)),
-            hosts=dict(type="list", elements="str", required=True),
+            # The action plugin reads the options the task leaves out (site_limit_playbook, ansible_play_hosts_all, ...).
+            playbook=dict(type="str", choices=sorted(PLAYBOOKS)),
+            hosts=dict(type="list", elements="str"),
             limit=dict(type="str", default=""),
             engines=dict(type="list", elements="str", default=[]),
             proxies=dict(type="list", elements="str", default=[]),
@@ -247,6 +274,10 @@ def run_module():
         supports_check_mode=True,
     )
     params = module.params
+    for name, variable in (("playbook", "site_limit_playbook"), ("hosts", "ansible_play_hosts_all")):
+        if params[name] is None:
+            module.fail_json(msg="limit_check needs %s: include the site role's limit entry point with %s set, or pass "
+                                 "%s" % (name, variable, name), changed=False)
     result = check_limit(
         params["playbook"], params["hosts"], params["engines"], params["proxies"],
         split_hosts=params["split_hosts"], topology=params["topology"], firewall=params["firewall"],

@@ -25,7 +25,8 @@ description:
     nothing copied, when the copy cannot be planned (RV(ok), RV(errors): the P(factory_floor.llm.model_sync_plan#filter)
     filter's plan; the message lists RV(errors)) or the run leaves out a target (RV(left_out)). Each plan option the
     task leaves out is read from the role's variable, as the task sees it - O(source) from C(model_sync_source), O(path)
-    from C(model_sync_path) (empty, the model of C(topology) in the C(vllm) role's C(_vllm_topologies)), O(source_path),
+    from C(model_sync_path) (empty, the model of C(topology) - C(vllm_model), for the split C(vllm_split_model) where it
+    is defined - as the C(vllm) role's C(_vllm_topologies) has it), O(source_path),
     O(delete), O(checksum), O(ssh_user), O(ssh_key_file), O(ssh_args), O(rsync_path) from C(model_sync_<option>),
     O(dry_run) from C(ansible_check_mode), O(play_hosts) from C(ansible_play_hosts)."
   - "O(check=space): fails, naming each target, when a target of O(targets) lacks the room - every file it lacks,

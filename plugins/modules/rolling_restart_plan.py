@@ -22,8 +22,7 @@ description:
     C(groups[site_proxy_group]), from C(hostvars); a proxy host that read nothing has nobody in rotation), what changed
     (C(vllm_service_plan.change), the engine plan's), C(vllm_restart_force) (bool, false when not set) and
     C(playbook_dir) (to name C(deploy.yml) as the operator runs it).
-  - The rule and the sentences are C(plugins/module_utils/_restart_plan.py)'s, as the M(factory_floor.llm.switch_plan)
-    module's O(factory_floor.llm.switch_plan#module:procedure=restart) has them.
+  - The rule and the sentences are C(plugins/module_utils/_restart_plan.py)'s.
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:

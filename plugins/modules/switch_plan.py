@@ -32,10 +32,6 @@ description:
   - With O(procedure=upgrade), the decisions of C(playbooks/switch-model.yml) - which replicas to upgrade (RV(todo)),
     whether the upgrade stops (RV(stop)), which upgraded replicas go back to the old build (RV(roll_back)), and the
     announcement.
-  - With O(procedure=restart), the decision of the C(rolling_restart) role (C(playbooks/deploy.yml)'s rolling restart) for
-    one replica whose configuration changed - a replica that serves restarts only while another replica serves and is in
-    every proxy host's rotation (RV(carriers)); otherwise the restart is refused (RV(refusal)) unless O(force). In check
-    mode the sentences say what a real run would do.
 extends_documentation_fragment:
   - factory_floor.llm.attributes
   - factory_floor.llm.attributes.READ_ONLY
@@ -43,9 +39,10 @@ options:
   procedure:
     description:
       - V(switch) for a topology switch, V(upgrade) for a rolling model or image upgrade, V(record) for the topology
-        records at the end of a switch, V(restart) for one replica's turn in the rolling restart.
+        records at the end of a switch. (A replica's turn in the rolling restart is
+        M(factory_floor.llm.rolling_restart_plan)'s.)
     type: str
-    choices: [switch, upgrade, record, restart]
+    choices: [switch, upgrade, record]
     default: switch
   topology:
     description: The topology the switch goes to (required with O(procedure=switch)).
@@ -179,37 +176,6 @@ options:
         next to the model directory. Empty, not named.
     type: str
     default: ""
-  host:
-    description: (restart) The replica that would restart (C(inventory_hostname)); required with O(procedure=restart).
-    type: str
-  status:
-    description:
-      - (restart) What the replica's own 1-token generation probe said (M(factory_floor.llm.vllm_health)'s C(status)) -
-        C(serving), or another state (it does not serve, so nobody loses anything by its restart).
-    type: str
-    default: ""
-  peers:
-    description:
-      - (restart) The other replicas' probes, each on its own host - the loop results of M(factory_floor.llm.vllm_health)
-        (C(item) the host, C(status); C(unreachable), C(msg) or C(error) when it could not be asked).
-    type: list
-    elements: dict
-    default: []
-  rotations:
-    description:
-      - (restart) Every proxy host's rotation (the C(nginx_proxy) role's C(nginx_proxy_rotation), C(in_rotation) a list of
-        engine hosts); a serving replica carries the load only when every one has it.
-    type: list
-    elements: dict
-    default: []
-  change:
-    description: (restart) What changed in the replica's configuration, in words (the engine plan's C(change)).
-    type: str
-    default: ""
-  force:
-    description: (restart) Restart a serving replica even when no other one carries the load (C(vllm_restart_force)).
-    type: bool
-    default: false
   read_hosts:
     description:
       - Read by the module's action plugin, on the controller - for every option the task does not give, what the hosts
@@ -222,7 +188,6 @@ options:
       - (upgrade) O(incumbents) (each engine host's C(tool_gate_incumbent)), O(notes) (C(maintenance_window_host)) and
         O(min_score) (the C(min_score) of the first engine host's C(tool_gate_bar) that is set).
       - (record) O(records) (each engine host's registered C(__vllm_switch_record_seen)).
-      - (restart) O(rotations) (each host of O(proxies)' C(nginx_proxy_rotation)).
       - (switch, record) Also the variables the switch runs with, as the task sees them, for every option the task does
         not give - O(topology) (C(switch_to)), O(engines) and O(proxies) (C(groups[site_engine_group]),
         C(groups[site_proxy_group])), O(head) (C(vllm_split_head), else the first engine host), O(incumbent_host) (the
@@ -233,7 +198,7 @@ options:
     type: bool
     default: false
   proxies:
-    description: With O(read_hosts), the proxy hosts (inventory names) whose drains or rotation the plugin reads.
+    description: With O(read_hosts), the proxy hosts (inventory names) whose drains the plugin reads.
     type: list
     elements: str
     default: []
@@ -248,20 +213,6 @@ author:
 """
 
 EXAMPLES = r"""
-- name: Decide whether this replica restarts now, and who carries the load meanwhile
-  factory_floor.llm.switch_plan:
-    procedure: restart
-    host: "{{ inventory_hostname }}"
-    engines: "{{ groups['gb10'] }}"
-    status: "{{ self_probe.status }}"
-    peers: "{{ peer_probes.results }}"
-    rotations: "{{ groups['proxy'] | map('extract', hostvars) | map(attribute='nginx_proxy_rotation', default={}) | list }}"
-    change: "{{ vllm_service_plan.change }}"
-    force: "{{ vllm_restart_force }}"
-    playbook_dir: "{{ playbook_dir }}"
-  delegate_to: localhost
-  register: restart
-
 - name: Decide which replicas an upgrade changes
   factory_floor.llm.switch_plan:
     procedure: upgrade
@@ -367,9 +318,8 @@ api_engines:
   elements: str
 announcement:
   description:
-    - The sentence the switch or the upgrade prints before anything changes; (restart) what the restart says before it
-      starts - who carries the load meanwhile, or why nobody loses anything.
-  returned: with O(procedure=switch), O(procedure=upgrade) or O(procedure=restart)
+    - The sentence the switch or the upgrade prints before anything changes.
+  returned: with O(procedure=switch) or O(procedure=upgrade)
   type: str
 dry_run:
   description:
@@ -486,9 +436,7 @@ refusal:
   description:
     - Why the run stops before anything changes - a gated run whose gate has no bar (O(min_score) at 0 and no incumbent
       score; any candidate that passes one case would pass). Empty otherwise.
-    - (restart) Why the replica does not restart - it serves and no other replica serves and is in the proxy's
-      rotation (without O(force)); the run fails with it. Empty when it goes.
-  returned: with O(procedure=switch), O(procedure=upgrade) or O(procedure=restart)
+  returned: with O(procedure=switch) or O(procedure=upgrade)
   type: str
 records:
   description:
@@ -556,32 +504,17 @@ report:
       C(image), C(image_id); empty when not given), C(switch_model) (O(model)) and C(switch_image) (O(image)).
   returned: with O(procedure=upgrade)
   type: dict
-serving:
-  description: (restart) The replica serves now (O(status) is C(serving)).
-  returned: with O(procedure=restart)
-  type: bool
-carriers:
-  description: (restart) The other replicas that serve and are in every proxy host's rotation while it restarts (none when it does not serve).
-  returned: with O(procedure=restart)
-  type: list
-  elements: str
-  sample: [spark-b]
-forced:
-  description: (restart) What a forced restart (O(force), nobody carries the load) says first; empty otherwise.
-  returned: with O(procedure=restart)
-  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._restart_plan import restart_plan
 from ansible_collections.factory_floor.llm.plugins.module_utils._switch_plan import record_writes, switch_plan, upgrade_plan
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            procedure=dict(type="str", default="switch", choices=["switch", "upgrade", "record", "restart"]),
+            procedure=dict(type="str", default="switch", choices=["switch", "upgrade", "record"]),
             topology=dict(type="str", choices=["replicas", "split"]),
             engines=dict(type="list", elements="str", required=True),
             head=dict(type="str"),
@@ -605,19 +538,12 @@ def main():
             plan=dict(type="dict", default={}),
             models=dict(type="dict", default={}),
             served_model_name=dict(type="str", default=""),
-            host=dict(type="str"),
-            status=dict(type="str", default=""),
-            peers=dict(type="list", elements="dict", default=[]),
-            rotations=dict(type="list", elements="dict", default=[]),
-            change=dict(type="str", default=""),
-            force=dict(type="bool", default=False),
             # Read by the action plugin (plugins/action/switch_plan.py), which passes what it reads instead.
             read_hosts=dict(type="bool", default=False),
             proxies=dict(type="list", elements="str", default=[]),
             incumbent_host=dict(type="str", default=""),
         ),
-        required_if=[("procedure", "switch", ("topology", "head")), ("procedure", "record", ("plan",)),
-                     ("procedure", "restart", ("host",))],
+        required_if=[("procedure", "switch", ("topology", "head")), ("procedure", "record", ("plan",))],
         supports_check_mode=True,
     )
     params = module.params
@@ -626,10 +552,6 @@ def main():
                                                        params["startup"], params["incumbents"], params["notes"],
                                                        params["model"], params["image"], params["min_score"],
                                                        params["playbook_dir"]))
-    if params["procedure"] == "restart":
-        module.exit_json(changed=False, **restart_plan(params["host"], params["engines"], params["status"], params["peers"],
-                                                       params["rotations"], params["startup"], params["change"],
-                                                       params["force"], module.check_mode, params["playbook_dir"]))
     if params["procedure"] == "record":
         plan = params["plan"]
         missing = [key for key in ("topology", "on_target", "rollback") if key not in plan]

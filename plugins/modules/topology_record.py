@@ -51,22 +51,22 @@ options:
     type: dict
   engine_hosts:
     description:
-      - The engine hosts (inventory names, in inventory order), instead of O(hosts) - the module's action plugin reads,
+      - The engine hosts (inventory names, in inventory order), with O(registered) - the module's action plugin reads,
         on the controller, the result each one registered under O(registered) (in C(hostvars); none, an empty result)
         and passes them as O(hosts).
+      - Default, the engine group as the task sees it (C(groups[site_engine_group]), C(gb10) when
+        C(site_engine_group) is not defined).
     type: list
     elements: str
   registered:
-    description: With O(engine_hosts), the name each engine host registered this module's result under.
+    description:
+      - Instead of O(hosts), the name each engine host (O(engine_hosts)) registered this module's result under.
     type: str
 """
 
 EXAMPLES = r"""
-- name: Read the topology this host records
+- name: Read the topology this host records (the inventory's topology, its sources and playbook_dir read by the action)
   factory_floor.llm.topology_record:
-    topology: "{{ topology }}"
-    inventory_sources: "{{ ansible_inventory_sources }}"
-    playbook_dir: "{{ playbook_dir }}"
   register: record
 
 - name: Refuse, before anything changes, to undo a switch
@@ -93,11 +93,9 @@ EXAMPLES = r"""
     inventory_sources: "{{ ansible_inventory_sources }}"
   register: record
 
-- name: Name every disagreement between the hosts (once, on the controller)
+- name: Name every disagreement between the engine hosts (each one's result registered as record, read on the controller)
   factory_floor.llm.topology_record:
-    topology: "{{ topology }}"
-    hosts: "{{ dict(groups['gb10'] | zip(groups['gb10'] | map('extract', hostvars, 'record'))) }}"
-    inventory_sources: "{{ ansible_inventory_sources }}"
+    registered: record
   delegate_to: localhost
   run_once: true
   register: site
@@ -274,7 +272,8 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path", default=tr.PATH),
-            topology=dict(type="str", choices=list(tr.TOPOLOGIES), required=True),
+            # The action plugin reads topology, path, inventory_sources and playbook_dir the task leaves out.
+            topology=dict(type="str", choices=list(tr.TOPOLOGIES)),
             inventory_topology=dict(type="str"),
             inventory_sources=dict(type="list", elements="str", default=[]),
             playbook_dir=dict(type="str", default=""),
@@ -288,6 +287,9 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    if not params["topology"]:
+        module.fail_json(msg="topology_record needs a topology (replicas or split): set the inventory's topology, or "
+                             "the task's topology")
     topology, sources, playbook_dir = params["topology"], params["inventory_sources"], params["playbook_dir"]
     inventory_topology = params["inventory_topology"] if params["inventory_topology"] is not None else topology
     if params["hosts"] is not None:

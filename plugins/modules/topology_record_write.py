@@ -21,7 +21,8 @@ description:
     since the epoch, the controller's clock), C(vllm_topology_record_by), C(vllm_topology_record_playbook),
     C(vllm_topology_record_run), C(vllm_topology_record_note) and C(vllm_topology_record_model), which the action
     plugin reads itself as the task sees them (the C(factory_floor.llm.vllm) role's C(topology_record) entry point);
-    the optional ones default to empty."
+    the optional ones default to empty, except C(by) and C(run), which default to the maintenance window's
+    (C(maintenance_window_run.by) and C(.id)) where one is open."
   - The rule and the content are C(plugins/module_utils/_topology_record_write.py)'s; the action plugin runs
     C(ansible.builtin.file) and C(ansible.builtin.copy) on the host.
 author:

@@ -106,7 +106,7 @@ def _run(tmp_path, task, variables, check):
     return " ".join(yaml.safe_load(found.group(1))["msg"].split())
 
 
-# The rolling restart's refusal is worded by switch_plan (procedure restart) now: its --check rows are in
+# The rolling restart's refusal is worded by rolling_restart_plan (_restart_plan) now: its --check rows are in
 # tests/unit/plugins/module_utils/test_restart_plan.py.
 
 

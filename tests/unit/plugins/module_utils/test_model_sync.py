@@ -284,3 +284,14 @@ def test_the_ssh_probe_logs_in_as_the_rsync_will():
                         path="/models/x")["targets"]
     assert ms.ssh_probe(target) == ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new", "-l", "ops",
                                     "192.0.2.2", "true"]
+
+
+@pytest.mark.parametrize("topology, split_model, expected", [
+    ("replicas", "/models/split", "/models/one"),   # the replicas serve vllm_model
+    ("split", "/models/split", "/models/split"),    # the split its own model, where defined
+    ("split", None, "/models/one"),                 # else vllm_model (vllm_split_model | default(vllm_model))
+    ("split", "", ""),                              # defined empty stays empty, as default() leaves it
+    ("", None, "/models/one"),                      # no topology: replicas
+])
+def test_the_topologys_model_is_the_vllm_roles(topology, split_model, expected):
+    assert ms.topology_model(topology, "/models/one", split_model) == expected

@@ -107,3 +107,27 @@ def test_a_sweep_in_parts_prints_a_line_per_level_and_recommends_over_all(fake_o
     assert parts[1]["progress"]["lines"][0].startswith("level 2 of 2: short x 2: ")
     assert len(parts[-1]["levels"]) == 2 and parts[-1]["recommendation"]["max_num_seqs"] in (1, 2)
     assert len(parts[-1]["table"]) == 3
+
+
+# --- the action plugin reads the tune_* knobs the task leaves out (issue 36) --------------------------------------
+
+def _swept_args(task_args, variables):
+    """The module arguments the action plugin's first run sends, for a task with ``task_args`` and ``variables``."""
+    from ansible_collections.factory_floor.llm.plugins.action.concurrency_sweep import ActionModule
+    from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import action_plugin
+
+    return action_plugin(ActionModule, "concurrency_sweep", task_args, variables).module_args(variables)
+
+
+def test_the_action_reads_the_tune_knobs_the_task_leaves_out():
+    knobs = dict(tune_concurrency=[1, 4], tune_profiles=["short"], tune_duration=30, tune_requests=None,
+                 tune_short_max_tokens=64, tune_long_prompt_tokens=2000, tune_long_max_tokens=128,
+                 tune_request_timeout=300, tune_target_seconds=None, tune_target_metric="ttft", tune_shares={})
+    assert _swept_args({"url": "http://127.0.0.1:8000"}, knobs) == {
+        "url": "http://127.0.0.1:8000", "concurrency": [1, 4], "profiles": ["short"], "duration": 30,
+        "short_max_tokens": 64, "long_prompt_tokens": 2000, "long_max_tokens": 128, "timeout": 300,
+        "target_metric": "ttft"}  # null requests / target_seconds and empty shares: the module's defaults
+    # Explicit arguments win; set knobs pass through; undefined ones leave the module's defaults.
+    assert _swept_args({"duration": 5, "shares": {"short": 1}}, dict(tune_requests=7, tune_target_seconds=2.5)) == {
+        "duration": 5, "shares": {"short": 1}, "requests": 7, "target_seconds": 2.5}
+    assert _swept_args({}, {}) == {}

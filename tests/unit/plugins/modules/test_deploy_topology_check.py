@@ -33,8 +33,26 @@ def run(seen, check_mode=False, **variables):
         result = action.run(task_vars=variables)
     execute.assert_called_once()
     assert execute.call_args.kwargs["module_name"] == "factory_floor.llm.topology_record"
-    assert execute.call_args.kwargs["module_args"] == ARGS
+    # What the task leaves out is read from its variables (here none: the module's defaults' values).
+    assert execute.call_args.kwargs["module_args"] == dict(ARGS, inventory_sources=[], playbook_dir="")
     return result
+
+
+def test_what_the_task_leaves_out_is_read_from_its_variables():
+    variables = {"inventory_hostname": "spark-a", "topology": "replicas", "playbook_dir": "/srv/ff/playbooks",
+                 "_vllm_topology_record_file": "/srv/ff/state/topology.json",
+                 "ansible_inventory_sources": ["/srv/ff/inventory/site"]}
+    task = mock.MagicMock(args={"units": ARGS["units"], "model": "/models/b"}, check_mode=False, async_val=0,
+                          action="factory_floor.llm.deploy_topology_check")
+    connection = mock.MagicMock()
+    connection._shell.tmpdir = None
+    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), Templar(loader=DataLoader(), variables=variables),
+                          None)
+    with mock.patch.object(ActionModule, "_execute_module", return_value=dict(DIFFERS, state="agrees", message="")) as execute:
+        action.run(task_vars=variables)
+    assert execute.call_args.kwargs["module_args"] == {
+        "units": ARGS["units"], "model": "/models/b", "topology": "replicas", "path": "/srv/ff/state/topology.json",
+        "inventory_sources": ["/srv/ff/inventory/site"], "playbook_dir": "/srv/ff/playbooks"}
 
 
 @pytest.mark.parametrize("check_mode", [False, True])

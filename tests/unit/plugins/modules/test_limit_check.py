@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from ansible_collections.factory_floor.llm.plugins.action.limit_check import inventory_args
+from ansible_collections.factory_floor.llm.plugins.action.limit_check import inventory_args, task_args
 from ansible_collections.factory_floor.llm.plugins.modules import limit_check as module
 
 LAB = {"engines": ["spark-a", "spark-b"], "proxies": ["gateway"], "inventory": ["spark-a", "spark-b", "gateway"],
@@ -70,6 +70,27 @@ def test_the_action_reads_keepalived_addresses_and_gather_errors_from_hostvars(r
     assert inventory_args(args, task_vars)["keepalived"] is True
     given = inventory_args(dict(args, keepalived=False, addresses=["gw-2"], gather_errors={}), task_vars)
     assert (given["keepalived"], given["addresses"], given["gather_errors"]) == (False, ["gw-2"], {})
+
+
+def test_the_action_reads_the_options_the_task_leaves_out_from_its_variables(run_module):
+    variables = {"site_limit_playbook": "deploy", "ansible_play_hosts_all": ["spark-a"], "ansible_limit": "spark-a",
+                 "topology": "split", "site_limit_reader": "", "_site_limit_gathered": True,
+                 "site_engine_group": "engines", "site_proxy_group": "gateways", "playbook_dir": "/srv/ff/playbooks",
+                 "groups": {"all": ["spark-a", "spark-b", "gw-1"], "engines": ["spark-a", "spark-b"],
+                            "gateways": ["gw-1"]}}
+    read = task_args({"gather_register": "__g"}, variables.get)
+    assert read == {"gather_register": "__g", "playbook": "deploy", "hosts": ["spark-a"], "limit": "spark-a",
+                    "topology": "split", "gathered": True, "engine_group": "engines", "proxy_group": "gateways",
+                    "playbook_dir": "/srv/ff/playbooks", "engines": ["spark-a", "spark-b"], "proxies": ["gw-1"],
+                    "split_hosts": ["spark-a", "spark-b"]}  # an empty reader and an undefined vllm_firewall: defaults
+    # Explicit arguments win; vllm_split_group names the split's hosts.
+    given = task_args({"topology": "replicas", "proxies": [], "gathered": False},
+                      dict(variables, vllm_split_group="all", vllm_firewall=False).get)
+    assert (given["topology"], given["proxies"], given["gathered"]) == ("replicas", [], False)
+    assert given["split_hosts"] == ["spark-a", "spark-b", "gw-1"] and given["firewall"] is False
+    # Without the entry point's variables, the module says what to set.
+    result = run_module(module, task_args({}, {}.get))
+    assert result.code == 1 and "with site_limit_playbook set" in result.result["msg"]
 
 
 # ------------------------------------------------------------------ the site role's limit entry point, run

@@ -210,7 +210,7 @@ def test_the_plan_names_a_target_left_out_of_the_run():
 
 def test_the_plan_reads_the_roles_variables_the_task_leaves_out():
     variables = {"model_sync_delete": "true", "ansible_check_mode": True, "model_sync_ssh_user": "copier",
-                 "topology": "replicas", "_vllm_topologies": {"replicas": {"model": PATH}},
+                 "topology": "replicas", "vllm_model": PATH,
                  "ansible_play_hosts": ["spark-a"], "site_engine_group": "gb10"}
     result = run({"check": "plan"}, variables=variables)
     (target,) = result["targets"]
@@ -219,6 +219,17 @@ def test_the_plan_reads_the_roles_variables_the_task_leaves_out():
     # What the task gives wins over the variable.
     result = run({"check": "plan", "path": "/models/other", "delete": False}, variables=variables)
     assert result["path"] == "/models/other" and "--delete" not in result["targets"][0]["argv"]
+
+
+def test_the_plan_works_out_the_topologys_model_as_the_vllm_role_does():
+    variables = {"ansible_play_hosts": ["spark-a", "spark-b"], "site_engine_group": "gb10", "vllm_model": PATH}
+    assert run({"check": "plan"}, variables=dict(variables, topology="split"))["path"] == PATH
+    split = dict(variables, topology="split", vllm_split_model="/models/split")
+    assert run({"check": "plan"}, variables=split)["path"] == "/models/split"
+    assert run({"check": "plan"}, variables=dict(split, topology="replicas"))["path"] == PATH
+    # Without a model: the plan's own refusal, naming the variable to set.
+    result = run({"check": "plan"}, variables={"ansible_play_hosts": ["spark-a", "spark-b"]})
+    assert result["failed"] and "model_sync_path is not set" in result["msg"]
 
 
 def test_the_later_checks_take_the_source_paths_and_targets_from_the_plan():

@@ -137,30 +137,13 @@ def test_a_failed_host_does_not_fail_the_task(run_module):
     assert (result["rollback"], result["failed_hosts"], result["serving_topology"]) == (True, ["spark-b"], "split")
 
 
-# ---------------------------------------------------------------- procedure restart (deploy.yml's rolling restart)
+# ---------------------------------------------------------------- no procedure restart: rolling_restart_plan decides
 
-RESTART = {"procedure": "restart", "host": "spark-a", "engines": ["spark-a", "spark-b"], "status": "serving",
-           "peers": [{"item": "spark-b", "status": "serving"}], "rotations": [{"in_rotation": ["spark-b"]}],
-           "change": "was --max-num-seqs 8, now --max-num-seqs 12", "playbook_dir": "/src/ff/playbooks"}
-
-
-@pytest.mark.parametrize("check_mode, verb", [(False, "Restarting"), (True, "Would restart")])
-def test_restart_goes_while_another_replica_carries_the_load(run_module, check_mode, verb):
-    code, result = run_module(module, dict(RESTART, _ansible_check_mode=check_mode))
-    assert code == 0, result
-    assert (result["changed"], result["serving"], result["carriers"], result["refusal"]) == (False, True, ["spark-b"], "")
-    assert result["announcement"].startswith(verb + " spark-a for its new configuration")
-
-
-def test_restart_is_refused_in_check_mode_saying_nothing_was_written(run_module):
-    code, result = run_module(module, dict(RESTART, rotations=[{"in_rotation": []}], _ansible_check_mode=True))
-    assert code == 0, result
-    assert "--check wrote nothing" in result["refusal"] and "in place" not in result["refusal"]
-
-
-def test_restart_needs_the_host(run_module):
-    code, result = run_module(module, {key: value for key, value in RESTART.items() if key != "host"})
-    assert code == 1 and "host" in result["msg"], result
+def test_a_restart_is_not_a_procedure_any_more(run_module):
+    # A replica's turn in the rolling restart is factory_floor.llm.rolling_restart_plan's (tests/unit/plugins/modules/
+    # test_rolling_restart_plan.py, module_utils/test_restart_plan.py).
+    code, result = run_module(module, {"procedure": "restart", "engines": ["spark-a", "spark-b"]})
+    assert code == 1 and "procedure" in result["msg"] and "restart" in result["msg"], result
 
 
 # --- read_hosts: the action plugin reads what the hosts hold (issue 36) -----------------------------------------
@@ -220,14 +203,11 @@ def test_a_switch_read_read_hosts_decides_as_one_given_its_inputs(run_module):
     assert runs[0]["gated"] is False
 
 
-def test_the_records_and_a_restart_read_read_hosts(run_module):
+def test_the_records_read_read_hosts(run_module):
     args = dict({k: v for k, v in RECORD.items() if k != "records"}, read_hosts=True)
     result, runs = through_the_action(run_module, args, HOSTVARS)
     assert runs[0]["records"] == {"spark-a": HOSTVARS["spark-a"]["__vllm_switch_record_seen"], "spark-b": {}}
     assert result == run_module(module, dict(RECORD, records=runs[0]["records"])).result
-    _result, runs = through_the_action(run_module, {"procedure": "restart", "host": "spark-a", "engines": ["spark-a", "spark-b"],
-                                                    "read_hosts": True, "proxies": ["proxy-1"]}, HOSTVARS)
-    assert runs[0]["rotations"] == [{"in_rotation": []}]
 
 
 def test_the_plugins_options_are_refused_where_they_do_not_apply(run_module):
@@ -235,7 +215,7 @@ def test_the_plugins_options_are_refused_where_they_do_not_apply(run_module):
 
     with pytest.raises(AnsibleActionFail, match="reads proxies only with read_hosts: true"):
         through_the_action(run_module, dict(ARGS, proxies=["proxy-1"]), HOSTVARS)
-    with pytest.raises(AnsibleActionFail, match="for the procedures switch, upgrade, record and restart, not teleport"):
+    with pytest.raises(AnsibleActionFail, match="for the procedures switch, upgrade and record, not teleport"):
         through_the_action(run_module, dict(UPGRADE, procedure="teleport", read_hosts=True), HOSTVARS)
     # Without read_hosts, the module gets the task's arguments as they are.
     result, runs = through_the_action(run_module, dict(ARGS), HOSTVARS)

@@ -191,16 +191,21 @@ def test_hosts_are_compared_on_the_controller(run_module, path):
 
 # --- engine_hosts + registered: each host's result read from hostvars by the action plugin (issue 36) --------------
 
-def _through_the_action(run_module, task_args, hostvars):
+def _through_the_action(run_module, task_args, hostvars, **variables):
     from unittest import mock
+
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
 
     from ansible_collections.factory_floor.llm.plugins.action.topology_record import ActionModule
 
+    variables["hostvars"] = hostvars
     task = mock.MagicMock(async_val=0, check_mode=False, no_log=False, action="factory_floor.llm.topology_record",
                           args=task_args)
     connection = mock.MagicMock(has_native_async=False)
     connection._shell.tmpdir = None
-    action = ActionModule(task, connection, mock.MagicMock(), mock.MagicMock(), mock.MagicMock(), mock.MagicMock())
+    action = ActionModule(task, connection, mock.MagicMock(), DataLoader(), Templar(loader=DataLoader(), variables=variables),
+                          mock.MagicMock())
     runs = []
 
     def execute(module_name=None, module_args=None, task_vars=None, **kwargs):
@@ -208,7 +213,7 @@ def _through_the_action(run_module, task_args, hostvars):
         return run_module(module, module_args).result
 
     action._execute_module = execute
-    return action.run(task_vars={"hostvars": hostvars}), runs
+    return action.run(task_vars=variables), runs
 
 
 def test_the_action_reads_each_hosts_registered_result(run_module, path):
@@ -223,5 +228,29 @@ def test_the_action_reads_each_hosts_registered_result(run_module, path):
     assert result == run_module(module, dict(args, hosts={"spark-a": seen, "spark-b": {}})).result
     with pytest.raises(AnsibleActionFail, match="engine_hosts and registered together"):
         _through_the_action(run_module, dict(args, engine_hosts=["spark-a"]), hostvars)
-    with pytest.raises(AnsibleActionFail, match="engine_hosts or hosts, not both"):
+    with pytest.raises(AnsibleActionFail, match=r"registered \(with engine_hosts\) or hosts, not both"):
         _through_the_action(run_module, dict(args, engine_hosts=["spark-a"], registered="__seen", hosts={}), hostvars)
+    with pytest.raises(AnsibleActionFail, match=r"registered \(with engine_hosts\) or hosts, not both"):
+        _through_the_action(run_module, dict(args, registered="__seen", hosts={}), hostvars)
+
+
+def test_the_action_reads_what_the_task_leaves_out(run_module, path):
+    # The inventory's topology, its sources, playbook_dir, the record's path and the engine group: as the task sees them.
+    seen = {"record": {"topology": "split", "error": None}, "runs": "split", "state": "agrees"}
+    hostvars = {"spark-a": {"__seen": seen}, "spark-b": {"__seen": seen}, "gateway": {}}
+    variables = dict(topology="split", playbook_dir="/srv/ff/playbooks", ansible_inventory_sources=INVENTORY,
+                     _vllm_topology_record_file=str(path), site_engine_group="engines",
+                     groups={"engines": ["spark-a", "spark-b"], "proxy": ["gateway"]})
+    result, runs = _through_the_action(run_module, {"registered": "__seen"}, hostvars, **variables)
+    assert runs[0] == {"topology": "split", "path": str(path), "inventory_sources": INVENTORY,
+                       "playbook_dir": "/srv/ff/playbooks", "hosts": {"spark-a": seen, "spark-b": seen}}
+    assert result["state"] == "agrees"
+    # Explicit arguments win.
+    _result, runs = _through_the_action(run_module, {"registered": "__seen", "topology": "replicas",
+                                                     "engine_hosts": ["spark-a"], "playbook_dir": ""}, hostvars, **variables)
+    assert runs[0]["topology"] == "replicas" and list(runs[0]["hosts"]) == ["spark-a"] and runs[0]["playbook_dir"] == ""
+
+
+def test_without_a_topology_the_module_says_where_to_set_it(run_module, path):
+    result = run_module(module, {"path": str(path)})
+    assert result.code == 1 and "set the inventory's topology" in result.result["msg"]

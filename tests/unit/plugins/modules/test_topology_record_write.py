@@ -74,6 +74,19 @@ def test_a_changed_record_is_written_with_the_roles_variables():
     assert result["written"] is True and result["changed"] is True
 
 
+def test_who_and_which_run_default_to_the_maintenance_windows():
+    window = {"maintenance_window_run": {"by": "ops@ctl", "id": "20261207T060000Z-1a2b3c", "start": 1.0}}
+    unset = ("vllm_topology_record_by", "vllm_topology_record_run")
+    variables = {key: value for key, value in VARIABLES.items() if key not in unset}
+    action = action_plugin(ActionModule, "topology_record_write", {"path": PATH, "record": {}}, dict(variables, **window))
+    assert (action.values()["by"], action.values()["run"]) == ("ops@ctl", "20261207T060000Z-1a2b3c")
+    # Set ones win; without a window, empty.
+    action = action_plugin(ActionModule, "topology_record_write", {"path": PATH, "record": {}}, dict(VARIABLES, **window))
+    assert (action.values()["by"], action.values()["run"]) == ("me@ctl", "r1")
+    action = action_plugin(ActionModule, "topology_record_write", {"path": PATH, "record": {}}, variables)
+    assert (action.values()["by"], action.values()["run"]) == ("", "")
+
+
 def test_a_record_that_agrees_is_left_as_it_is():
     result, calls = run(AGREES)
     assert calls == [] and result["written"] is False and result["changed"] is False
