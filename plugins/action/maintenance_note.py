@@ -13,7 +13,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _maintenance_window as mw
 
-FACT = "maintenance_window_host"
+FACT = mw.NOTES
 
 ARGUMENT_SPEC = dict(
     events=dict(type="list", elements="str", default=[]),
@@ -26,8 +26,8 @@ ARGUMENT_SPEC = dict(
 
 
 class ActionModule(ActionBase):
-    """Returns the notes as ansible_facts: no set_fact of maintenance_window_host may remain anywhere, or its higher
-    precedence would hide every note made here (tests/unit/roles/test_maintenance_note_action.py holds that)."""
+    """Returns the notes as ansible_facts; every reader takes them from ``ansible_facts`` (``notes_of``), where a
+    set_fact or play variable of the same name cannot hide them (tests/unit/roles/test_maintenance_note_action.py)."""
 
     _supports_check_mode = True
     TRANSFERS_FILES = False
@@ -37,11 +37,9 @@ class ActionModule(ActionBase):
         del tmp  # tmp no longer has any effect
         task_vars = task_vars or {}
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        try:
-            notes = mw.host_note(task_vars.get(FACT) or {}, str(task_vars.get("inventory_hostname", "")),
-                                 note=args["note"], events=args["events"], at=args["at"], failure=args["failure"],
-                                 failed=task_vars.get("ansible_failed_result") or {}, message=args["message"],
-                                 restored=args["restored"])
-        except ValueError as error:
-            return dict(result, failed=True, msg=str(error))
+        # An unknown failure is refused by the argument spec above (its choices), naming the kinds to use.
+        notes = mw.host_note(mw.notes_of(task_vars) or {}, str(task_vars.get("inventory_hostname", "")),
+                             note=args["note"], events=args["events"], at=args["at"], failure=args["failure"],
+                             failed=task_vars.get("ansible_failed_result") or {}, message=args["message"],
+                             restored=args["restored"])
         return dict(result, changed=False, ansible_facts={FACT: notes})

@@ -76,6 +76,21 @@ def noted(host, note=None, events=(), at=None):
     return merged
 
 
+# The fact each engine host notes what happened to it in (the maintenance_note action's).
+NOTES = "maintenance_window_host"
+
+
+def notes_of(host_vars, default=None):
+    """What a host noted during the run (``host_vars``: its variables, as ``hostvars[host]`` or an action's task_vars):
+    the maintenance_note action's fact in ``ansible_facts`` - where ansible-core keeps a fact once it no longer injects
+    facts as top-level variables (deprecated in 2.20, gone in 2.24), and where no set_fact or play variable can hide
+    it - else a top-level ``maintenance_window_host`` (recorded inputs); ``default`` when the host noted nothing."""
+    facts = host_vars["ansible_facts"] if "ansible_facts" in host_vars else None
+    if isinstance(facts, Mapping) and NOTES in facts:
+        return facts[NOTES]
+    return host_vars[NOTES] if NOTES in host_vars else default
+
+
 # What a failed step notes, by the step (the maintenance_note action's ``failure``).
 FAILURES = ("step", "switch_gate", "switch_rollback", "upgrade", "upgrade_rollback")
 

@@ -16,8 +16,10 @@ description:
     the whole as that fact (RV(ansible_facts.maintenance_window_host)). Reads that fact, C(inventory_hostname) and, in
     a rescue, the failed task's result (C(ansible_failed_result)) from the host's variables itself; runs nothing on
     the host (an action plugin, on the controller).
-  - Its facts rank below C(set_fact) and play, role and task C(vars), so nothing else may set
-    C(maintenance_window_host) (the collection's roles do not).
+  - Every reader takes the notes from C(ansible_facts.maintenance_window_host) - a top-level variable of the name
+    (C(set_fact), play or task C(vars)) would outrank a fact there, and ansible-core stops injecting facts as
+    top-level variables in 2.24. A host's first note starts from a top-level C(maintenance_window_host) when there is
+    one (an inventory variable), as the former C(maintenance_window_host | default({})) did.
   - The C(factory_floor.llm.topology_switch) and C(factory_floor.llm.model_upgrade) roles note each step with it.
 author:
   - Factory Floor maintainers (@factory-floor)

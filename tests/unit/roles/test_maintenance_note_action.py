@@ -4,8 +4,11 @@
 
 """The precedence the maintenance_note action relies on, shown by a real ansible-playbook run on localhost: its notes
 are host facts (``ansible_facts`` of an action other than set_fact), so they accumulate from task to task and play to
-play, win over an inventory host variable, are noted in check mode too - and lose to any ``set_fact`` of
-``maintenance_window_host``, which is why none may remain in the collection's YAML (the last test)."""
+play and are noted in check mode too; an inventory host variable of the name is where a host's first note starts from
+(as ``maintenance_window_host | default({})`` did). Top-level, a ``set_fact`` of ``maintenance_window_host`` would
+outrank them (and ansible-core stops injecting facts as top-level variables in 2.24): so every reader takes them from
+``ansible_facts.maintenance_window_host``, which nothing else can hide, and no set_fact of the name remains in the
+collection's YAML (the last test)."""
 
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ def _run(tmp_path, plays, host_vars=None, check=False):
         for task in play["tasks"]:
             if task.get("name") == "Keep":
                 count += 1
-                task["ansible.builtin.copy"] = {"content": "{{ maintenance_window_host | default({}) | to_json }}",
+                task["ansible.builtin.copy"] = {"content": "{{ ansible_facts.maintenance_window_host | default({}) | to_json }}",
                                                 "dest": str(out / ("%02d.json" % count)), "mode": "0644"}
                 task["check_mode"] = False
     (tmp_path / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
@@ -57,7 +60,7 @@ def _play(tasks):
 
 @needs_tools
 @pytest.mark.parametrize("check", [False, True])
-def test_notes_accumulate_across_tasks_and_plays_and_win_over_the_inventory(tmp_path, check):
+def test_notes_accumulate_across_tasks_and_plays_from_the_inventorys(tmp_path, check):
     plays = [_play([{"name": "Seen", NOTE: {"events": ["drained"], "at": 1.0}}, {"name": "Keep"},
                     {"name": "Failed", "block": [{"name": "Fail", "ansible.builtin.fail": {"msg": "it broke"}}],
                      "rescue": [{"name": "Note", NOTE: {"failure": "step", "note": {"health": "down"}}}]}]),
@@ -69,10 +72,14 @@ def test_notes_accumulate_across_tasks_and_plays_and_win_over_the_inventory(tmp_
 
 
 @needs_tools
-def test_a_set_fact_of_the_notes_hides_every_later_note(tmp_path):
+def test_a_set_fact_of_the_name_hides_the_notes_top_level_but_not_in_ansible_facts(tmp_path):
     plays = [_play([{"name": "Set", "ansible.builtin.set_fact": {"maintenance_window_host": {"events": {"a": 1}}}},
-                    {"name": "Noted", NOTE: {"events": ["drained"], "at": 1.0}}, {"name": "Keep"}])]
-    assert _run(tmp_path, plays) == [{"events": {"a": 1}}]
+                    {"name": "Noted", NOTE: {"events": ["drained"], "at": 1.0}}, {"name": "Keep"},
+                    {"name": "Top level", "ansible.builtin.copy": {
+                        "content": "{{ maintenance_window_host | to_json }}", "dest": str(tmp_path / "top.json"),
+                        "mode": "0644"}}])]
+    assert _run(tmp_path, plays) == [{"events": {"a": 1, "drained": 1.0}}]
+    assert json.loads((tmp_path / "top.json").read_text()) == {"events": {"a": 1}}
 
 
 def test_nothing_in_the_collection_sets_the_notes_but_the_action():

@@ -47,7 +47,7 @@ def _noted(tmp_path, task, variables, seen):
              "vars": dict(variables, former_reason=FORMER_GATE_REASON),
              "tasks": [{"name": "Noted before", "factory_floor.llm.maintenance_note": {"note": {"events": seen}}},
                        task, {"name": "Keep what it noted", "ansible.builtin.copy": {
-                 "content": "{{ {'noted': maintenance_window_host, 'former': former_reason}"
+                 "content": "{{ {'noted': ansible_facts.maintenance_window_host, 'former': former_reason}"
                             " | to_json }}", "dest": str(out), "mode": "0644"}}]}]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build", "collections"), ANSIBLE_NOCOLOR="1",

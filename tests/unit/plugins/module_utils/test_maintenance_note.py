@@ -3,9 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """What the maintenance_note action notes (``_maintenance_window.host_note``), one row per kind of note: the same
-notes, word for word, as the former set_fact tasks built with the maintenance_note, rollback_reason,
-switch_gate_failure and model_upgrade_note filters (so the switch's and the upgrade's reports read the same); and the
-action itself, run with recorded host variables."""
+notes, word for word, as the former set_fact tasks built them - their Jinja (kept here as it stood in the roles,
+rendered through Ansible's templar) and the filters they called (maintenance_note, rollback_reason,
+switch_gate_failure, model_upgrade_note: thin entry points over ``noted``, ``truncate``, ``gate_failure`` and
+``_model_upgrade``'s notes, as the filters' last version called them) - so the switch's and the upgrade's reports read
+the same. The action itself: tests/unit/plugins/modules/test_maintenance_note.py."""
 
 from __future__ import annotations
 
@@ -14,12 +16,10 @@ from unittest import mock
 
 import pytest
 
-from ansible_collections.factory_floor.llm.plugins.action import maintenance_note as action_plugin
-from ansible_collections.factory_floor.llm.plugins.filter.maintenance_note import maintenance_note as note_filter
-from ansible_collections.factory_floor.llm.plugins.filter.model_upgrade_note import model_upgrade_note
-from ansible_collections.factory_floor.llm.plugins.filter.rollback_reason import rollback_reason
 from ansible_collections.factory_floor.llm.plugins.module_utils import _maintenance_window as mw
+from ansible_collections.factory_floor.llm.plugins.module_utils import _model_upgrade as mu
 from ansible_collections.factory_floor.llm.plugins.module_utils._switch_steps import gate_failure
+from ansible_collections.factory_floor.llm.tests.unit.roles.test_procedure_filters import render
 
 HOST = "spark-b"
 SO_FAR = {"events": {"drained": 10.0, "serving": 40.0}, "reason": "spark-a: tool gate failed", "health": "serving"}
@@ -27,15 +27,32 @@ LONG = "word " * 300
 GATE_FAILED = {"passed": False, "message": "scored 0.50, below tool_gate_min_score 0.80"}
 
 
-def _jinja_truncate(text, length):
-    return mw.truncate(text, length)
+# The former filters, as they called module_utils (plugins/filter/*.py before the maintenance_note action).
+def note_filter(host, note=None, events=None, at=None):
+    return mw.noted(host, note, events or (), at)
+
+
+def model_upgrade_note(event, host, failed=None, gate=None, noted=None, restored=None):
+    if event == "failed":
+        return mu.failed_note(str(host), failed, gate, round(time.time(), 3))
+    if event == "rollback_failed":
+        return mu.rollback_failed_note(str(host), failed, noted)
+    return mu.restore_note(str(host), restored or {}, noted)
+
+
+def rollback_reason(reason, host, message):
+    return "%s; rollback failed on %s: %s" % (reason, host, mw.truncate(message, 400))
+
+
+# The former rescue's reason in switch_cut_over.yml and switch_serving.yml (their default message differs).
+FORMER_STEP_REASON = "{{ inventory_hostname }}: {{ ansible_failed_result.msg | default(message) | truncate(600) }}"
 
 
 @pytest.mark.parametrize("failed, message", [({"msg": "unit failed"}, "stop/start failed"), ({}, "start failed"),
                                              ({"msg": LONG}, "x")])
 def test_a_failed_step_notes_the_tasks_message_as_the_former_rescue_did(failed, message):
-    former = note_filter(SO_FAR, {"failed": True, "health": None,
-                                  "reason": "%s: %s" % (HOST, _jinja_truncate(failed.get("msg", message), 600))})
+    reason = render(FORMER_STEP_REASON, inventory_hostname=HOST, ansible_failed_result=failed, message=message)
+    former = note_filter(SO_FAR, {"failed": True, "health": None, "reason": reason})
     assert mw.host_note(SO_FAR, HOST, note={"health": None}, failure="step", failed=failed, message=message) == former
 
 
@@ -92,25 +109,3 @@ def test_an_unknown_failure_is_refused_with_the_kinds_to_use():
     with pytest.raises(ValueError, match="failure must be one of step, switch_gate, switch_rollback, upgrade, "
                                          "upgrade_rollback, got 'gate'"):
         mw.failure_note("gate", HOST, {}, {})
-
-
-def _action(args, task_vars):
-    task = mock.MagicMock(args=args, check_mode=True, async_val=0)
-    task.get_validated_value.side_effect = lambda *a, **k: None
-    plugin = action_plugin.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None,
-                                        shared_loader_obj=None)
-    with mock.patch("ansible.plugins.action.ActionBase.run", return_value={}):
-        return plugin.run(task_vars=task_vars)
-
-
-def test_the_action_reads_the_notes_host_and_failed_result_from_the_hosts_variables():
-    task_vars = {"maintenance_window_host": SO_FAR, "inventory_hostname": HOST,
-                 "ansible_failed_result": {"msg": "unit failed"}}
-    result = _action({"failure": "step", "message": "stop/start failed"}, task_vars)
-    assert result["changed"] is False
-    assert result["ansible_facts"]["maintenance_window_host"] == dict(SO_FAR, failed=True, reason="spark-b: unit failed")
-
-
-def test_the_action_notes_from_nothing_when_the_host_noted_nothing_yet():
-    result = _action({"events": ["drained"], "at": 5}, {"inventory_hostname": HOST})
-    assert result["ansible_facts"] == {"maintenance_window_host": {"events": {"drained": 5.0}}}
