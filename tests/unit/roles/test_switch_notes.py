@@ -43,12 +43,13 @@ def _noted(tmp_path, task, variables, seen):
     the action's facts); the fact maintenance_window_host after it, and the former reason rendered with the same
     variables."""
     out = tmp_path / "noted.json"
+    keep = {"name": "Keep what it noted", "ansible.builtin.copy": {
+        "content": "{{ {'noted': ansible_facts.maintenance_window_host, 'former': former_reason} | to_json }}",
+        "dest": str(out), "mode": "0644"}}
     play = [{"name": "One task of a role", "hosts": "localhost", "gather_facts": False,
              "vars": dict(variables, former_reason=FORMER_GATE_REASON),
              "tasks": [{"name": "Noted before", "factory_floor.llm.maintenance_note": {"note": {"events": seen}}},
-                       task, {"name": "Keep what it noted", "ansible.builtin.copy": {
-                 "content": "{{ {'noted': ansible_facts.maintenance_window_host, 'former': former_reason}"
-                            " | to_json }}", "dest": str(out), "mode": "0644"}}]}]
+                       task, keep]}]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build", "collections"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_LOCALHOST_WARNING="0")
