@@ -13,6 +13,7 @@ the comments of the tasks that set them).
 
 from __future__ import annotations
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._maintenance_window import notes_of
 from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_args import engine_probe_url
 
 # switch_plan, procedure switch: what switch_preflight registered on each engine host (systemctl is-active of the
@@ -20,7 +21,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_args impor
 # first engine host and on the incumbent's host, and each proxy host's drains (the nginx_proxy role's drained).
 UNITS = "__vllm_switch_units"
 RECORDS_SEEN = "__vllm_switch_records_seen"
-NOTES = "maintenance_window_host"
+NOTES = "maintenance_window_host"  # read with _maintenance_window.notes_of (ansible_facts first)
 GATED = "tool_gate_gated"
 BAR = "tool_gate_bar"
 INCUMBENT = "tool_gate_incumbent"
@@ -57,6 +58,11 @@ def per_host(hostvars, hosts, name, default=_MISSING):
     return {host: fact(hostvars, host, name, {} if default is _MISSING else default) for host in hosts or ()}
 
 
+def _notes(hostvars, hosts):
+    """``{host: what it noted during the run}`` for every host of ``hosts`` (``{}`` where it noted nothing)."""
+    return {host: notes_of(hostvars[host], {}) if host and host in hostvars else {} for host in hosts or ()}
+
+
 def switch_inputs(hostvars, engines, proxies=(), incumbent_host=""):
     """switch_plan's arguments for a topology switch from what the hosts said so far.
 
@@ -77,7 +83,7 @@ def switch_inputs(hostvars, engines, proxies=(), incumbent_host=""):
         "incumbent_score": fact(hostvars, incumbent_host, INCUMBENT, {}) if incumbent_host else {},
         # Looked up where the incumbent was (tool_gate's incumbent entry point): the new build's stored score.
         "known_build": fact(hostvars, incumbent_host, KNOWN, {}) if incumbent_host else {},
-        "notes": per_host(hostvars, engines, NOTES),
+        "notes": _notes(hostvars, engines),
         "records": per_host(hostvars, engines, RECORDS_SEEN),
     }
     gate_bar = fact(hostvars, first, BAR, {})
@@ -91,7 +97,7 @@ def upgrade_inputs(hostvars, engines):
     (``tool_gate_incumbent``) and maintenance note, and ``min_score`` from the bar (``tool_gate_bar``) of the first
     engine host that holds one - left out when none does, or when that bar names no ``min_score``."""
     engines = list(engines or ())
-    inputs = {"incumbents": per_host(hostvars, engines, INCUMBENT), "notes": per_host(hostvars, engines, NOTES)}
+    inputs = {"incumbents": per_host(hostvars, engines, INCUMBENT), "notes": _notes(hostvars, engines)}
     for host in engines:
         gate_bar = fact(hostvars, host, BAR, _MISSING)
         if gate_bar is _MISSING:

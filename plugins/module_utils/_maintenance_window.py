@@ -11,7 +11,9 @@ import json
 import time
 from collections.abc import Mapping
 
+from ansible_collections.factory_floor.llm.plugins.module_utils import _model_upgrade as mu
 from ansible_collections.factory_floor.llm.plugins.module_utils._jinja_values import jinja_float
+from ansible_collections.factory_floor.llm.plugins.module_utils._switch_steps import gate_failure
 
 
 def longest_startups(files):
@@ -71,6 +73,68 @@ def noted(host, note=None, events=(), at=None):
     if events:
         when = float(at) if at is not None else time.time()
         merged = _merged(merged, {"events": {name: when for name in events}})
+    return merged
+
+
+# The fact each engine host notes what happened to it in (the maintenance_note action's).
+NOTES = "maintenance_window_host"
+
+
+def notes_of(host_vars, default=None):
+    """What a host noted during the run (``host_vars``: its variables, as ``hostvars[host]`` or an action's task_vars):
+    the maintenance_note action's fact in ``ansible_facts`` - where ansible-core keeps a fact once it no longer injects
+    facts as top-level variables (deprecated in 2.20, gone in 2.24), and where no set_fact or play variable can hide
+    it - else a top-level ``maintenance_window_host`` (recorded inputs); ``default`` when the host noted nothing."""
+    facts = host_vars["ansible_facts"] if "ansible_facts" in host_vars else None
+    if isinstance(facts, Mapping) and NOTES in facts:
+        return facts[NOTES]
+    return host_vars[NOTES] if NOTES in host_vars else default
+
+
+# What a failed step notes, by the step (the maintenance_note action's ``failure``).
+FAILURES = ("step", "switch_gate", "switch_rollback", "upgrade", "upgrade_rollback")
+
+
+def failure_note(kind, host, so_far, failed, note=None, message="step failed", now=None):
+    """The note of a failed step on ``host`` (``failed``: the failed task's result, ansible_failed_result) after what
+    the host noted so far (``so_far``), in the report's words, by ``kind``: ``step`` - failed, and the task's message
+    (``message`` when it has none) as the reason; ``switch_gate`` - failed, the gate's verdict (``note["gate"]``) and
+    why it did not pass (``_switch_steps.gate_failure``); ``switch_rollback`` - rollback_failed, the reason so far and
+    why the rollback failed too; ``upgrade`` - the upgrade's failure at ``now`` (epoch seconds), the gate's message when
+    it rejected the candidate; ``upgrade_rollback`` - restore_failed, the reason so far and why the rollback could not
+    start. ``{}`` for no kind; any other kind raises ValueError."""
+    if not kind:
+        return {}
+    note = note if isinstance(note, Mapping) else {}
+    failed = failed if isinstance(failed, Mapping) else {}
+    so_far = so_far if isinstance(so_far, Mapping) else {}
+    if kind == "step":
+        return {"failed": True, "reason": "%s: %s" % (host, truncate(str(failed.get("msg", message)), 600))}
+    if kind == "switch_gate":
+        return {"failed": True, "gate": note.get("gate") or {},
+                "reason": "%s: %s" % (host, gate_failure(failed, note.get("gate") or {}))}
+    if kind == "switch_rollback":
+        return {"rollback_failed": True, "reason": "%s; rollback failed on %s: %s" % (
+            so_far.get("reason", ""), host, truncate(str(failed.get("msg", "")), 400))}
+    if kind == "upgrade":
+        return mu.failed_note(host, failed, note.get("gate") or {}, time.time() if now is None else now)
+    if kind == "upgrade_rollback":
+        return mu.rollback_failed_note(host, failed, so_far)
+    raise ValueError("maintenance_note: failure must be one of %s, got %r" % (", ".join(FAILURES), kind))
+
+
+def host_note(so_far, host, note=None, events=(), at=None, failure=None, failed=None, message="step failed",
+              restored=None):
+    """What ``host`` noted so far (``so_far``, maintenance_window_host) with one step's note added - the maintenance_note
+    action's whole decision: ``note`` as given, a failure's note (``failure_note``), a restore's outcome
+    (``restored``: ok, at, msg - ``_model_upgrade.restore_note``) and each of ``events`` noted at ``at`` (epoch
+    seconds; the controller's clock now when not given)."""
+    so_far = so_far if isinstance(so_far, Mapping) else {}
+    now = time.time()
+    merged = noted(so_far, note, events, at if at is not None else (now if events else None))
+    merged = _merged(merged, failure_note(failure, host, so_far, failed, note, message, now))
+    if restored is not None:
+        merged = _merged(merged, mu.restore_note(host, restored, so_far))
     return merged
 
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.factory_floor.llm.plugins.module_utils._maintenance_window import notes_of
 from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
 
 # Events the switch playbook records, in the order they normally happen.
@@ -598,16 +599,13 @@ def upgrade_report(records, hosts, plan, now, clock=None):
     return dict(report, lines=lines, message=message)
 
 
-# The fact each engine host notes what happened to it in (the maintenance_window role's "note").
-NOTE_FACT = "maintenance_window_host"
-
-
-def noted_hosts(names, hostvars, fact=NOTE_FACT):
+def noted_hosts(names, hostvars):
     """The report's ``hosts``: per engine host of ``names``, in that order, its name and what it noted during the run
-    (its ``fact`` in ``hostvars``; nothing when it noted nothing)."""
+    (the maintenance_note action's fact in ``hostvars``, ``_maintenance_window.notes_of``; nothing when it noted
+    nothing)."""
     hosts = []
     for name in names or []:
-        noted = hostvars[name].get(fact) if name in hostvars else None
+        noted = notes_of(hostvars[name]) if name in hostvars else None
         host = {"name": name}
         host.update(noted or {})
         hosts.append(host)

@@ -13,6 +13,7 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ansible_collections.factory_floor.llm.plugins.module_utils import _maintenance_window as mw
 from ansible_collections.factory_floor.llm.tests.unit.roles.collection_filters import with_filters
 from ansible_collections.factory_floor.llm.tests.unit.roles.role_templates import role_variables
 
@@ -127,6 +128,7 @@ LONG = " ".join(["word%03d" % i for i in range(120)])
 def test_rollback_reason(variables):
     old = """{{ maintenance_window_host.reason | default('') }}; rollback failed on {{ inventory_hostname }}: \
 {{ ansible_failed_result.msg | default('') | truncate(400) }}"""
-    new = ("{{ maintenance_window_host.reason | default('')"
-           " | factory_floor.llm.rollback_reason(inventory_hostname, ansible_failed_result.msg | default('')) }}")
-    same(old, new, inventory_hostname="spark-a", **variables)
+    # Now the maintenance_note action's failure=switch_rollback (it reads the same three variables itself).
+    noted = variables.get("maintenance_window_host", {})
+    assert mw.failure_note("switch_rollback", "spark-a", noted, variables.get("ansible_failed_result", {})) == {
+        "rollback_failed": True, "reason": render(old, inventory_hostname="spark-a", **variables)}

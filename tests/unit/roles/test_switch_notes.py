@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """What the switch's steps note for the report (the fact ``maintenance_window_host``, set with the
-``factory_floor.llm.maintenance_note`` filter), as ansible-playbook renders the role's own tasks: the same reasons,
+``factory_floor.llm.maintenance_note`` action), as ansible-playbook renders the role's own tasks: the same reasons,
 in the same words, as the former ``note`` entry point's Jinja gave them. The switch's cut-over notes are in
 test_vllm_cut_over.py."""
 
@@ -38,15 +38,18 @@ def _task(path, name):
     return found[0]
 
 
-def _noted(tmp_path, task, variables):
-    """Run ``task`` on localhost with ``variables``; the fact maintenance_window_host after it, and the former
-    reason rendered with the same variables."""
+def _noted(tmp_path, task, variables, seen):
+    """Run ``task`` on localhost with ``variables``, after noting the events ``seen`` (a play variable would outrank
+    the action's facts); the fact maintenance_window_host after it, and the former reason rendered with the same
+    variables."""
     out = tmp_path / "noted.json"
+    keep = {"name": "Keep what it noted", "ansible.builtin.copy": {
+        "content": "{{ {'noted': ansible_facts.maintenance_window_host, 'former': former_reason} | to_json }}",
+        "dest": str(out), "mode": "0644"}}
     play = [{"name": "One task of a role", "hosts": "localhost", "gather_facts": False,
              "vars": dict(variables, former_reason=FORMER_GATE_REASON),
-             "tasks": [task, {"name": "Keep what it noted", "ansible.builtin.copy": {
-                 "content": "{{ {'noted': maintenance_window_host, 'former': former_reason}"
-                            " | to_json }}", "dest": str(out), "mode": "0644"}}]}]
+             "tasks": [{"name": "Noted before", "factory_floor.llm.maintenance_note": {"note": {"events": seen}}},
+                       task, keep]}]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build", "collections"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_LOCALHOST_WARNING="0")
@@ -68,7 +71,7 @@ def test_a_gate_failure_is_noted_in_the_former_words(tmp_path, variables):
     name = "Note the failure for the rollback (the engines are still out of the proxy)"
     task = _task("roles/topology_switch/tasks/switch_gate.yml", name)
     before = time.time()
-    got = _noted(tmp_path, task, dict(variables, maintenance_window_host={"events": {"serving": 1.0}}))
+    got = _noted(tmp_path, task, variables, {"serving": 1.0})
     noted = got["noted"]
     assert noted["reason"] == got["former"]
     assert noted["failed"] is True and noted["gate"] == variables.get("tool_gate_result", {})

@@ -53,7 +53,7 @@ PLAYBOOK = """
                            admit_at_cut_over: false}
     - name: Keep what it noted for the test
       ansible.builtin.copy:
-        content: "{{ maintenance_window_host | default({}) | to_json }}"
+        content: "{{ ansible_facts.maintenance_window_host | default({}) | to_json }}"
         dest: %(noted)s
         mode: "0644"
 """

@@ -285,3 +285,12 @@ def test_the_site_check_report_reads_what_site_check_yml_read(groups):
     hostvars = {host: SITE_HOSTVARS[host] for host in groups["gb10"] + groups.get("proxy", [])}
     assert read == old_site_check_inputs(hostvars, groups)
     assert list(read["records"]) == list(old_site_check_inputs(hostvars, groups)["records"])
+
+
+def test_the_notes_are_read_from_ansible_facts_first():
+    hostvars = {"spark-a": {"ansible_facts": {"maintenance_window_host": {"failed": True}},
+                            "maintenance_window_host": {"events": {"stale": 1.0}}},
+                "spark-b": {"ansible_facts": {}, "maintenance_window_host": None}}
+    assert hi.switch_inputs(hostvars, ["spark-a", "spark-b", "spark-c"])["notes"] == {
+        "spark-a": {"failed": True}, "spark-b": None, "spark-c": {}}
+    assert hi.upgrade_inputs(hostvars, ["spark-a"])["notes"] == {"spark-a": {"failed": True}}

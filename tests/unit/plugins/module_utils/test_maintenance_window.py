@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """What the maintenance_window role reads from its hosts' results (``_maintenance_window.py``) and the filters that
-give it to the role (longest_startups, lock_refusals, lock_releases, abort_message, maintenance_note)."""
+give it to the role (longest_startups, lock_refusals, lock_releases, abort_message)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from ansible_collections.factory_floor.llm.plugins.filter.abort_message import a
 from ansible_collections.factory_floor.llm.plugins.filter.lock_refusals import lock_refusals as lock_refusals_filter
 from ansible_collections.factory_floor.llm.plugins.filter.lock_releases import lock_releases as releases_filter
 from ansible_collections.factory_floor.llm.plugins.filter.longest_startups import longest_startups as startups_filter
-from ansible_collections.factory_floor.llm.plugins.filter.maintenance_note import maintenance_note as note_filter
 from ansible_collections.factory_floor.llm.plugins.module_utils._maintenance_window import (
     abort_message, lock_refusals, longest_startups, noted, truncate, unlocked)
 
@@ -107,6 +106,4 @@ def test_a_note_merges_and_stamps_its_events_on_the_controllers_clock():
     assert host == {"events": {"drained": 10.0}, "gate": {"passed": True, "score": 0.9}}  # not changed in place
     assert noted({}, events=["serving"], at="12.5") == {"events": {"serving": 12.5}}
     assert noted(None, {"health": None}) == {"health": None}
-    assert note_filter({}, {"reason": "x"}, ["failed"], 3) == {"reason": "x", "events": {"failed": 3.0}}
-    with pytest.raises(AnsibleFilterError, match="as dicts"):
-        note_filter("noted")
+    assert noted({}, {"reason": "x"}, ["failed"], 3) == {"reason": "x", "events": {"failed": 3.0}}

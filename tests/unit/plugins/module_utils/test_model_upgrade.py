@@ -11,8 +11,8 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.factory_floor.llm.plugins.filter.model_upgrade_note import FilterModule
 from ansible_collections.factory_floor.llm.plugins.filter.model_upgrade_startup import FilterModule as StartupFilters
+from ansible_collections.factory_floor.llm.plugins.module_utils import _maintenance_window as mw
 from ansible_collections.factory_floor.llm.plugins.module_utils import _model_upgrade as mu
 
 UNIT = "vllm-replica.service"
@@ -166,10 +166,11 @@ def test_a_restored_replica_in_another_image_is_refused():
         "spark-a's vllm-replica container runs nothing after the restore, not vllm:v1 (%s)" % OLD_ID]
 
 
-# ------------------------------------------------------------------ what a failure notes (the model_upgrade_note filter)
+# ------------------------------------------------------------------ what a failure notes (the maintenance_note action)
 
-def _note(*args, **kwargs):
-    return FilterModule().filters()["model_upgrade_note"](*args, **kwargs)
+def _note(kind, host, failed=None, noted=None, restored=None):
+    """As the maintenance_note action notes it on ``host`` (failure ``kind``, or a restore's outcome)."""
+    return mw.host_note(noted or {}, host, failure=kind, failed=failed, restored=restored)
 
 
 def test_a_failed_upgrade_notes_the_failed_tasks_message_or_the_gates():
@@ -179,25 +180,25 @@ def test_a_failed_upgrade_notes_the_failed_tasks_message_or_the_gates():
     assert mu.failed_note("spark-a", {"msg": "x"}, gate, 1)["reason"] == "spark-a: score 0.4 below 0.9"
     assert mu.failed_note("spark-a", {}, {"passed": True}, 1)["reason"] == "spark-a: upgrade failed"
     assert len(mu.failed_note("spark-a", {"msg": "word " * 400}, {}, 1)["reason"]) <= len("spark-a: ") + 900
-    assert _note("failed", "spark-a", {"msg": "boom"})["reason"] == "spark-a: boom"
+    assert _note("upgrade", "spark-a", {"msg": "boom"})["reason"] == "spark-a: boom"
 
 
 def test_a_rollback_that_could_not_start_notes_why_after_what_was_noted():
     assert mu.rollback_failed_note("spark-a", {"msg": "lock held"}, {"reason": "spark-b: gate."}) == {
         "restore_failed": True, "reason": "spark-b: gate. rollback of spark-a failed: lock held"}
-    assert _note("rollback_failed", "spark-a", {}, noted={})["reason"] == " rollback of spark-a failed: "
+    assert _note("upgrade_rollback", "spark-a", {}, noted={})["reason"] == " rollback of spark-a failed: "
 
 
 def test_a_restore_notes_when_the_old_build_served_or_why_it_could_not():
     assert mu.restore_note("spark-a", {"ok": True, "at": 9.0, "msg": ""}, {}) == {"events": {"restored": 9.0}}
     assert mu.restore_note("spark-a", {"ok": False, "at": 0, "msg": "no start"}, {"reason": "spark-a: gate."}) == {
         "restore_failed": True, "reason": "spark-a: gate. Putting the old model back on spark-a failed: no start"}
-    assert _note("restore", "spark-a", noted={}, restored={"ok": False, "msg": "x"})["reason"] == (
+    assert _note(None, "spark-a", noted={}, restored={"ok": False, "msg": "x"})["reason"] == (
         "spark-a: Putting the old model back on spark-a failed: x")
 
 
-def test_an_unknown_event_is_an_error():
-    with pytest.raises(AnsibleFilterError):
+def test_an_unknown_failure_is_an_error():
+    with pytest.raises(ValueError, match="failure must be one of"):
         _note("done", "spark-a")
 
 

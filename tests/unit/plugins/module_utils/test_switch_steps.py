@@ -11,7 +11,6 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.factory_floor.llm.plugins.filter.switch_report_plan import switch_report_plan
-from ansible_collections.factory_floor.llm.plugins.filter.switch_gate_failure import switch_gate_failure
 from ansible_collections.factory_floor.llm.plugins.module_utils._switch_steps import gate_failure, outcome_reads, report_plan
 
 PLAN = {"on_target": False, "lost_hosts": ["spark-b"], "outcome": "switched"}
@@ -80,7 +79,6 @@ def test_nothing_left_reads_as_nothing_recorded_and_no_lock_kept(hostvars):
 ])
 def test_why_an_engine_did_not_pass_the_gate(failure, gate, why):
     assert gate_failure(failure, gate) == why
-    assert switch_gate_failure(failure, gate) == why
 
 
 def test_the_gate_failure_is_truncated_as_the_report_had_it():
@@ -88,8 +86,6 @@ def test_the_gate_failure_is_truncated_as_the_report_had_it():
     long = " ".join(["refused"] * 200)
     expected = Environment().from_string("{{ ('the tool-calling gate could not test it: ' ~ m) | truncate(900) }}").render(m=long)
     assert gate_failure({"msg": long}) == expected and len(expected) <= 900
-    with pytest.raises(AnsibleFilterError, match="a dict"):
-        switch_gate_failure("failed")
 
 
 # A real run: the filter reads Ansible's own hostvars (lazy, templated when read) on the proxy host, after the engine

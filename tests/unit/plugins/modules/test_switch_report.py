@@ -282,3 +282,12 @@ def test_the_action_reads_engine_hosts_notes_and_refuses_both_options(run_module
     assert result["lines"] == given["lines"] and result["outcome"] == given["outcome"]
     with pytest.raises(AnsibleActionFail, match="engine_hosts or hosts, not both"):
         run(dict(args, hosts=[{"name": "spark-a"}]))
+
+
+def test_noted_hosts_read_the_maintenance_note_actions_fact_first():
+    # ansible_facts is where the action's notes are (a set_fact or play variable of the name cannot hide them there).
+    hostvars = {"spark-a": {"ansible_facts": {"maintenance_window_host": {"failed": True, "reason": "spark-a: x"}},
+                            "maintenance_window_host": {"events": {"stale": 1.0}}},
+                "spark-b": {"ansible_facts": {"os_family": "Debian"}, "maintenance_window_host": {"health": "serving"}}}
+    assert noted_hosts(["spark-a", "spark-b"], hostvars) == [
+        {"name": "spark-a", "failed": True, "reason": "spark-a: x"}, {"name": "spark-b", "health": "serving"}]
