@@ -13,7 +13,7 @@ SPEC.loader.exec_module(budgets)
 
 # Not met yet: what they measured when this test was written; lower them as logic moves, never raise them.
 CEILING = {
-    "role task lines": 4231,
+    "role task lines": 4151,
 }
 MEASURED = budgets.measure()
 
