@@ -63,13 +63,13 @@ def apply_command(config, value, host, deploy):
 
 
 def plan(asked, running, inventory_config, host, deploy):
-    """The dimension's plan: ``{values, config, source, now, errors, next}``. ``values`` [] is the dimension off (no
+    """The dimension's plan: ``{tokens, config, source, now, errors, next}``. ``tokens`` [] is the dimension off (no
     refusal, nothing else read). Refused: a value list that is not distinct integers >= 1; an engine without a
     speculative config (no ``method``, no draft ``model``); one whose config does not set ``num_speculative_tokens``
     or sets one the list does not hold (a run measures the value the engine runs). ``next``: the deploy of each other
     value, for its own run."""
     values = values_asked(asked)
-    off = {"values": [], "config": {}, "source": "", "now": None, "errors": [], "next": []}
+    off = {"tokens": [], "config": {}, "source": "", "now": None, "errors": [], "next": []}
     if values is None:
         return dict(off, errors=["tune_num_speculative_tokens must be a list of distinct integers >= 1 (vLLM's "
                                  "num_speculative_tokens, draft tokens proposed per step), got %s." % (asked,)])
@@ -94,7 +94,7 @@ def plan(asked, running, inventory_config, host, deploy):
             % (where[0].upper() + where[1:], config.get("num_speculative_tokens", "unset (vLLM's default)"),
                values, apply_command(config, values[0], host, deploy), config.get("num_speculative_tokens", "it")))
     others = [value for value in values if value != now]
-    return {"values": values, "config": config, "source": source, "now": now, "errors": errors,
+    return {"tokens": values, "config": config, "source": source, "now": now, "errors": errors,
             "next": [apply_command(config, value, host, deploy) for value in others] if not errors else []}
 
 

@@ -129,7 +129,7 @@ def report(v, planned, sweep, stored=None):
              "profiles": sweep.get("profiles"), "levels": sweep.get("levels"),
              "max_num_batched_tokens": None if _unset(planned["batched"]) else jinja_int(planned["batched"]),
              "recommendation": recommendation}
-    asked = (planned.get("speculative") or {}).get("values") or []
+    asked = (planned.get("speculative") or {}).get("tokens") or []
     if asked:
         lines[-3:-3] = _speculative(planned, sweep, stored, saved, recommendation)
     line = "vllm_max_num_seqs: %s  # %s, %s, shares %s" % (
@@ -146,13 +146,13 @@ def _speculative(planned, sweep, stored, saved, recommendation):
     dimension = planned["speculative"]
     merged = spec.merge(dimension, (stored or {}).get("speculative"),
                         spec.key(dimension["config"], sweep.get("engine"), planned["batched"]), sweep.get("levels"))
-    compared = spec.compare(merged, dimension["values"], planned["cap"], recommendation.get("max_num_seqs"),
+    compared = spec.compare(merged, dimension["tokens"], planned["cap"], recommendation.get("max_num_seqs"),
                             recommendation.get("shares"))
-    saved["speculative"] = dict(merged, values=dimension["values"], config=dimension["config"], now=dimension["now"],
+    saved["speculative"] = dict(merged, tokens=dimension["tokens"], config=dimension["config"], now=dimension["now"],
                                 recommendation={name: compared[name] for name in ("best", "level", "rates", "missing")})
     measured = "this run measured num_speculative_tokens %s (the engine's --speculative-config)" % dimension["now"]
     after = ["next value: %s, then this playbook again with the same tune_num_speculative_tokens (the deploy restarts "
              "the engine; the tool-calling gate runs before the sweep measures it)" % command
-             for value, command in zip([v for v in dimension["values"] if v != dimension["now"]], dimension["next"])
+             for value, command in zip([v for v in dimension["tokens"] if v != dimension["now"]], dimension["next"])
              if value in compared["missing"]]
     return [""] + [measured] + compared["lines"] + after + [""]

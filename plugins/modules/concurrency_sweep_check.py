@@ -113,11 +113,11 @@ batch_note:
   type: str
 speculative:
   description:
-    - V(plan) - the C(num_speculative_tokens) dimension (C(tune_num_speculative_tokens)); C(values) empty, off.
+    - V(plan) - the C(num_speculative_tokens) dimension (C(tune_num_speculative_tokens)); C(tokens) empty, off.
   returned: when O(check=plan)
   type: dict
   contains:
-    values:
+    tokens:
       description: The values compared, draft tokens per step (C(tune_num_speculative_tokens)).
       type: list
       elements: int
@@ -150,7 +150,7 @@ saved:
   description: V(report) - what is saved as C(<host>.json) (C(host), C(url), C(load_host), C(engine), C(profiles),
     C(levels), C(max_num_batched_tokens), C(recommendation)); with C(tune_num_speculative_tokens), C(speculative) -
     C(key) (the engine the values share), C(runs) (value -> the levels measured at it, this run's and earlier ones'),
-    C(dropped), C(values), C(config), C(now), and C(recommendation) (C(best) value, at C(level) concurrent requests,
+    C(dropped), C(tokens), C(config), C(now), and C(recommendation) (C(best) value, at C(level) concurrent requests,
     C(rates) value -> tokens/s for the mix, C(missing) values not measured yet).
   returned: when O(check=report)
   type: dict

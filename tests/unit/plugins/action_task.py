@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from unittest import mock
 
 import yaml
@@ -68,3 +70,15 @@ def assert_documents_the_spec(name, argument_spec):
         assert options[option].get("choices") == spec.get("choices"), option
         assert options[option].get("default") == spec.get("default"), option
     assert "def main" not in text
+
+
+def run_playbook(tmp_path, inventory, play):
+    """Run ``play`` (a playbook's text) with ``ansible-playbook`` next to this Python against ``inventory`` (a
+    mapping, written as YAML) and the built collection; the finished process (stdout, stderr, returncode)."""
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "play.yml").write_text(play)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build", "collections"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
+    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
+                           str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)

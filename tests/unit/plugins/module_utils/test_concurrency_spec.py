@@ -25,12 +25,12 @@ def row(profile, concurrency, tokens, ttft=0.5, tpot=0.05, failed=0, completion=
 def test_an_empty_list_is_the_dimension_off_whatever_the_engine_runs():
     for asked in ([], None, ""):
         assert spec.plan(asked, {}, {}, "spark-a", DEPLOY) == {
-            "values": [], "config": {}, "source": "", "now": None, "errors": [], "next": []}
+            "tokens": [], "config": {}, "source": "", "now": None, "errors": [], "next": []}
 
 
 def test_the_running_engines_config_plans_one_run_per_other_value():
     planned = spec.plan([2, "4"], RUNNING, {"method": "mtp", "num_speculative_tokens": 4}, "spark-a", DEPLOY)
-    assert planned["errors"] == [] and planned["values"] == [2, 4] and planned["now"] == 2
+    assert planned["errors"] == [] and planned["tokens"] == [2, 4] and planned["now"] == 2
     assert planned["source"] == "vllm-replica.service"
     assert planned["next"] == ["ansible-playbook -i <inventory> playbooks/deploy.yml -e '{\"vllm_speculative_config\": "
                                "{\"method\": \"mtp\", \"num_speculative_tokens\": 4}}' --limit spark-a,proxy"]

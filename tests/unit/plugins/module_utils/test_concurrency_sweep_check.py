@@ -119,7 +119,7 @@ MTP = {"item": "vllm-replica.service", "running": True,
 
 
 def test_the_num_speculative_tokens_dimension_is_off_by_default_and_refused_without_a_speculative_config():
-    assert sc.plan(ASKED, [MTP])["speculative"]["values"] == []
+    assert sc.plan(ASKED, [MTP])["speculative"]["tokens"] == []
     planned = sc.plan(dict(ASKED, tune_concurrency=[1, 4], tune_num_speculative_tokens=[2, 4]), RUNNING)
     assert len(planned["errors"]) == 1 and planned["errors"][0].startswith(
         "tune_num_speculative_tokens [2, 4] sweeps vLLM's num_speculative_tokens, which only an engine with a "

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import subprocess
 import sys
 
 import pytest
-import yaml
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _host_inputs as hi
+from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import run_playbook
 
 HOSTVARS = {
     "spark-a": {
@@ -134,17 +132,10 @@ PLAY = """
 
 
 def test_a_run_reads_each_hosts_facts_as_ansible_holds_them(tmp_path):
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
     out = tmp_path / "out.json"
     inventory = copy.deepcopy(INVENTORY)
     inventory["all"]["vars"]["ansible_python_interpreter"] = sys.executable
-    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "play.yml").write_text(PLAY % out)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(root, "build", "collections"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_CONFIG=os.path.join(root, "ansible.cfg"))
-    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
-                           str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = run_playbook(tmp_path, inventory, PLAY % out)
     assert done.returncode == 0, done.stdout + done.stderr
     seen = json.loads(out.read_text())
     plan = seen["plan"]

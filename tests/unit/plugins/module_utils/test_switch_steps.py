@@ -116,24 +116,15 @@ REAL_PLAY = """
 
 def test_a_run_reads_what_the_engine_hosts_left_as_ansible_holds_it(tmp_path):
     import json
-    import os
-    import subprocess
     import sys
 
-    import yaml
+    from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import run_playbook
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
     out = tmp_path / "out.json"
     inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
                          "children": {"gb10": {"hosts": {"spark-a": {}, "spark-b": {}, "spark-c": {}}},
                                       "proxy": {"hosts": {"proxy-a": {}}}}}}
-    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "play.yml").write_text(REAL_PLAY % out)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(root, "build", "collections"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_CONFIG=os.path.join(root, "ansible.cfg"))
-    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
-                           str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = run_playbook(tmp_path, inventory, REAL_PLAY % out)
     assert done.returncode == 0, done.stdout + done.stderr
     got = json.loads(out.read_text())
     assert (got["site"], got["inventory"], got["record_errors"]) == ({"agrees": True}, {"topology": "replicas"},
