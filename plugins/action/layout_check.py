@@ -13,7 +13,10 @@ every role's ``meta/argument_specs.yml`` (read here, once, from the collection's
 checked against its option's type, choices and documented range
 (``plugins/module_utils/_inventory_values.py``). The values stay in this process: they
 never become module arguments, so no verbosity shows them. Every problem, the layout's
-and the variables', is one numbered line of the task's ``msg``.
+and the variables', is one numbered line of the task's ``msg``. A name this run set on the host itself
+(``set_fact``, ``register``, gathered facts: a role's own fact such as ``tool_gate_build``) is no inventory
+variable and is not checked: a playbook that runs the layout check after another procedure in the same run (the
+topology advisor's switches) would otherwise be refused for its own facts.
 
 Without ``groups``, the plugin reads the layout itself from the inventory (``groups`` and
 ``hostvars`` as the task sees them, ``_layout.inventory_input``): the groups the check needs,
@@ -65,9 +68,25 @@ def _templated(host_vars, name):
         return False, None
 
 
-def inventory_errors(hostvars, hosts, docs):
+def run_facts(hostvars, host):
+    """The names this run set on ``host`` itself - ``set_fact`` and ``register`` (Ansible's non-persistent fact
+    cache) and facts (its fact cache) -, read from the variable manager behind Ansible's ``hostvars``; an empty set
+    for a plain dict (the tests') or where that manager is not there to ask."""
+    manager = getattr(hostvars, "_variable_manager", None)
+    names = set()
+    for cache in (getattr(manager, "_nonpersistent_fact_cache", None), getattr(manager, "_fact_cache", None)):
+        try:
+            names.update(str(name) for name in (cache.get(host) or {}) if cache is not None)
+        except Exception:  # pylint: disable=broad-exception-caught  # a cache plugin that cannot answer: check them all
+            continue
+    return names
+
+
+def inventory_errors(hostvars, hosts, docs, set_by_run=None):
     """The errors of the inventory variables of ``hosts``: ``hostvars`` is Ansible's (each host's variables,
-    templated when read) or a dict of dicts; ``docs`` every role's argument specs (:func:`load_specs`)."""
+    templated when read) or a dict of dicts; ``docs`` every role's argument specs (:func:`load_specs`);
+    ``set_by_run``: per host, the names this run set itself (:func:`run_facts`), which are not checked - by default
+    read from ``hostvars``."""
     table = iv.option_table(docs)
     prefixes = iv.prefixes(docs, table)
     names, values, foreign = {}, {}, set()
@@ -75,7 +94,9 @@ def inventory_errors(hostvars, hosts, docs):
         if host not in hostvars:
             continue
         host_vars = hostvars[host]
-        names[host] = sorted(str(name) for name in host_vars if iv.is_ours(name, prefixes) or name in iv.RENAMED or name in iv.MOVED)
+        own = (set_by_run or {}).get(host, set()) if set_by_run is not None else run_facts(hostvars, host)
+        names[host] = sorted(str(name) for name in host_vars if str(name) not in own and (
+            iv.is_ours(name, prefixes) or name in iv.RENAMED or name in iv.MOVED))
         values[host] = {}
         for name in names[host]:
             if name in table:

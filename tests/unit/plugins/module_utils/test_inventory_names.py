@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import sys
 
 import pytest
 import yaml
@@ -345,3 +346,51 @@ def test_one_name_per_concept_in_the_roles():
                     continue
                 found += ["%s: %s" % (os.path.relpath(path, ROOT), m.group(0)) for m in pattern.finditer(text)]
     assert found == []
+
+
+def test_a_name_this_run_set_itself_is_not_an_inventory_variable():
+    # The advisor runs the gated switch, then the layout check again in the same run: the tool gate's own fact
+    # (tool_gate_build) is no role option, and must not refuse the next switch. A typo in the inventory still does.
+    from ansible_collections.factory_floor.llm.plugins.action import layout_check as action
+
+    docs = action.load_specs()
+    hostvars = {"spark-1": {"tool_gate_build": {"id": "x"}, "vllm_max_num_seq": 16}}
+    assert [e["variables"] for e in action.inventory_errors(hostvars, ["spark-1"], docs, {})] == [
+        ["tool_gate_build"], ["vllm_max_num_seq"]]
+    assert [e["variables"] for e in action.inventory_errors(hostvars, ["spark-1"], docs,
+                                                            {"spark-1": {"tool_gate_build"}})] == [["vllm_max_num_seq"]]
+
+
+LAYOUT_AFTER_FACT = """
+- name: A fact of the run, then the layout check
+  hosts: gb10
+  gather_facts: false
+  tasks:
+    - name: The tool gate's fact
+      ansible.builtin.set_fact:
+        tool_gate_build: {id: abc, parts: {}}
+    - name: The check
+      factory_floor.llm.layout_check:
+        topology: replicas
+        inventory_variables: true
+      delegate_to: localhost
+      run_once: true
+"""
+
+
+@pytest.mark.parametrize("typo", [False, True])
+def test_the_check_after_a_fact_of_the_run_refuses_only_the_inventory(tmp_path, typo):
+    from ansible_collections.factory_floor.llm.tests.unit.plugins.action_task import run_playbook
+
+    host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "vllm_api_key": "k-123"}
+    if typo:
+        host["vllm_max_num_seq"] = 16
+    engines = {"spark-1": dict(host, ansible_host="192.0.2.11"), "spark-2": dict(host, ansible_host="192.0.2.12", vllm_port=8001)}
+    inventory = {"all": {"children": {"gb10": {"hosts": engines},
+                                      "proxy": {"hosts": {"gw": {"ansible_connection": "local",
+                                                                 "ansible_host": "192.0.2.2"}}}}}}
+    done = run_playbook(tmp_path, inventory, LAYOUT_AFTER_FACT)
+    refusals = [line for line in done.stdout.splitlines() if line.startswith("fatal:")]
+    assert not any("tool_gate_build" in line for line in refusals), refusals
+    assert (done.returncode != 0) == typo, done.stdout + done.stderr
+    assert ("vllm_max_num_seq" in done.stdout) == typo
