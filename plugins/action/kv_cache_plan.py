@@ -23,6 +23,13 @@ from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables impor
 # Read by this plugin only, never passed to the module.
 PLUGIN_OPTIONS = ("sweep_dir",)
 DEFAULT_SWEEP_DIR = os.path.join("build", "tune-concurrency")
+# Options read where the task gives none and the variable is set: what the engines run with, and the memory guard's
+# figures for the rest of the device (the memory plan's own).
+ENGINE_SETTINGS = dict(
+    kv_cache_dtype="vllm_kv_cache_dtype", max_num_batched_tokens="vllm_max_num_batched_tokens",
+    device_total_gib="memory_guard_device_total_gib", activation_gib="memory_guard_activation_gib",
+    cuda_graph_gib="memory_guard_cuda_graph_gib", non_torch_gib="memory_guard_non_torch_gib",
+)
 
 
 def site_args(args, variable, sweeps=None):
@@ -33,7 +40,8 @@ def site_args(args, variable, sweeps=None):
     and ``max_model_len`` from ``vllm_max_model_len``. With a model, ``engine_hosts`` is the count of
     ``groups[site_engine_group]``. ``kv_cache_space_gib`` (``vllm_env.VLLM_CPU_KVCACHE_SPACE``),
     ``gpu_memory_utilization`` (``vllm_gpu_memory_utilization``) and ``served_model_name``
-    (``vllm_served_model_name``) where defined; ``sweeps`` (saved sweeps) where the task gives none.
+    (``vllm_served_model_name``) where defined, and ``ENGINE_SETTINGS``; ``sweeps`` (saved sweeps) where the task
+    gives none.
     """
     args = {key: value for key, value in args.items() if key not in PLUGIN_OPTIONS}
 
@@ -55,6 +63,8 @@ def site_args(args, variable, sweeps=None):
     if args.get("kv_cache_space_gib") is None:
         fill("gpu_memory_utilization", variable("vllm_gpu_memory_utilization"))
     fill("served_model_name", variable("vllm_served_model_name"))
+    for option, name in ENGINE_SETTINGS.items():
+        fill(option, variable(name))
     if args.get("sweeps") is None and sweeps:
         args["sweeps"] = sweeps
     return args
@@ -91,4 +101,13 @@ class ActionModule(ModuleArgsAction):
         directory = args.get("sweep_dir") or self.variable("tune_output_dir") or os.path.join(os.getcwd(),
                                                                                              DEFAULT_SWEEP_DIR)
         sweeps = read_sweeps(os.path.expanduser(str(directory))) if args.get("sweeps") is None else None
-        return site_args(args, self.variable, sweeps)
+        filled = site_args(args, self.variable, sweeps)
+        self._site_read = {key: value for key, value in filled.items() if key not in args and key != "sweeps"}
+        self._site_read["sweeps"] = [saved["source"] for saved in sweeps or []] if "sweeps" not in args else None
+        return filled
+
+    def run(self, tmp=None, task_vars=None):
+        self._site_read = {}
+        result = super().run(tmp, task_vars)
+        result["site_read"] = self._site_read
+        return result

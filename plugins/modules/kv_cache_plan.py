@@ -52,7 +52,10 @@ description:
     C(vllm_model); a directory) and O(max_model_len) C(vllm_max_model_len); with a model, O(engine_hosts) is the
     number of hosts in C(site_engine_group) (C(gb10)); O(kv_cache_space_gib) is C(vllm_env.VLLM_CPU_KVCACHE_SPACE)
     and O(gpu_memory_utilization) C(vllm_gpu_memory_utilization) where set; O(served_model_name) is
-    C(vllm_served_model_name); and O(sweeps) are the concurrency sweeps saved on the controller in O(sweep_dir)."
+    C(vllm_served_model_name); O(kv_cache_dtype) C(vllm_kv_cache_dtype), O(max_num_batched_tokens)
+    C(vllm_max_num_batched_tokens), O(device_total_gib), O(activation_gib), O(cuda_graph_gib) and O(non_torch_gib)
+    the memory guard's C(memory_guard_*) of the same name, where set; and O(sweeps) are the concurrency sweeps saved on
+    the controller in O(sweep_dir). RV(site_read) says what it read."
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:
@@ -500,6 +503,14 @@ groupings:
       type: list
       elements: int
       sample: [1]
+site_read:
+  description:
+    - The options the action plugin read from the site (the task gave none), with the values read; C(sweeps) the
+      files of the sweeps read (null when the task gave O(sweeps)).
+  returned: always
+  type: dict
+  sample: {"model_dir": "/opt/models/tiny-random", "max_model_len": 4096, "engine_hosts": 2,
+           "kv_cache_space_gib": "1", "served_model_name": "lab-chat", "sweeps": ["/src/build/tune-concurrency/spark-a.json"]}
 groupings_table:
   description:
     - RV(groupings) as a table for people, one row per grouping - KV tokens and full-context requests per group and

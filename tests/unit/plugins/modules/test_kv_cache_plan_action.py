@@ -19,6 +19,7 @@ SITE = {
     "groups": {"gb10": ["spark-a", "spark-b", "spark-c"], "proxy": ["gw"]}, "site_engine_group": "gb10",
     "vllm_model": "/opt/models/SmolLM2-135M-Instruct", "vllm_split_model": "/opt/models/tiny-random",
     "vllm_max_model_len": 4096, "vllm_served_model_name": "lab-chat", "vllm_env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+    "vllm_kv_cache_dtype": "auto",
 }
 
 
@@ -36,12 +37,13 @@ def variable_of(variables):
 def test_the_sites_plan_reads_the_split_model_its_context_the_hosts_and_the_kv_pool():
     args = site_args({"sweep_dir": "/x"}, variable_of(SITE), sweeps=[{"host": "spark-a"}])
     assert args == {"model_dir": "/opt/models/tiny-random", "max_model_len": 4096, "engine_hosts": 3,
-                    "kv_cache_space_gib": "1", "served_model_name": "lab-chat", "sweeps": [{"host": "spark-a"}]}
+                    "kv_cache_space_gib": "1", "served_model_name": "lab-chat", "kv_cache_dtype": "auto",
+                    "sweeps": [{"host": "spark-a"}]}
 
 
 def test_what_the_task_gives_wins():
     given = {"model_dir": "/m", "engine_hosts": 2, "gpu_memory_utilization": 0.8, "sweeps": [],
-             "served_model_name": "x"}
+             "served_model_name": "x", "kv_cache_dtype": "fp8"}
     args = site_args(dict(given), variable_of(dict(SITE, vllm_gpu_memory_utilization=0.5)), sweeps=[{"host": "a"}])
     assert args == given
     # A what-if with the tokens from the logs reads no model and no host count.
@@ -71,7 +73,9 @@ def test_the_plugin_runs_the_module_with_the_site_and_the_sweeps_of_tune_output_
     (tmp_path / "spark-a.json").write_text(json.dumps({"host": "spark-a", "tensor_parallel_size": 1}))
     variables = dict(SITE, tune_output_dir=trust_as_template("{{ '%s' }}" % tmp_path))
     result, calls = run_action_answering(ActionModule, "kv_cache_plan", {}, variables, [{"changed": False}])
-    assert result == {"changed": False}
+    assert result == {"changed": False, "site_read": {
+        "model_dir": "/opt/models/tiny-random", "max_model_len": 4096, "engine_hosts": 3, "kv_cache_space_gib": "1",
+        "served_model_name": "lab-chat", "kv_cache_dtype": "auto", "sweeps": [str(tmp_path / "spark-a.json")]}}
     (name, args), = calls
     assert name == "factory_floor.llm.kv_cache_plan" and args["engine_hosts"] == 3
     assert args["sweeps"] == [{"host": "spark-a", "tensor_parallel_size": 1, "source": str(tmp_path / "spark-a.json")}]
