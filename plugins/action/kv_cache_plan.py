@@ -38,8 +38,8 @@ def site_args(args, variable, sweeps=None):
     The site's plan - with none of ``model_dir``, ``model_config`` and ``per_host_kv_tokens`` - takes ``model_dir``
     from the model an engine group serves (``vllm_split_model``, else ``vllm_model``; a directory, not a hub name)
     and ``max_model_len`` from ``vllm_max_model_len``. With a model, ``engine_hosts`` is the count of
-    ``groups[site_engine_group]``. ``kv_cache_space_gib`` (``vllm_env.VLLM_CPU_KVCACHE_SPACE``),
-    ``gpu_memory_utilization`` (``vllm_gpu_memory_utilization``) and ``served_model_name``
+    ``groups[site_engine_group]``. ``kv_cache_space_gib`` (``vllm_env.VLLM_CPU_KVCACHE_SPACE``: vLLM's CPU build),
+    else ``gpu_memory_utilization`` (``vllm_gpu_memory_utilization``), and ``served_model_name``
     (``vllm_served_model_name``) where defined, and ``ENGINE_SETTINGS``; ``sweeps`` (saved sweeps) where the task
     gives none.
     """
@@ -58,8 +58,8 @@ def site_args(args, variable, sweeps=None):
     if not what_if and (args.get("model_dir") is not None or args.get("model_config") is not None):
         hosts = (variable("groups") or {}).get(variable("site_engine_group") or "gb10") or []
         fill("engine_hosts", len(hosts) or None)
-    if args.get("gpu_memory_utilization") is None:
-        fill("kv_cache_space_gib", (variable("vllm_env") or {}).get("VLLM_CPU_KVCACHE_SPACE"))
+    # vLLM's CPU build sizes its pool by VLLM_CPU_KVCACHE_SPACE, whatever share the memory guard computed.
+    fill("kv_cache_space_gib", (variable("vllm_env") or {}).get("VLLM_CPU_KVCACHE_SPACE"))
     if args.get("kv_cache_space_gib") is None:
         fill("gpu_memory_utilization", variable("vllm_gpu_memory_utilization"))
     fill("served_model_name", variable("vllm_served_model_name"))

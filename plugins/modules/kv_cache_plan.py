@@ -51,7 +51,8 @@ description:
     O(per_host_kv_tokens), O(model_dir) is the model an engine group serves (C(vllm_split_model), else
     C(vllm_model); a directory) and O(max_model_len) C(vllm_max_model_len); with a model, O(engine_hosts) is the
     number of hosts in C(site_engine_group) (C(gb10)); O(kv_cache_space_gib) is C(vllm_env.VLLM_CPU_KVCACHE_SPACE)
-    and O(gpu_memory_utilization) C(vllm_gpu_memory_utilization) where set; O(served_model_name) is
+    where set (vLLM's CPU build sizes its pool by it, whatever the share), else O(gpu_memory_utilization)
+    C(vllm_gpu_memory_utilization) where set; O(served_model_name) is
     C(vllm_served_model_name); O(kv_cache_dtype) C(vllm_kv_cache_dtype), O(max_num_batched_tokens)
     C(vllm_max_num_batched_tokens), O(device_total_gib), O(activation_gib), O(cuda_graph_gib) and O(non_torch_gib)
     the memory guard's C(memory_guard_*) of the same name, where set; and O(sweeps) are the concurrency sweeps saved on

@@ -44,8 +44,11 @@ def test_the_sites_plan_reads_the_split_model_its_context_the_hosts_and_the_kv_p
 def test_what_the_task_gives_wins():
     given = {"model_dir": "/m", "engine_hosts": 2, "gpu_memory_utilization": 0.8, "sweeps": [],
              "served_model_name": "x", "kv_cache_dtype": "fp8"}
-    args = site_args(dict(given), variable_of(dict(SITE, vllm_gpu_memory_utilization=0.5)), sweeps=[{"host": "a"}])
+    gpu_site = dict(SITE, vllm_gpu_memory_utilization=0.5, vllm_env={})
+    args = site_args(dict(given), variable_of(gpu_site), sweeps=[{"host": "a"}])
     assert args == given
+    # vLLM's CPU build sizes its pool by VLLM_CPU_KVCACHE_SPACE whatever share is given (the module then takes it).
+    assert site_args(dict(given), variable_of(SITE))["kv_cache_space_gib"] == "1"
     # A what-if with the tokens from the logs reads no model and no host count.
     what_if = site_args({"per_host_kv_tokens": [1000], "max_model_len": 100}, variable_of(SITE))
     assert "model_dir" not in what_if and "engine_hosts" not in what_if
