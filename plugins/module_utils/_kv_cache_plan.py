@@ -298,13 +298,17 @@ def grouping_name(sizes):
 
 
 def _per_group(sizes, values, form):
-    """One cell for a value per group: equal neighbours of one size as ``value xN``, groups joined by `` + ``."""
+    """One cell for a value per group: equal neighbours of one size as ``value xN`` (``not measured`` for None, of any
+    size), groups joined by `` + ``."""
+    if all(value is None for value in values):
+        return "not measured"
     runs = []
     for size, value in zip(sizes, values):
-        if runs and runs[-1][0] == (size, value):
+        key = (size, value) if value is not None else (None, None)
+        if runs and runs[-1][0] == key:
             runs[-1][1] += 1
         else:
-            runs.append([(size, value), 1])
+            runs.append([key, 1])
     cells = []
     for (_size, value), count in runs:
         text = "not measured" if value is None else form(value)

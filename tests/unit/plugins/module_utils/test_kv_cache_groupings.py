@@ -127,7 +127,7 @@ def test_the_table_has_one_row_per_grouping():
     rows = {line.split()[0]: line for line in lines[1:5]}
     assert list(rows) == ["1+1+1+1", "2+1+1", "2+2", "4"]
     assert "(replicas)" in rows["1+1+1+1"] and "(split)" in rows["4"]
-    assert "20,000 x4" in rows["1+1+1+1"] and "not measured x4" in rows["1+1+1+1"]
+    assert "20,000 x4" in rows["1+1+1+1"] and "  not measured  " in rows["1+1+1+1"]
     assert rows["1+1+1+1"].endswith("does not start")
     assert "120,000 + 20,000 x2" in rows["2+1+1"] and "190.5 + not measured x2" in rows["2+1+1"]
     assert "190.5 x2" in rows["2+2"] and " 381.0 " in rows["2+2"] and rows["2+2"].endswith("fits")
