@@ -27,6 +27,7 @@ DEFAULT_SWEEP_DIR = os.path.join("build", "tune-concurrency")
 # figures for the rest of the device (the memory plan's own).
 ENGINE_SETTINGS = dict(
     kv_cache_dtype="vllm_kv_cache_dtype", max_num_batched_tokens="vllm_max_num_batched_tokens",
+    tensor_parallel_size="vllm_split_tensor_parallel_size",
     device_total_gib="memory_guard_device_total_gib", activation_gib="memory_guard_activation_gib",
     cuda_graph_gib="memory_guard_cuda_graph_gib", non_torch_gib="memory_guard_non_torch_gib",
 )

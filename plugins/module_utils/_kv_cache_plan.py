@@ -335,7 +335,7 @@ def groupings_table(groupings, max_model_len, need_tokens):
     widths = [max(len(line[i]) for line in [head] + body) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in [head] + body]
     lines.append("full-context = KV tokens / max_model_len %s; need %s tokens per group; tok/s = output tokens/s "
-                 "from the concurrency sweep of that group size (tune-concurrency.yml), in all only when every "
+                 "from the saved concurrency sweep of that group size, in all only when every "
                  "size was measured" % ("{:,}".format(max_model_len), "{:,}".format(need_tokens)))
     return lines
 

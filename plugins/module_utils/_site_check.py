@@ -386,8 +386,8 @@ def groupings_lines(plan):
     lines += list(plan["groupings_table"])
     sweeps = read.get("sweeps")
     if sweeps is not None:
-        lines.append("sweeps read: %s" % (", ".join(sweeps) if sweeps else "none (tune-concurrency.yml saves one per "
-                                                                           "engine group it measures)"))
+        lines.append("sweeps read: %s" % (", ".join(sweeps) if sweeps else "none (the concurrency tuning saves one per "
+                                                                           "engine group it sweeps)"))
     return lines
 
 

@@ -386,8 +386,8 @@ def test_the_site_check_prints_the_groupings_table_of_the_first_engine_host_neve
         "per grouping):"] + PLANNED["groupings_table"] + ["sweeps read: /src/build/tune-concurrency/spark-a.json"]
     assert sc.report({"spark-1": engine()})["groupings"] == []
     none_saved = dict(PLANNED, site_read=dict(PLANNED["site_read"], sweeps=[]))
-    assert sc.groupings_lines(none_saved)[-1] == ("sweeps read: none (tune-concurrency.yml saves one per engine group "
-                                                  "it measures)")
+    assert sc.groupings_lines(none_saved)[-1] == ("sweeps read: none (the concurrency tuning saves one per engine "
+                                                  "group it sweeps)")
 
 
 def test_a_plan_that_could_not_be_made_is_a_note():
