@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _concurrency_sweep_check as sc
 from ansible_collections.factory_floor.llm.plugins.plugin_utils._task_variables import TaskVariablesAction
@@ -30,7 +31,8 @@ ARGUMENT_SPEC = dict(
 PLAN_READ = dict(inventory_hostname="", tune_concurrency=[], tune_profiles=[], tune_target_metric="",
                  tune_write_path="", tune_allow_over_cap=False, tune_long_prompt_tokens=0, tune_load_host="",
                  vllm_max_num_seqs=None, vllm_max_num_batched_tokens=None, nginx_proxy_backend_address="",
-                 playbook_dir=None, tune_num_speculative_tokens=[], vllm_speculative_config={})
+                 playbook_dir=None, tune_num_speculative_tokens=[], vllm_speculative_config={}, topology="replicas",
+                 site_engine_groups=[], vllm_split_tensor_parallel_size=None)
 REPORT_READ = dict(inventory_hostname="", tune_target_seconds=None, tune_target_metric="", tune_write=False,
                    tune_write_path="", tune_output_dir="")
 
@@ -80,6 +82,7 @@ class ActionModule(TaskVariablesAction):
                 result.update(failed=True, msg=outcome["errors"][0])
             return result
         v = self.variables(REPORT_READ, **REPORT_READ)
+        v["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         outcome = sc.report(v, args["plan"], args["sweep"], self.stored(v))
         result.update(outcome, changed=False)
         return result

@@ -98,7 +98,9 @@ _value:
     - C(ok) (neither the inventory nor any host has a problem), C(inventory) (C(ok), C(problems), each C(what) and
       C(fix)), C(hosts) (per host C(ok), C(problems) - each C(what) and C(fix) - C(notes), what was
       found, and C(reasons), the memory plan's computation), C(message) (one line per host), C(paste) (the memory
-      guard's figures read from the model as inventory lines, and each host's computed share as a comment).
+      guard's figures read from the model as inventory lines, and each host's computed share as a comment),
+      C(groupings) (the site's engine groupings as M(factory_floor.llm.kv_cache_plan) planned them on the first engine
+      host - a title, one row per grouping, the sweeps read - or why not; empty when it did not run).
   type: dict
 """
 

@@ -51,6 +51,26 @@ def engine_flag(running, flag, inventory):
     return found[0] if found and found[0] else (inventory if not _unset(inventory) else None)
 
 
+def group_size(running, v):
+    """``(tensor_parallel_size, source)`` of the engine the sweep loads - the size of its engine group, which the saved
+    figures are matched to (``_kv_cache_plan.measured_by_size``): the running engine's ``--tensor-parallel-size``
+    (vLLM's default 1 when its command line has none), else the inventory's - the host's group in
+    ``site_engine_groups``, else ``vllm_split_tensor_parallel_size`` (default 2) on a ``split``, else 1."""
+    if running:
+        flag = engine_flag(running, "tensor-parallel-size", None)
+        unit = running.get("item") or "the running engine"
+        if flag:
+            return jinja_int(flag), "%s --tensor-parallel-size" % unit
+        return 1, "%s: no --tensor-parallel-size, vLLM's default" % unit
+    host = v.get("inventory_hostname")
+    for group in v.get("site_engine_groups") or []:
+        if host in (group or []):
+            return len(group), "site_engine_groups"
+    if v.get("topology") == "split":
+        return jinja_int(v.get("vllm_split_tensor_parallel_size") or 2), "vllm_split_tensor_parallel_size"
+    return 1, "topology %s" % (v.get("topology") or "replicas")
+
+
 def plan(v, results):
     """What the sweep runs with, and its refusals: ``{errors, url, cap, cap_source, batched, batch_note,
     speculative}``. ``v``: the tune_* variables, inventory_hostname, engines (the engine group's hosts),
@@ -91,9 +111,10 @@ def plan(v, results):
                 "(vllm_max_num_batched_tokens, then %s) - measure with the budget you will serve with." % (long_prompt, deploy))
     note = "The engine runs with max_num_batched_tokens %s: the figures below hold for it. %s" % (
         BATCH_UNSET if _unset(batched) else batched, more)
+    size, size_source = group_size(running, v)
     return {"errors": errors, "url": url, "load_host": load_host, "cap": cap,
             "cap_source": running.get("item") or "", "batched": batched, "batch_note": note,
-            "speculative": speculative}
+            "speculative": speculative, "tensor_parallel_size": size, "tensor_parallel_size_source": size_source}
 
 
 def _target(v):
@@ -115,6 +136,8 @@ def report(v, planned, sweep, stored=None):
         "engine %s (load from %s), max_model_len %s, max_num_seqs now %s%s" % (
             planned["url"], planned["load_host"], (sweep.get("engine") or {}).get("max_model_len"), planned["cap"],
             " (%s)" % planned["cap_source"] if planned.get("cap_source") else " (inventory)"),
+        "engine group: tensor_parallel_size %s (%s), saved with the figures for kv_cache_plan's groupings" % (
+            planned.get("tensor_parallel_size"), planned.get("tensor_parallel_size_source")),
         "long profile: " + json.dumps((sweep.get("profiles") or {}).get("long") or {}),
         "latency target: " + (target or "none (-e tune_target_seconds=S)"),
         "",
@@ -128,7 +151,9 @@ def report(v, planned, sweep, stored=None):
     saved = {"host": host, "url": planned["url"], "load_host": planned["load_host"], "engine": sweep.get("engine"),
              "profiles": sweep.get("profiles"), "levels": sweep.get("levels"),
              "max_num_batched_tokens": None if _unset(planned["batched"]) else jinja_int(planned["batched"]),
-             "recommendation": recommendation}
+             "tensor_parallel_size": planned.get("tensor_parallel_size"),
+             "tensor_parallel_size_source": planned.get("tensor_parallel_size_source"),
+             "measured_at": v.get("measured_at"), "recommendation": recommendation}
     asked = (planned.get("speculative") or {}).get("tokens") or []
     if asked:
         lines[-3:-3] = _speculative(planned, sweep, stored, saved, recommendation)

@@ -45,12 +45,14 @@ def plan_kv_cache(config=None, kv_cache_dtype="auto", gpu_memory_utilization=Non
                   kv_cache_space_gib=None, block_size=None, per_host_kv_tokens=None,
                   split_kv_tokens=None, weights_source=None, max_num_batched_tokens=None,
                   cuda_graph_gib=DEFAULT_CUDA_GRAPH_GIB, non_torch_gib=DEFAULT_NON_TORCH_GIB,
-                  mamba_ssm_cache_dtype="auto", enable_prefix_caching=True, engine_hosts=None):
+                  mamba_ssm_cache_dtype="auto", enable_prefix_caching=True, engine_hosts=None, sweeps=None,
+                  served_model_name=None):
     """KV cache of one replica (tp=1) and of the split, and the advice.
 
     With ``engine_hosts`` (the site's engine host count) and a model config, also
     ``groupings``: every way to cut that many hosts into engine groups whose sizes the
-    model's heads allow (:func:`plan_groupings`).
+    model's heads allow (:func:`plan_groupings`), with each group's tokens/s where one of ``sweeps`` (saved
+    concurrency sweeps, :func:`measured_by_size`) measured its size, and ``groupings_table``.
 
     The pool per rank is ``kv_cache_space_gib`` when given (vLLM on CPU:
     ``VLLM_CPU_KVCACHE_SPACE``, and then vLLM's CPU defaults apply, see
@@ -115,9 +117,14 @@ def plan_kv_cache(config=None, kv_cache_dtype="auto", gpu_memory_utilization=Non
                          device_total_gib, weights_gib, activation_gib, None, [], weights_source)
 
         heads = text_config(config)
+        measured, ignored = measured_by_size(sweeps, served_model_name)
         groupings = plan_groupings(engine_hosts, group_side, max_model_len, need_tokens,
-                                   heads.get("num_attention_heads"), heads.get("num_key_value_heads"))
+                                   heads.get("num_attention_heads"), heads.get("num_key_value_heads"), measured)
         reasoning.extend(groupings_lines(groupings, max_model_len))
+        reasoning.extend("tokens/s of a group of %d: %s tok/s at max_num_seqs %s (%s; sweep %s)"
+                         % (size, figures["tokens_per_s"], figures["max_num_seqs"], figures["basis"], figures["source"])
+                         for size, figures in sorted(measured.items()))
+        reasoning.extend("sweep %s not used: %s" % (item["source"], item["reason"]) for item in ignored)
     topology, reason = advise(per_host["per_host_kv_tokens"], split and split["kv_tokens"], need_tokens)
     reasoning.append(reason)
 
@@ -135,6 +142,7 @@ def plan_kv_cache(config=None, kv_cache_dtype="auto", gpu_memory_utilization=Non
         "layout": None,
         "reasoning": reasoning,
         "groupings": groupings,
+        "groupings_table": None if groupings is None else groupings_table(groupings, max_model_len, need_tokens),
     }
     if layout is not None:
         result["bytes_per_token"] = layer_bytes_per_token(layout, dtype_bytes) * sum(layout["layer_counts"].values())
@@ -164,30 +172,172 @@ def _partitions(total, sizes, largest=None):
 
 
 def plan_groupings(engine_hosts, side, max_model_len, need_tokens, num_attention_heads=None,
-                   num_key_value_heads=None):
+                   num_key_value_heads=None, measured=None):
     """The KV cache of each grouping of ``engine_hosts`` hosts, most groups first.
 
     ``side(size)`` is one group's side (``_side``'s dict) at tensor_parallel_size ``size``.
     A grouping is a list of group sizes the model's heads allow (``_engine_groups.split_sizes``);
     per grouping: its groups' KV tokens and full-context requests, their sum, whether every
-    group holds one full-context request (vLLM does not start otherwise) and the need.
+    group holds one full-context request (vLLM does not start otherwise) and the need, and its
+    verdict (:func:`grouping_verdict`). ``measured`` is :func:`measured_by_size`'s ``{size: figures}``:
+    each group's tokens/s and max_num_seqs where a sweep measured its size, None where none did.
     """
     allowed = split_sizes(num_attention_heads, num_key_value_heads, most=engine_hosts)
     sides = {size: side(size) for size in allowed}
+    measured = measured or {}
     found = []
     for sizes in sorted(_partitions(engine_hosts, allowed), key=lambda p: (-len(p), p)):
         tokens = [sides[size]["kv_tokens"] for size in sizes]
         requests = [sides[size]["full_context_requests"] for size in sizes]
-        found.append({
+        rates = [(measured.get(size) or {}).get("tokens_per_s") for size in sizes]
+        option = {
             "sizes": sizes,
             "groups": len(sizes),
             "kv_tokens": tokens,
+            "total_kv_tokens": sum(tokens),
             "full_context_requests": requests,
             "total_full_context_requests": round(sum(requests), 2),
             "starts": min(tokens) >= max_model_len,
             "holds_need": min(tokens) >= need_tokens,
-        })
+            "tokens_per_s": rates,
+            "total_tokens_per_s": round(sum(rates), 1) if None not in rates else None,
+            "max_num_seqs": [(measured.get(size) or {}).get("max_num_seqs") for size in sizes],
+            "not_measured_sizes": sorted({size for size, rate in zip(sizes, rates) if rate is None}, reverse=True),
+        }
+        option["verdict"] = grouping_verdict(option)
+        found.append(option)
     return found
+
+
+def grouping_verdict(option):
+    """``does not start`` (a group holds less than one full-context request: vLLM refuses to start it),
+    ``short of the need`` (a group holds less than the need on its own; a request runs inside one group)
+    or ``fits``."""
+    if not option["starts"]:
+        return "does not start"
+    if not option["holds_need"]:
+        return "short of the need"
+    return "fits"
+
+
+def sweep_figures(saved, source=None):
+    """What one saved concurrency sweep (``<tune_output_dir>/<host>.json``, ``_concurrency_sweep_check.report``'s
+    ``saved``) says of its engine group: ``{tensor_parallel_size, tokens_per_s, max_num_seqs, basis, host, model,
+    source}``, or None when it says nothing usable (saved before sweeps recorded their ``tensor_parallel_size``, or
+    no level measured tokens/s).
+
+    ``tokens_per_s`` is the output tokens per second (vLLM's serving benchmark's definition, the sweep's own) at the
+    recommended ``max_num_seqs``: the mix of profiles the sweep estimated there, else the lowest of its profiles at
+    that level. Without a recommendation (no level met the latency target), the best level without a failed request,
+    and ``basis`` says so.
+    """
+    if not isinstance(saved, dict):
+        return None
+    try:
+        size = int(saved.get("tensor_parallel_size"))
+    except (TypeError, ValueError):
+        return None
+    if size < 1:
+        return None
+    levels = [level for level in saved.get("levels") or [] if isinstance(level, dict)
+              and level.get("tokens_per_s") is not None]
+    recommendation = saved.get("recommendation") or {}
+    seqs = recommendation.get("max_num_seqs")
+    mixed = (recommendation.get("mixed_tokens_per_s") or {}).get(str(seqs))
+    at_seqs = [level["tokens_per_s"] for level in levels if seqs is not None and level.get("concurrency") == seqs]
+    if seqs is not None and mixed is not None:
+        rate, basis = mixed, "recommended max_num_seqs %s, mix of profiles" % seqs
+    elif at_seqs:
+        rate, basis = min(at_seqs), "recommended max_num_seqs %s" % seqs
+    else:
+        clean = [level for level in levels if not level.get("requests_failed")]
+        if not clean:
+            return None
+        best = max(clean, key=lambda level: level["tokens_per_s"])
+        rate, seqs = best["tokens_per_s"], best.get("concurrency")
+        basis = "best level (%s x %s; no level met the latency target)" % (best.get("profile"), seqs)
+    return {"tensor_parallel_size": size, "tokens_per_s": round(float(rate), 1), "max_num_seqs": seqs,
+            "basis": basis, "host": saved.get("host"), "model": (saved.get("engine") or {}).get("model"),
+            "source": source or saved.get("host")}
+
+
+def measured_by_size(sweeps, served_model_name=None):
+    """``{tensor_parallel_size: figures}`` from saved sweeps (:func:`sweep_figures`), and the sweeps left out.
+
+    A sweep of another served model than ``served_model_name`` (when both are known) is left out. Several sweeps of
+    one size (one per host, or a pair measured on each head): the lowest tokens/s, the figure every group of that
+    size reaches (the hosts are the same hardware; the rest is noise). Returns ``(by_size, ignored)``, ``ignored``
+    a list of ``{source, reason}``.
+    """
+    by_size, ignored = {}, []
+    for saved in sweeps or []:
+        source = saved.get("source") if isinstance(saved, dict) else None
+        figures = sweep_figures(saved, source)
+        if figures is None:
+            ignored.append({"source": source or (saved.get("host") if isinstance(saved, dict) else None),
+                            "reason": "no tensor_parallel_size (saved before sweeps recorded it: sweep again) or "
+                                      "no tokens/s measured"})
+            continue
+        if served_model_name and figures["model"] and figures["model"] != served_model_name:
+            ignored.append({"source": figures["source"], "reason": "measured %s, not %s" % (
+                figures["model"], served_model_name)})
+            continue
+        size = figures["tensor_parallel_size"]
+        if size not in by_size or figures["tokens_per_s"] < by_size[size]["tokens_per_s"]:
+            by_size[size] = figures
+    return by_size, ignored
+
+
+def grouping_name(sizes):
+    """The grouping as the site names it: ``replicas``, ``split``, else its sizes joined with ``+``."""
+    if all(size == 1 for size in sizes):
+        return "replicas"
+    if len(sizes) == 1:
+        return "split"
+    return "+".join(str(size) for size in sizes)
+
+
+def _per_group(sizes, values, form):
+    """One cell for a value per group: equal neighbours of one size as ``value xN`` (``not measured`` for None, of any
+    size), groups joined by `` + ``."""
+    if all(value is None for value in values):
+        return "not measured"
+    runs = []
+    for size, value in zip(sizes, values):
+        key = (size, value) if value is not None else (None, None)
+        if runs and runs[-1][0] == key:
+            runs[-1][1] += 1
+        else:
+            runs.append([key, 1])
+    cells = []
+    for (_size, value), count in runs:
+        text = "not measured" if value is None else form(value)
+        cells.append(text if count == 1 else "%s x%d" % (text, count))
+    return " + ".join(cells)
+
+
+def groupings_table(groupings, max_model_len, need_tokens):
+    """The groupings as a table, one row per grouping, then a line saying what the columns count."""
+    head = ("grouping", "groups", "KV tokens per group", "full-context per group", "full-context in all",
+            "tok/s per group", "tok/s in all", "verdict")
+    body = []
+    for option in groupings:
+        sizes = option["sizes"]
+        name = "+".join(str(size) for size in sizes)
+        named = grouping_name(sizes)
+        body.append((name if named == name else "%s (%s)" % (name, named), str(option["groups"]),
+                     _per_group(sizes, option["kv_tokens"], "{:,}".format),
+                     _per_group(sizes, option["full_context_requests"], "{:.2f}".format),
+                     "%.2f" % option["total_full_context_requests"],
+                     _per_group(sizes, option.get("tokens_per_s") or [None] * len(sizes), "{:.1f}".format),
+                     "-" if option.get("total_tokens_per_s") is None else "%.1f" % option["total_tokens_per_s"],
+                     option.get("verdict") or grouping_verdict(option)))
+    widths = [max(len(line[i]) for line in [head] + body) for i in range(len(head))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in [head] + body]
+    lines.append("full-context = KV tokens / max_model_len %s; need %s tokens per group; tok/s = output tokens/s "
+                 "from the saved concurrency sweep of that group size, in all only when every "
+                 "size was measured" % ("{:,}".format(max_model_len), "{:,}".format(need_tokens)))
+    return lines
 
 
 def groupings_lines(groupings, max_model_len):
@@ -207,8 +357,12 @@ def groupings_lines(groupings, max_model_len):
         verdict = ("does not start: a group holds less than one %s-token request" % "{:,}".format(max_model_len)
                    if not option["starts"] else "every group holds the need" if option["holds_need"]
                    else "a group holds less than the need")
-        lines.append("grouping %s: %s; %.2f full-context requests in all; %s"
+        rate = option.get("total_tokens_per_s")
+        missing = sorted(set(option.get("not_measured_sizes") or option["sizes"]), reverse=True)
+        lines.append("grouping %s: %s; %.2f full-context requests in all; %s; %s"
                      % ("+".join(str(s) for s in option["sizes"]), words, option["total_full_context_requests"],
+                        "%.1f tokens/s in all (measured)" % rate if rate is not None else
+                        "tokens/s not measured for groups of %s" % ", ".join(str(size) for size in missing),
                         verdict))
     return lines
 

@@ -15,6 +15,8 @@ is what the playbook read there, read-only (``site_check`` fact):
 - ``gpu``: the GPU probe (``{rc, stdout, stderr}``), absent when it does not apply;
 - ``image``: ``{ok, msg, image}`` - the vllm role's image check (its refusal message, and what it read);
 - ``memory``: ``{ok, msg, enabled, model, plan, share}`` - the memory guard's share entry point;
+- ``groupings`` (the first engine host that answers only): ``kv_cache_plan``'s result for the site - the table of
+  engine groupings the report prints (:func:`groupings_lines`);
 - ``topology``: ``{seen, topology, model}`` - ``topology_record``'s result there (the record, the engine
   unit that runs, the record's model compared), with the inventory's ``topology`` and that topology's
   model directory: what ``deploy.yml``'s preflight compares (:func:`topology_verdict`).
@@ -366,6 +368,29 @@ def topology_conflicts(records, sources=(), playbook_dir=None):
     return problems
 
 
+def groupings_lines(plan):
+    """The site's engine groupings as ``kv_cache_plan`` planned them for the site check (its action plugin's result:
+    the model an engine group serves, the engine hosts' count, the sweeps saved on the controller): a title, the table
+    (one row per grouping), the sweeps it matched, or why there is no table. Never a problem: the plan advises what to
+    run, the switch playbooks check what they run."""
+    if not plan:
+        return []
+    read = plan.get("site_read") or {}
+    if plan.get("failed") or not plan.get("groupings_table"):
+        why = _own(plan.get("msg") or "no model directory to read (vllm_split_model or vllm_model is a hub name)")
+        return ["engine groupings: not planned (%s)" % why]
+    groupings = plan.get("groupings") or []
+    hosts = sum(groupings[0]["sizes"]) if groupings else read.get("engine_hosts")
+    lines = ["engine groupings of %s engine host(s) for %s (max_model_len %s; kv_cache_plan, one row per grouping):"
+             % (hosts, read.get("model_dir") or "the model", "{:,}".format(plan.get("max_model_len") or 0))]
+    lines += list(plan["groupings_table"])
+    sweeps = read.get("sweeps")
+    if sweeps is not None:
+        lines.append("sweeps read: %s" % (", ".join(sweeps) if sweeps else "none (the concurrency tuning saves one per "
+                                                                           "engine group it sweeps)"))
+    return lines
+
+
 def report(records, shared_problems=(), engine_group="engine", inventory=None, sources=(), now=None, playbook_dir=None):
     """``{ok, inventory: {ok, problems}, hosts: {host: {ok, problems, notes, reasons}}, message, paste}``.
 
@@ -439,5 +464,7 @@ def report(records, shared_problems=(), engine_group="engine", inventory=None, s
             lines.append("%s: problem" % host)
             for problem in verdict["problems"]:
                 lines.append("  - %s.%s" % (problem["what"], " Fix: %s." % problem["fix"] if problem["fix"] else ""))
+    planned = next(((records[host] or {}).get("groupings") for host in sorted(records)
+                    if (records[host] or {}).get("groupings")), None)
     return {"ok": not found and all(h["ok"] for h in hosts.values()), "inventory": {"ok": not found, "problems": found},
-            "hosts": hosts, "message": "\n".join(lines), "paste": paste(records)}
+            "hosts": hosts, "message": "\n".join(lines), "paste": paste(records), "groupings": groupings_lines(planned)}

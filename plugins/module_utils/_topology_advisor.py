@@ -145,7 +145,10 @@ def _row(option, result, need, current):
            "tokens_per_s_measured_load": None, "tokens_per_s_busiest_hour": None, "requests_per_min_measured_load": None,
            "ttft_p95_seconds": None, "tpot_p95_seconds": None, "latency_at": None, "errors": None,
            "errors_by_status": {}, "requests_not_sent": 0,
-           "switch_seconds_without_model": 0.0 if name == current else None, "measured_at": None}
+           "switch_seconds_without_model": 0.0 if name == current else None, "measured_at": None,
+           # Shown, never ranked on: the KV plan's full-context requests of all groups and the sweeps' tokens/s.
+           "full_context_requests_total": option.get("total_full_context_requests"),
+           "sweep_tokens_per_s": option.get("total_tokens_per_s")}
     if result is None:
         return row
     if result.get("failed"):
@@ -281,7 +284,7 @@ def _cell(value, form):
 def table_lines(rows, basis="busiest_hour"):
     """The table, one line per grouping (``-`` where nothing was measured)."""
     head = ("grouping", "tok/s load", "tok/s busiest", "TTFT p95 s", "TPOT p95 s", "errors", "KV smallest/need",
-            "switch s", "verdict")
+            "full-ctx all", "sweep tok/s", "switch s", "verdict")
     body = []
     for row in rows:
         need = row["long_context_need_tokens"]
@@ -291,10 +294,11 @@ def table_lines(rows, basis="busiest_hour"):
                      _cell(row["errors"], "%d") if not row["requests_not_sent"] else "%d+%d not sent" % (
                          row["errors"] or 0, row["requests_not_sent"]),
                      "%s/%s" % (_cell(row["kv_tokens_smallest_group"], "{:,}"), _cell(need, "{:,}")),
+                     _cell(row.get("full_context_requests_total"), "%.2f"), _cell(row.get("sweep_tokens_per_s"), "%.1f"),
                      _cell(row["switch_seconds_without_model"], "%.1f"),
                      "qualifies" if row["excluded"] is None else row["excluded"].split(":")[0]))
     widths = [max(len(str(line[i])) for line in [head] + body) for i in range(len(head))]
     lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(line, widths)).rstrip() for line in [head] + body]
-    lines.append("ranked by output tokens/s at the %s; TTFT/TPOT p95 at the busiest hour where it was replayed"
-                 % _basis_words(basis))
+    lines.append("ranked by output tokens/s at the %s; TTFT/TPOT p95 at the busiest hour where it was replayed; "
+                 "full-ctx all and sweep tok/s (the KV plan's, shown only)" % _basis_words(basis))
     return lines

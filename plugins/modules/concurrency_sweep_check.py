@@ -107,6 +107,20 @@ batched:
   returned: when O(check=plan)
   type: raw
   sample: "8192"
+tensor_parallel_size:
+  description:
+    - V(plan) - the size of the engine group the sweep loads, hosts (its ranks) - the running engine's
+      C(--tensor-parallel-size) (1, vLLM's default, when its command line has none), else the inventory's (the host's
+      group in C(site_engine_groups), else C(vllm_split_tensor_parallel_size) on C(topology=split), else 1). Saved
+      with the figures so M(factory_floor.llm.kv_cache_plan) matches them to groups of that size.
+  returned: when O(check=plan)
+  type: int
+  sample: 1
+tensor_parallel_size_source:
+  description: V(plan) - where RV(tensor_parallel_size) came from (the engine unit's command line, or the inventory variable).
+  returned: when O(check=plan)
+  type: str
+  sample: "vllm-split.service --tensor-parallel-size"
 batch_note:
   description: V(plan) - the sentence that says which batch budget the figures hold for.
   returned: when O(check=plan)
@@ -148,7 +162,8 @@ lines:
   elements: str
 saved:
   description: V(report) - what is saved as C(<host>.json) (C(host), C(url), C(load_host), C(engine), C(profiles),
-    C(levels), C(max_num_batched_tokens), C(recommendation)); with C(tune_num_speculative_tokens), C(speculative) -
+    C(levels), C(max_num_batched_tokens), C(tensor_parallel_size) and C(tensor_parallel_size_source) (the engine
+    group's size, RV(tensor_parallel_size)), C(measured_at) (UTC, ISO 8601), C(recommendation)); with C(tune_num_speculative_tokens), C(speculative) -
     C(key) (the engine the values share), C(runs) (value -> the levels measured at it, this run's and earlier ones'),
     C(dropped), C(tokens), C(config), C(now), and C(recommendation) (C(best) value, at C(level) concurrent requests,
     C(rates) value -> tokens/s for the mix, C(missing) values not measured yet).

@@ -47,6 +47,16 @@ description:
     O(activation_gib) - O(cuda_graph_gib) - O(non_torch_gib), as vLLM computes it on a GPU (the same figures as
     M(factory_floor.llm.gpu_memory_utilization)).
   - The module only reads (C(config.json), the checkpoint's file sizes); it never changes anything.
+  - "Its action plugin reads the site where the task does not say: with none of O(model_dir), O(model_config) and
+    O(per_host_kv_tokens), O(model_dir) is the model an engine group serves (C(vllm_split_model), else
+    C(vllm_model); a directory) and O(max_model_len) C(vllm_max_model_len); with a model, O(engine_hosts) is the
+    number of hosts in C(site_engine_group) (C(gb10)); O(kv_cache_space_gib) is C(vllm_env.VLLM_CPU_KVCACHE_SPACE)
+    where set (vLLM's CPU build sizes its pool by it, whatever the share), else O(gpu_memory_utilization)
+    C(vllm_gpu_memory_utilization) where set; O(served_model_name) is
+    C(vllm_served_model_name); O(kv_cache_dtype) C(vllm_kv_cache_dtype), O(max_num_batched_tokens)
+    C(vllm_max_num_batched_tokens), O(tensor_parallel_size) C(vllm_split_tensor_parallel_size), O(device_total_gib), O(activation_gib), O(cuda_graph_gib) and O(non_torch_gib)
+    the memory guard's C(memory_guard_*) of the same name, where set; and O(sweeps) are the concurrency sweeps saved on
+    the controller in O(sweep_dir). RV(site_read) says what it read."
 author:
   - Factory Floor maintainers (@factory-floor)
 extends_documentation_fragment:
@@ -145,8 +155,31 @@ options:
     description:
       - The site's engine host count. With it (and a model config), RV(groupings) lists every way to cut that many
         hosts into engine groups whose sizes the model's heads split over, with each group's KV cache.
-      - Default - no RV(groupings).
+      - Default - the action plugin counts the hosts of C(site_engine_group) (C(gb10)) when the plan has a model
+        config and no O(per_host_kv_tokens); otherwise no RV(groupings).
     type: int
+  sweeps:
+    description:
+      - Saved concurrency sweeps (C(playbooks/tune-concurrency.yml)'s C(<tune_output_dir>/<host>.json), one dict
+        each, C(source) naming where it was read), matched to RV(groupings) by the C(tensor_parallel_size) the sweep
+        ran with - a group of that many hosts. A sweep saved without C(tensor_parallel_size) (before sweeps recorded
+        it) or of another served model than O(served_model_name) is not used (RV(reasoning) says which and why).
+      - Default - the action plugin reads every C(*.json) in O(sweep_dir) on the controller; none, RV(groupings)
+        says C(not measured).
+    type: list
+    elements: dict
+  served_model_name:
+    description:
+      - The served model name the sweeps must have measured (vLLM's C(--served-model-name)). Default - the action
+        plugin reads C(vllm_served_model_name); unset, every sweep counts.
+    type: str
+  sweep_dir:
+    description:
+      - Read by the action plugin on the controller, never passed to the module - the directory of saved sweeps
+        read into O(sweeps) when the task gives none.
+      - Default - C(tune_output_dir) as the task sees it, else C(build/tune-concurrency) under the directory
+        C(ansible-playbook) runs in (the sweep's own default).
+    type: path
   need_tokens:
     description:
       - The KV cache you need, in tokens (all concurrent requests together).
@@ -207,6 +240,17 @@ EXAMPLES = r"""
   factory_floor.llm.kv_cache_plan:
     model_dir: /opt/models/SmolLM2-135M-Instruct
     kv_cache_space_gib: 1
+
+- name: The site's groupings - model, host count, context and saved sweeps read from the inventory
+  factory_floor.llm.kv_cache_plan:
+    gpu_memory_utilization: "{{ __memory_guard_plan.gpu_memory_utilization }}"
+  register: __kv_plan
+  run_once: true
+
+- name: One row per grouping
+  ansible.builtin.debug:
+    msg: "{{ __kv_plan.groupings_table }}"
+  run_once: true
 
 - name: What-if with the numbers from the logs
   factory_floor.llm.kv_cache_plan:
@@ -419,6 +463,10 @@ groupings:
       description: Their sum, the site's full-context requests at once.
       type: float
       sample: 19.42
+    total_kv_tokens:
+      description: The groups' KV tokens together, in tokens.
+      type: int
+      sample: 5096832
     starts:
       description: Every group holds one full-context request (vLLM refuses to start a group that does not).
       type: bool
@@ -427,6 +475,54 @@ groupings:
       description: Every group holds RV(need_tokens) on its own.
       type: bool
       sample: false
+    verdict:
+      description:
+        - V(does not start) (RV(groupings[].starts) false), V(short of the need) (RV(groupings[].holds_need) false;
+          a request runs inside one group) or V(fits).
+      type: str
+      sample: short of the need
+    tokens_per_s:
+      description:
+        - Each group's output tokens per second, measured by the concurrency sweep of its size (O(sweeps)) at the
+          recommended C(max_num_seqs) (the mix of profiles the sweep estimated there; without a recommendation, its
+          best level without a failed request); null for a group whose size no sweep measured (not measured).
+      type: list
+      elements: float
+      sample: [212.4, null, null]
+    total_tokens_per_s:
+      description: The groups' tokens/s together (the proxy spreads the load over them), in tokens/s; null unless every
+        group's size was measured.
+      type: float
+      sample: null
+    max_num_seqs:
+      description: Each group's concurrent requests at the figure of RV(groupings[].tokens_per_s); null where not measured.
+      type: list
+      elements: int
+      sample: [8, null, null]
+    not_measured_sizes:
+      description: The group sizes of this grouping no sweep measured, largest first.
+      type: list
+      elements: int
+      sample: [1]
+site_read:
+  description:
+    - The options the action plugin read from the site (the task gave none), with the values read; C(sweeps) the
+      files of the sweeps read (null when the task gave O(sweeps)).
+  returned: always
+  type: dict
+  sample: {"model_dir": "/opt/models/tiny-random", "max_model_len": 4096, "engine_hosts": 2,
+           "kv_cache_space_gib": "1", "served_model_name": "lab-chat", "sweeps": ["/src/build/tune-concurrency/spark-a.json"]}
+groupings_table:
+  description:
+    - RV(groupings) as a table for people, one row per grouping - KV tokens and full-context requests per group and
+      in all, tokens/s per group and in all (C(not measured) where no sweep measured the size), the verdict - then a
+      line saying what the columns count. Null without O(engine_hosts).
+  returned: success
+  type: list
+  elements: str
+  sample:
+    - "grouping        groups  KV tokens per group  full-context per group  full-context in all  tok/s per group  tok/s in all  verdict"
+    - "1+1 (replicas)  2       998,416 x2           3.80 x2                 7.60                 not measured x2  -             fits"
 """
 
 import os
@@ -481,6 +577,10 @@ def run_module():
             block_size=dict(type="int"),
             per_host_kv_tokens=dict(type="list", elements="int", no_log=False),
             split_kv_tokens=dict(type="int", no_log=False),
+            sweeps=dict(type="list", elements="dict"),
+            served_model_name=dict(type="str"),
+            # Read by the action plugin (the directory of saved sweeps on the controller); never used here.
+            sweep_dir=dict(type="path"),
         ),
         mutually_exclusive=[("model_dir", "model_config"), ("need_tokens", "need_full_context_requests")],
         supports_check_mode=True,
@@ -522,6 +622,8 @@ def run_module():
             split_kv_tokens=params["split_kv_tokens"],
             weights_source=weights_source,
             engine_hosts=params["engine_hosts"],
+            sweeps=params["sweeps"],
+            served_model_name=params["served_model_name"],
         )
     except KVPlanError as exc:
         module.fail_json(msg="Planning the KV cache%s: %s" % (

@@ -181,7 +181,9 @@ advice:
   description:
     - (rank) C(_topology_advisor.rank)'s result - C(rows) (per grouping - C(tokens_per_s_measured_load),
       C(tokens_per_s_busiest_hour) in output tokens/s, C(ttft_p95_seconds), C(tpot_p95_seconds), C(errors),
-      C(switch_seconds_without_model) in seconds, C(failed) and C(excluded) - why it cannot be chosen), C(recommendation)
+      C(switch_seconds_without_model) in seconds, C(failed) and C(excluded) - why it cannot be chosen - and, shown,
+      never ranked on, C(full_context_requests_total) and C(sweep_tokens_per_s) (output tokens/s) from the KV plan's
+      grouping, null where it has none), C(recommendation)
       (C(grouping), C(switch), C(reasons)), C(not_measured), C(site) and C(lines) (the table).
   returned: with state rank
   type: dict

@@ -84,12 +84,15 @@ def test_the_report_prints_saves_and_words_the_inventory_line():
     assert done["lines"] == [
         "level 1 ...", "",
         "engine http://127.0.0.1:8000 (load from spark-a), max_model_len 8192, max_num_seqs now 4 (vllm-replica.service)",
+        "engine group: tensor_parallel_size 1 (vllm-replica.service: no --tensor-parallel-size, vLLM's default), "
+        "saved with the figures for kv_cache_plan's groupings",
         'long profile: {"prompt_tokens": 3000}', "latency target: e2e p95 <= 20.0 s", "", "8 is the best", "",
         "recommended vllm_max_num_seqs: 8",
         "the proxy (nginx_proxy) has no per-replica cap to set; max_num_seqs is the only one",
         "files: /src/build/tune-concurrency/spark-a.json, .png",
         "not written (-e tune_write=true writes it to /inv/host_vars/spark-a.yml)"]
     assert done["saved"]["max_num_batched_tokens"] == 8192 and done["saved"]["url"] == "http://127.0.0.1:8000"
+    assert done["saved"]["tensor_parallel_size"] == 1
     assert done["line"] == ('vllm_max_num_seqs: 8  # tune-concurrency.yml, e2e p95 <= 20.0 s, shares '
                             '{"short": 1, "long": 1}')
     assert done["refusal"] == ""
@@ -153,3 +156,23 @@ def test_the_report_compares_this_runs_value_with_the_ones_saved_before():
         "tokens/s for the mix, ahead of 4 (100.0) by 45%" in second["lines"]
     assert not [line for line in second["lines"] if line.startswith("next value")]
     assert "speculative" not in sc.report(TOLD, sc.plan(ASKED, [MTP]), sweep)["saved"]
+
+
+SPLIT = [{"item": "vllm-replica.service", "running": False},
+         {"item": "vllm-split.service", "running": True,
+          "args_now": ["vllm", "serve", "/m", "--tensor-parallel-size", "2", "--max-num-seqs", "8"]}]
+
+
+@pytest.mark.parametrize("variables, running, size, source", [
+    ({}, SPLIT, 2, "vllm-split.service --tensor-parallel-size"),
+    ({}, RUNNING, 1, "vllm-replica.service: no --tensor-parallel-size, vLLM's default"),
+    # No engine runs: the inventory's group for the host, else the topology's.
+    ({"site_engine_groups": [["spark-b"], ["spark-a", "spark-c", "spark-d"]]}, [], 3, "site_engine_groups"),
+    ({"topology": "split", "vllm_split_tensor_parallel_size": "2"}, [], 2, "vllm_split_tensor_parallel_size"),
+    ({"topology": "replicas"}, [], 1, "topology replicas"),
+])
+def test_the_sweep_saves_the_size_of_the_engine_group_it_loads(variables, running, size, source):
+    planned = sc.plan(dict(ASKED, tune_concurrency=[1], **variables), running)
+    assert (planned["tensor_parallel_size"], planned["tensor_parallel_size_source"]) == (size, source)
+    saved = sc.report(dict(TOLD, measured_at="2026-12-07T12:00:00Z"), planned, SWEEP)["saved"]
+    assert saved["tensor_parallel_size"] == size and saved["measured_at"] == "2026-12-07T12:00:00Z"

@@ -369,3 +369,31 @@ def test_from_an_installed_collection_the_fixes_name_its_playbooks():
     assert "factory_floor.llm.deploy would refuse it" in problem["what"]
     assert "ansible-playbook -i /srv/ff/inventory/site factory_floor.llm.switch_to_replicas" in problem["fix"]
     assert "playbooks/" not in out["message"]
+
+
+PLANNED = {"changed": False, "max_model_len": 4096,
+           "groupings": [{"sizes": [1, 1]}, {"sizes": [2]}],
+           "groupings_table": ["grouping  groups  ...", "1+1 (replicas)  2  ...", "2 (split)  1  ...", "full-context = ..."],
+           "site_read": {"model_dir": "/opt/models/tiny-random", "engine_hosts": 2,
+                         "sweeps": ["/src/build/tune-concurrency/spark-a.json"]}}
+
+
+def test_the_site_check_prints_the_groupings_table_of_the_first_engine_host_never_as_a_problem():
+    out = sc.report({"spark-1": engine(groupings=PLANNED), "spark-2": engine()})
+    assert out["ok"]
+    assert out["groupings"] == [
+        "engine groupings of 2 engine host(s) for /opt/models/tiny-random (max_model_len 4,096; kv_cache_plan, one row "
+        "per grouping):"] + PLANNED["groupings_table"] + ["sweeps read: /src/build/tune-concurrency/spark-a.json"]
+    assert sc.report({"spark-1": engine()})["groupings"] == []
+    none_saved = dict(PLANNED, site_read=dict(PLANNED["site_read"], sweeps=[]))
+    assert sc.groupings_lines(none_saved)[-1] == ("sweeps read: none (the concurrency tuning saves one per engine "
+                                                  "group it sweeps)")
+
+
+def test_a_plan_that_could_not_be_made_is_a_note():
+    failed = {"failed": True, "msg": "Planning the KV cache of /m: gpu_memory_utilization is not set"}
+    out = sc.report({"spark-1": engine(groupings=failed)})
+    assert out["ok"] and out["groupings"] == [
+        "engine groupings: not planned (Planning the KV cache of /m: gpu_memory_utilization is not set)"]
+    assert sc.groupings_lines({"changed": False, "groupings": None, "groupings_table": None})[0].startswith(
+        "engine groupings: not planned (no model directory to read")

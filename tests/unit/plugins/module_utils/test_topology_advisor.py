@@ -160,6 +160,21 @@ def test_with_the_kv_plans_own_groupings():
                      SITE, groupings, "b1", "split")
     assert [r["grouping"] for r in advice["rows"]] == ["replicas", "split"]
     assert advice["recommendation"]["grouping"] == "split" and advice["recommendation"]["switch"] is False
+    # The KV plan's requests in all and the sweeps' tokens/s are shown, not ranked on.
+    assert [r["full_context_requests_total"] for r in advice["rows"]] == [2, 2]
+    assert [r["sweep_tokens_per_s"] for r in advice["rows"]] == [None, None]
+
+
+def test_the_kv_plans_measured_tokens_per_s_is_a_column_not_a_rank():
+    def side(size):
+        return {"kv_tokens": 50000 * size * size, "full_context_requests": size}
+    groupings = kv.plan_groupings(2, side, max_model_len=32768, need_tokens=40000,
+                                  measured={1: {"tokens_per_s": 300.0, "max_num_seqs": 8}})
+    advice = ta.rank([result("replicas", "b1", replay(100)), result("split", "b1", replay(120))],
+                     SITE, groupings, "b1", "split")
+    assert [r["sweep_tokens_per_s"] for r in advice["rows"]] == [600.0, None]
+    assert advice["recommendation"]["grouping"] == "split"
+    assert " 600.0 " in advice["lines"][1] and advice["lines"][0].split()[-4:] == ["tok/s", "switch", "s", "verdict"]
 
 
 def test_an_unknown_kv_capacity_excludes_nothing_and_shows_a_dash():

@@ -154,3 +154,17 @@ def test_groupings_of_the_sites_hosts(run_module, model_dir):
     assert [o["sizes"] for o in result["groupings"]] == [[1, 1, 1, 1], [3, 1]]
     assert result["groupings"][1]["kv_tokens"][1] == result["per_host"]["kv_tokens"]
     assert not result.get("failed")
+
+
+def test_groupings_with_a_saved_sweep_of_one_host(run_module, model_dir):
+    saved = {"host": "spark-a", "engine": {"model": "lab-chat"}, "tensor_parallel_size": 1, "source": "/b/spark-a.json",
+             "levels": [{"profile": "short", "concurrency": 4, "tokens_per_s": 96.4, "requests_failed": 0}],
+             "recommendation": {"max_num_seqs": 4, "mixed_tokens_per_s": {}}}
+    result = run_module(module, {"model_dir": model_dir, "kv_cache_space_gib": 1, "engine_hosts": 4,
+                                 "sweeps": [saved], "served_model_name": "lab-chat"}).result
+    replicas, three = result["groupings"]
+    assert replicas["tokens_per_s"] == [96.4] * 4 and replicas["total_tokens_per_s"] == 385.6
+    assert three["tokens_per_s"] == [None, 96.4] and three["not_measured_sizes"] == [3]
+    assert replicas["verdict"] == "fits" and len(result["groupings_table"]) == 4
+    assert "tokens/s of a group of 1: 96.4 tok/s at max_num_seqs 4 (recommended max_num_seqs 4; sweep /b/spark-a.json)" \
+        in result["reasoning"]
