@@ -508,13 +508,14 @@ report:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._switch_plan import record_writes, switch_plan, upgrade_plan
+from ansible_collections.factory_floor.llm.plugins.module_utils._switch_plan import (move_record_writes, move_switch_plan, move_target,
+                                                                                     record_writes, switch_plan, upgrade_plan)
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            procedure=dict(type="str", default="switch", choices=["switch", "upgrade", "record"]),
+            procedure=dict(type="str", default="switch", choices=["switch", "upgrade", "record", "move"]),
             topology=dict(type="str", choices=["replicas", "split"]),
             engines=dict(type="list", elements="str", required=True),
             head=dict(type="str"),
@@ -538,12 +539,17 @@ def main():
             plan=dict(type="dict", default={}),
             models=dict(type="dict", default={}),
             served_model_name=dict(type="str", default=""),
+            move_to=dict(type="list", elements="list", default=[]),
+            engine_groups=dict(type="list", elements="list", default=[]),
+            members=dict(type="list", elements="str"),
+            kv_tokens=dict(type="dict", default={}),
             # Read by the action plugin (plugins/action/switch_plan.py), which passes what it reads instead.
             read_hosts=dict(type="bool", default=False),
             proxies=dict(type="list", elements="str", default=[]),
             incumbent_host=dict(type="str", default=""),
         ),
-        required_if=[("procedure", "switch", ("topology", "head")), ("procedure", "record", ("plan",))],
+        required_if=[("procedure", "switch", ("topology", "head")), ("procedure", "record", ("plan",)),
+                     ("procedure", "move", ("head",))],
         supports_check_mode=True,
     )
     params = module.params
@@ -552,6 +558,9 @@ def main():
                                                        params["startup"], params["incumbents"], params["notes"],
                                                        params["model"], params["image"], params["min_score"],
                                                        params["playbook_dir"]))
+    if params["procedure"] == "record" and params["plan"].get("procedure") == "move":
+        module.exit_json(changed=False, **move_record_writes(params["plan"], params["engines"], params["records"],
+                                                             params["head"], params["models"]))
     if params["procedure"] == "record":
         plan = params["plan"]
         missing = [key for key in ("topology", "on_target", "rollback") if key not in plan]
@@ -564,6 +573,17 @@ def main():
         startup = {name: float(seconds) for name, seconds in params["startup"].items()}
     except (TypeError, ValueError) as exc:
         module.fail_json(msg="startup must map names to seconds: %s" % exc)
+    if params["procedure"] == "move":
+        target, errors = move_target(params["engines"], params["move_to"], params["engine_groups"])
+        try:
+            kv_tokens = {int(size): int(tokens) for size, tokens in params["kv_tokens"].items()}
+        except (TypeError, ValueError) as exc:
+            module.fail_json(msg="kv_tokens must map group sizes to KV tokens: %s" % exc)
+        module.exit_json(changed=False, **move_switch_plan(
+            params["engines"], params["head"], params["units"], target, params["drains"], params["gated"],
+            params["incumbent_score"], params["failed"], params["notes"], params["play_hosts"], params["min_score"],
+            params["records"], params["playbook_dir"], kv_tokens, params["members"], params["known_build"],
+            errors=errors, declared=params["engine_groups"]))
     try:
         plan = switch_plan(params["topology"], params["engines"], params["head"], params["units"], params["drains"],
                            params["gated"], startup, params["incumbent_score"], params["failed"], params["notes"],
