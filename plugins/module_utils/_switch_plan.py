@@ -849,7 +849,8 @@ def _group_of(grouping, host):
 
 
 def move_views(plan, engines, current):
-    """Per engine host, what its part of the move is, in a switch's words: ``touched``, ``topology`` (the unit kind it
+    """Per engine host, what its part of the move is, in a switch's words: ``in_move`` (the move touches it),
+    ``topology`` (the unit kind it
     runs once the move is done), ``unit``, ``role``, ``other`` and ``other_unit`` (what it ran before, which a rollback
     starts again), ``group`` and ``rank`` (its place in its new group), ``split_hosts`` and ``split_head`` (the group
     its split rank rendezvous with: the new one, or the old one on a rollback; [] for a replica), ``rollback`` (its old
@@ -867,7 +868,7 @@ def move_views(plan, engines, current):
         rollback = host in back
         split_hosts = (old.get("group") or now) if rollback else group
         views[host] = {
-            "touched": host in plan["touched"], "topology": kind, "unit": UNITS[kind], "role": ROLES[kind],
+            "in_move": host in plan["touched"], "topology": kind, "unit": UNITS[kind], "role": ROLES[kind],
             "other": was, "other_unit": UNITS[was], "group": group, "rank": group.index(host) if host in group else None,
             "old_group": old.get("group") or now, "rollback": rollback,
             "serving_topology": was if rollback else kind,
@@ -944,7 +945,9 @@ def move_switch_plan(engines, head, units, target, drains=(), gated=False, incum
         "gated": gated, "gate_mode": BEFORE_ADMISSION if gated else "",
         "gate_mode_why": ("the other groups serve meanwhile: the new groups are gated before they join" if gated
                           else "the tool-calling gate is off for the new groups"),
-        "admit_at_cut_over": not gated, "gate_split": [], "gate_hosts": [h for h in gate if h not in failed],
+        "admit_at_cut_over": not gated, "gate_split": [],
+        "gate_topology": kind_of(plan["move"]["start"][0]) if plan["move"].get("start") else (
+            kind_of(_group_of(current, heal_hosts[0])) if heal_hosts else ""), "gate_hosts": [h for h in gate if h not in failed],
         "api_engines": [host for host in plan["touched"] if (plan["hosts"][host].get("starts") or {}).get("rank") == 0],
         "rollback": plan["rollback"]["needed"], "move_rollback": plan["rollback"], "undrain": undrain, "joined": gated and bool(undrain),
         "proxy_drain": {"hosts": undrain, "state": "absent"}, "expected_in_rotation": expected,

@@ -62,11 +62,11 @@ def test_three_replicas_to_a_pair_and_a_replica():
     assert found["capacity"]["hosts_serving"] == 1 and found["capacity"]["hosts_total"] == 3
     # Each touched host's own part: the split with its rank in its new group; spark-c is left alone.
     views = found["views"]
-    assert views[A] == dict(views[A], touched=True, topology="split", unit="vllm-split.service", role="vllm_split",
+    assert views[A] == dict(views[A], in_move=True, topology="split", unit="vllm-split.service", role="vllm_split",
                             other="replicas", other_unit="vllm-replica.service", group=[A, B], rank=0,
                             split_hosts=[A, B], split_head=A, rollback=False, serving_topology="split")
     assert views[B]["rank"] == 1 and views[B]["split_head"] == A
-    assert views[C] == dict(views[C], touched=False, topology="replicas", other="replicas", group=[C],
+    assert views[C] == dict(views[C], in_move=False, topology="replicas", other="replicas", group=[C],
                             split_hosts=[], serving_topology="replicas")
     assert found["expected_in_rotation"] == [A, C]
     assert found["refusal"] == ""
@@ -99,6 +99,7 @@ def test_an_interrupted_move_left_its_drain_finishes():
 def test_the_gate_tests_each_new_group_rank_0_and_only_passing_ones_join():
     found = plan(gated=True, incumbent_score={"score": 90})
     assert found["gate_hosts"] == [A] and found["gate_mode"] == "before_admission"
+    assert found["gate_topology"] == "split"
     assert not found["admit_at_cut_over"]
     assert found["incumbent"] == {"topology": "replicas", "host": A}
     # Before the verdict the new pair is not expected in rotation; spark-c is.
@@ -117,7 +118,7 @@ def test_a_failed_new_group_rolls_back_only_its_own_hosts():
     assert views[A]["rollback"] and views[B]["rollback"] and not views[C]["rollback"]
     # Each host gets back what it ran: a replica (the split's group is gone).
     assert views[A]["serving_topology"] == "replicas" and views[A]["split_hosts"] == []
-    assert not views[C]["touched"]
+    assert not views[C]["in_move"]
     assert found["expected_in_rotation"] == [A, B, C]
     assert found["undrain"] == []
 
@@ -177,3 +178,37 @@ def test_records_name_a_lost_host():
     found = sp.move_record_writes(done, ABC, observed, A)
     assert found["unrecorded"] == {B: "lost from the run (unreachable or failed)"}
     assert set(found["write"]) == {A, C}
+
+
+# --- the report of a move (switch_report with a move's plan) -----------------------------------------------------
+
+from ansible_collections.factory_floor.llm.plugins.module_utils import _switch_report as srep  # noqa: E402
+
+
+def _report(records, notes=None, **kwargs):
+    done = dict(plan(notes=notes or {}, **kwargs), start=1000.0)
+    hosts = [{"name": host, "events": events} for host, events in (
+        (A, {"drained": 1001.0, "old_stopped": 1002.0, "serving": 1060.0}), (B, {"old_stopped": 1002.5}),
+        (C, {}))]
+    return srep.switch_report(records, hosts, done, 1100.0)
+
+
+def test_a_move_while_another_group_serves_has_no_time_without_a_model():
+    records = [{"t": 1000.0 + 0.5 * i, "end": 1000.2 + 0.5 * i, "status": 200} for i in range(200)]
+    report = _report(records)
+    moved = report["move_report"]
+    assert moved["time_without_model"] == 0.0 and moved["failed_requests"] == 0 and moved["served_throughout"]
+    assert [row["role"] for row in moved["groups"]] == ["stopped", "stopped", "started", "served"]
+    started = [row for row in moved["groups"] if row["role"] == "started"][0]
+    assert started["group"] == [A, B] and started["timeline"] == {"drained": 1.0, "old_stopped": 2.0, "serving": 60.0}
+    assert [row["step"] for row in moved["capacity"]] == ["before", "during", "after"]
+    assert moved["capacity"][1]["hosts_serving"] == 1 and moved["capacity"][2]["groups_total"] == 2
+    assert any("time without a model: 0.0 s (another group served throughout)" in line for line in report["lines"])
+    assert report["outcome"] == "ok" and report["message"] == ""
+
+
+def test_a_request_that_failed_while_another_group_served_fails_the_move():
+    records = [{"t": 1000.0 + 0.5 * i, "end": 1000.2 + 0.5 * i, "status": 200 if i != 10 else 502} for i in range(200)]
+    report = _report(records)
+    assert report["move_report"]["failed_requests"] == 1
+    assert report["outcome"] == "ok_with_failures" and "while other groups served" in report["message"]
