@@ -580,9 +580,10 @@ def _check_engine_groups(report, topology, engines, engine_group, hv, machines, 
     if not _engine_groups.is_supported(declared):
         report.add(
             "engine_groups_unsupported",
-            "%s is %s: deploy.yml and the two-topology switches run only the two topologies' groupings (every host "
-            "its own group, or one group of every engine host), so this playbook cannot bring the site to it; "
-            "move-groups.yml does, one group move at a time (-e '{\"move_to\": %s}'). For this playbook, remove %s "
+            "%s is %s: the deploy and the two-topology switches run only the two topologies' groupings (every host "
+            "its own group, or one group of every engine host), so this playbook cannot bring the site to it; a "
+            "group move does, one move at a time (factory_floor.llm.move_groups -e '{\"move_to\": %s}'). For this "
+            "playbook, remove %s "
             "and set topology: replicas (a full copy on each engine host) or topology: split (one model over all the "
             "engine hosts) in group_vars/all.yml." % (name, said, _json_grouping(declared), name),
             engines, [name, "topology"])

@@ -916,8 +916,9 @@ def move_switch_plan(engines, head, units, target, drains=(), gated=False, incum
     if missing:
         problems.append("the proxy does not balance to %s, the API host%s of a target group (nginx_proxy_backends, "
                         "by default site_engine_groups' first hosts): leave site_engine_groups empty, or list every "
-                        "host that may serve the API, and apply it with deploy.yml first"
-                        % (", ".join(missing), "" if len(missing) == 1 else "s"))
+                        "host that may serve the API, and apply it with %s first"
+                        % (", ".join(missing), "" if len(missing) == 1 else "s",
+                           playbook_name("deploy.yml", playbook_dir)))
     stopped = [group for group in plan["move"].get("stop", []) if group]
     serving_now = stopped + [group for group in plan["serving"] if group not in stopped]
     incumbent = ({"topology": kind_of(serving_now[0]), "host": serving_now[0][0]} if serving_now and not on_target

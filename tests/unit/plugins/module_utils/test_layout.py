@@ -460,7 +460,7 @@ def _three(declared=None):
 def test_a_move_runs_a_grouping_the_two_topology_playbooks_refuse(declared):
     refused = check_layout("replicas", THREE, _three(declared))["errors"]
     assert [error["check"] for error in refused] == ["engine_groups_unsupported"]
-    assert "move-groups.yml does" in refused[0]["message"]
+    assert "a group move does" in refused[0]["message"] and "factory_floor.llm.move_groups" in refused[0]["message"]
     assert check_layout("replicas", THREE, _three(declared), move=True)["errors"] == []
 
 

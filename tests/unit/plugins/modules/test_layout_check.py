@@ -508,14 +508,14 @@ def test_a_split_over_all_four_sparks_passes(tmp_path, groups, extra):
 @needs_ansible_playbook
 @pytest.mark.parametrize("site, groups, extra, topology, words", [
     ("four", "[[spark-1, spark-2], [spark-3, spark-4]]", "", None,
-     "site_engine_groups is [[spark-1, spark-2], [spark-3, spark-4]]: deploy.yml and the two-topology switches run only "
+     "site_engine_groups is [[spark-1, spark-2], [spark-3, spark-4]]: the deploy and the two-topology switches run only "
      "the two topologies' groupings (every host its own group, or one group of every engine host), so this playbook "
-     "cannot bring the site to it; move-groups.yml does, one group move at a time (-e '{\"move_to\": [[\"spark-1\", "
-     "\"spark-2\"], [\"spark-3\", \"spark-4\"]]}'). For this playbook, remove site_engine_groups and set topology: "
-     "replicas (a full copy on each engine host) or topology: split (one model over all the engine hosts) in "
-     "group_vars/all.yml."),
+     "cannot bring the site to it; a group move does, one move at a time (factory_floor.llm.move_groups -e "
+     "'{\"move_to\": [[\"spark-1\", \"spark-2\"], [\"spark-3\", \"spark-4\"]]}'). For this playbook, remove "
+     "site_engine_groups and set topology: replicas (a full copy on each engine host) or topology: split (one model "
+     "over all the engine hosts) in group_vars/all.yml."),
     ("four", "[[spark-1, spark-2], [spark-3], [spark-4]]", "", None,
-     "site_engine_groups is [[spark-1, spark-2], [spark-3], [spark-4]]: deploy.yml and the two-topology switches run "
+     "site_engine_groups is [[spark-1, spark-2], [spark-3], [spark-4]]: the deploy and the two-topology switches run "
      "only the two topologies' groupings"),
     ("four", "[[spark-1, spark-2], [spark-3]]", "", None,
      "spark-4 is in the engine group 'gb10' but in no group of site_engine_groups: add [spark-4] as a group of its own "
