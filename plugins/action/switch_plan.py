@@ -91,7 +91,7 @@ class ActionModule(ActionBase):
             models = {name: self._variable(expression, _UNSET) for name, expression in MODELS.items()}
             if _UNSET not in models.values():
                 args["models"] = models
-        if procedure == "record" and "head" not in args:
+        if procedure == "record" and "head" not in args and (args.get("plan") or {}).get("procedure") == "move":
             args["head"] = self._variable("vllm_split_head", "") or (args["engines"] or [""])[0]
         if procedure in ("switch", "move"):
             if "head" not in args:
@@ -105,11 +105,11 @@ class ActionModule(ActionBase):
         del tmp  # tmp no longer has any effect
         task_vars = task_vars or {}
         args = dict(self._task.args)
-        # A group move's plays name their procedure once (switch_procedure: move), so the switch's shared steps ask
-        # the same question of this plugin as the switch's.
-        if "procedure" not in args:
-            args["procedure"] = self._variable("switch_procedure", "switch")
         if boolean(args.get("read_hosts", False), strict=False):
+            # A group move's plays name their procedure once (switch_procedure: move), so the steps it shares with the
+            # switch ask this plugin the same question as there.
+            if "procedure" not in args:
+                args["procedure"] = self._variable("switch_procedure", "switch")
             args = read_inputs(self.standing(args), task_vars.get("hostvars") or {})
         else:
             extra = [key for key in PLUGIN_OPTIONS if args.get(key)]

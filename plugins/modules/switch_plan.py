@@ -513,6 +513,69 @@ move:
   type: dict
   sample: {"todo": true, "touched": ["spark-a", "spark-b"], "away": true, "drain": ["spark-a"],
            "admit": ["spark-a", "spark-b"], "rollback": {"needed": false}}
+current:
+  description: (move) The grouping that runs now, as the units and records say (groups in rank order).
+  returned: with O(procedure=move)
+  type: list
+  elements: list
+current_grouping:
+  description:
+    - (move) C(_group_record.running_grouping)'s result - C(grouping), C(idle) (hosts in no group, and why),
+      C(recorded), C(agrees), C(disagreements).
+  returned: with O(procedure=move)
+  type: dict
+number:
+  description: (move) This move's number in the change, for the words (1; one move per run).
+  returned: with O(procedure=move)
+  type: int
+moves:
+  description: (move) Every move left from RV(current) to the target, each with its C(stop), C(start), C(serving), C(away) and C(capacity).
+  returned: with O(procedure=move)
+  type: list
+  elements: dict
+remaining:
+  description: (move) How many moves are left, this one included (a count).
+  returned: with O(procedure=move)
+  type: int
+touched:
+  description: (move) The engine hosts this move stops or starts, in inventory order.
+  returned: with O(procedure=move)
+  type: list
+  elements: str
+hosts:
+  description: (move) Per touched host, C(stops) and C(starts), each C({topology, unit, group, rank}) or null.
+  returned: with O(procedure=move)
+  type: dict
+serving:
+  description: (move) The groups that keep serving during the move.
+  returned: with O(procedure=move)
+  type: list
+  elements: list
+drain:
+  description: (move) The proxy members drained before the move stops their groups (the stopped groups' API hosts).
+  returned: with O(procedure=move)
+  type: list
+  elements: str
+admit:
+  description: (move) The proxy members of the new groups that are kept (they join once they serve, or pass the gate).
+  returned: with O(procedure=move)
+  type: list
+  elements: str
+capacity:
+  description:
+    - (move) What serves during the move - C(groups_serving) of C(groups_total), C(hosts_serving) of C(hosts_total),
+      C(kv_tokens_serving) (tokens, from O(kv_tokens); null without) - with C(before) and C(after) it.
+  returned: with O(procedure=move)
+  type: dict
+away:
+  description: (move) No group serves during the move (the model is away; two hosts, or a model that needs every host).
+  returned: with O(procedure=move)
+  type: bool
+after:
+  description: (move) The grouping once the move is done, rolled back where it failed.
+  returned: with O(procedure=move)
+  type: list
+  elements: list
 procedure:
   description: (move) V(move), so the steps a move shares with the switch know whose decision it is.
   returned: with O(procedure=move)
@@ -543,7 +606,7 @@ move_rollback:
   type: dict
 grouping:
   description: (record, after a move) The grouping that runs now, written on every engine host.
-  returned: with O(procedure=record) and a move's O(plan)
+  returned: with a group move's O(plan), for its records
   type: list
   elements: list
 todo:
