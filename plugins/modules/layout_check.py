@@ -33,10 +33,10 @@ description:
   - "For a declared C(site_engine_groups) (the site's engine groups, a list of lists of engine host names) also: a host
     outside O(engine_group), in no group or in two; a group size vLLM's tensor parallelism cannot split the model's
     heads over (C(site_engine_groups_num_attention_heads), C(site_engine_groups_num_key_value_heads), when set); two
-    hosts of one group on one machine; engine hosts that disagree on it; and, until the playbooks run engine groups,
-    any grouping other than O(topology)'s own - every engine host its own group for V(replicas), every engine host in
-    one group with C(vllm_split_head) first for V(split); several groups or groups of mixed sizes are not supported
-    yet - each saying what to set instead."
+    hosts of one group on one machine; engine hosts that disagree on it; and, outside a group move (O(move)), any
+    grouping other than O(topology)'s own - every engine host its own group for V(replicas), every engine host in
+    one group with C(vllm_split_head) first for V(split); several groups or groups of mixed sizes run only with
+    C(move-groups.yml) - each saying what to set instead."
   - "Also refused, each naming the variable and the hosts, never a value: a variable the roles declare C(type: list)
     or C(type: dict) set to something else (O(value_types); Ansible's own check turns a string into a list or a dict
     for the check only, and the role then takes it character by character); an API key that is not a bearer token

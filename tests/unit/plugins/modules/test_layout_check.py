@@ -577,7 +577,7 @@ def test_engine_hosts_that_disagree_on_the_grouping_are_refused(tmp_path):
     (None, "", None),
     ("split", "", None),
     (None, "site_engine_groups: [[spark-1, spark-2], [spark-3, spark-4]]\n",
-     "the playbooks do not run engine groups other than the two topologies' yet"),
+     "the deploy and the two-topology switches run only the two topologies' groupings"),
     ("split", "vllm_split_tensor_parallel_size: 3\n", "= 3 ranks, but the split runs one rank on each of the 4 hosts"),
 ])
 def test_the_four_spark_example_runs_replicas_or_one_split_of_four(tmp_path, topology, extra, words):
