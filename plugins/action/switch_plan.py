@@ -34,8 +34,12 @@ STANDING = {
                "startup": "maintenance_window_startup", "play_hosts": "ansible_play_hosts",
                "playbook_dir": "playbook_dir", "served_model_name": "vllm_served_model_name"},
     "record": {"engines": "groups[site_engine_group]", "plan": "vllm_switch_plan"},
+    "move": {"engines": "groups[site_engine_group]", "proxies": "groups[site_proxy_group]", "move_to": "move_to",
+             "engine_groups": "site_engine_groups", "play_hosts": "ansible_play_hosts",
+             "playbook_dir": "playbook_dir", "members": "nginx_proxy_backends"},
 }
-OPTIONAL = ("startup", "play_hosts", "playbook_dir", "served_model_name", "models")
+OPTIONAL = ("startup", "play_hosts", "playbook_dir", "served_model_name", "models", "move_to", "engine_groups",
+            "members")
 MODELS = {"replicas": "_vllm_topologies.replicas.model", "split": "_vllm_topologies.split.model"}
 _UNSET = object()
 
@@ -46,7 +50,7 @@ def read_inputs(args, hostvars):
     procedure = args.get("procedure") or "switch"
     engines = args.get("engines") or []
     proxies = args.get("proxies") or []
-    if procedure == "switch":
+    if procedure in ("switch", "move"):
         read = inputs.switch_inputs(hostvars, engines, proxies, args.get("incumbent_host") or "")
     elif procedure == "upgrade":
         read = inputs.upgrade_inputs(hostvars, engines)
@@ -54,7 +58,7 @@ def read_inputs(args, hostvars):
         read = inputs.record_inputs(hostvars, engines)
     else:
         raise AnsibleActionFail("switch_plan reads the hosts' variables (read_hosts) for the procedures switch, "
-                                "upgrade and record, not %s" % procedure)
+                                "move, upgrade and record, not %s" % procedure)
     given = {key: value for key, value in args.items() if key not in PLUGIN_OPTIONS}
     return dict(plain(read), **given)
 
@@ -87,7 +91,9 @@ class ActionModule(ActionBase):
             models = {name: self._variable(expression, _UNSET) for name, expression in MODELS.items()}
             if _UNSET not in models.values():
                 args["models"] = models
-        if procedure == "switch":
+        if procedure == "record" and "head" not in args and (args.get("plan") or {}).get("procedure") == "move":
+            args["head"] = self._variable("vllm_split_head", "") or (args["engines"] or [""])[0]
+        if procedure in ("switch", "move"):
             if "head" not in args:
                 args["head"] = self._variable("vllm_split_head", "") or (args["engines"] or [""])[0]
             if "incumbent_host" not in args:
@@ -100,6 +106,10 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         args = dict(self._task.args)
         if boolean(args.get("read_hosts", False), strict=False):
+            # A group move's plays name their procedure once (switch_procedure: move), so the steps it shares with the
+            # switch ask this plugin the same question as there.
+            if "procedure" not in args:
+                args["procedure"] = self._variable("switch_procedure", "switch")
             args = read_inputs(self.standing(args), task_vars.get("hostvars") or {})
         else:
             extra = [key for key in PLUGIN_OPTIONS if args.get(key)]

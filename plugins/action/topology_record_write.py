@@ -36,7 +36,7 @@ class ActionModule(TaskVariablesAction):
         run = self.variable("maintenance_window_run", {})
         run = run if isinstance(run, dict) else {}
         defaults = dict(trw.OPTIONAL, by=run.get("by") or "", run=run.get("id") or "")
-        found = self.variables([PREFIX + name for name in trw.FIELDS + ("always",)],
+        found = self.variables([PREFIX + name for name in trw.FIELDS + trw.GROUP_FIELDS + ("always",)],
                                **{PREFIX + name: default for name, default in defaults.items()})
         return {name[len(PREFIX):]: value for name, value in found.items()}
 

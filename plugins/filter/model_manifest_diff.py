@@ -13,11 +13,19 @@ description:
     and every sha256 all hosts computed - and returns each difference with the hosts and their values, and the fix.
   - A host whose result has no manifest (the directory could not be read, or it did not run) is named too; a skipped
     result is left out.
+  - With O(by_path), copies are compared only between the hosts that list the same model directory (the result's
+    C(path)) - in a group move a group of two or more serves the split's model (C(vllm_split_model)) while a group of
+    one serves the replicas' (C(vllm_model)), and each host lists the one its own new group serves. A host with no
+    manifest is named in every comparison.
 options:
   _input:
     description: Per host, its registered C(model_manifest) result.
     type: dict
     required: true
+  by_path:
+    description: Compare each model directory's copies on their own (the hosts whose results name the same C(path)).
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -46,21 +54,24 @@ from ansible_collections.factory_floor.llm.plugins.module_utils import _link_che
 from ansible_collections.factory_floor.llm.plugins.module_utils import _model_manifest as mm
 
 
-def model_manifest_diff(manifests):
+def model_manifest_diff(manifests, by_path=False):
     """Filter entry point."""
     if not isinstance(manifests, Mapping):
         raise AnsibleFilterError("model_manifest_diff expects a dict of each host's model_manifest result, got %s"
                                  % type(manifests).__name__)
-    results = {}
+    paths, errors = {}, {}
     for host, value in manifests.items():
         value = dict(value or {})
         if value.get("skipped"):
             # Not listed there (a model named by its hub name, not a directory): nothing to compare.
             continue
         if value.get("failed") or "files" not in value:
-            value = {"error": value.get("msg") or "no manifest"}
-        results[str(host)] = value
-    problems = mm.compare(results)
+            errors[str(host)] = {"error": value.get("msg") or "no manifest"}
+            continue
+        paths.setdefault(value.get("path") if by_path else None, {})[str(host)] = value
+    problems = []
+    for results in list(paths.values()) or [{}]:
+        problems += [problem for problem in mm.compare(dict(results, **errors)) if problem not in problems]
     return {"ok": not problems, "problems": problems,
             "message": lc.message(problems, "The hosts do not hold the same model. Nothing was changed.")}
 

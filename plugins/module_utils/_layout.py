@@ -37,9 +37,10 @@ says what to change):
   cannot be split over (a split over all N engine hosts, N > 2, is run as one group);
 * a declared ``site_engine_groups`` (``_engine_groups.check_grouping``) with a host outside the
   engine group or in no or two groups, a group size the model's heads cannot be split over, or two
-  hosts of a group on one machine; engine hosts that disagree on it; and, until the playbooks run
-  engine groups, a grouping other than the topology's own (every host its own group for
-  ``replicas``, every engine host in one group with ``vllm_split_head`` first for ``split``).
+  hosts of a group on one machine; engine hosts that disagree on it; and, outside a group move
+  (move_groups.yml, which runs any of them), a grouping other than the topology's own (every host its own
+  group for ``replicas``, every engine host in one group with ``vllm_split_head`` first for ``split``);
+* in a group move, a target (``move_to``) that ``check_grouping`` refuses.
 
 A machine is identified by where Ansible connects: ``ansible_host`` (default,
 the inventory name) and ``ansible_port`` when set to other than ssh's 22;
@@ -242,13 +243,17 @@ def no_proxy_message(groups, proxy_group=PROXY_GROUP):
 
 
 def check_layout(topology, groups, hostvars, engine_group=ENGINE_GROUP, proxy_group=PROXY_GROUP,
-                 split_group=SPLIT_GROUP):
+                 split_group=SPLIT_GROUP, move=False, move_to=None):
     """Check a layout; return ``{"errors": [...], "layout": {...}}``.
 
     ``groups`` maps group names to inventory host names (missing groups are
     absent); ``hostvars`` maps each host to the ``HOST_VARS`` set for it.
     ``errors`` is empty when the layout can work. Each error is a dict with
     ``check`` (an id), ``hosts``, ``variables`` and ``message``.
+
+    ``move``: the run is a group move (move_groups.yml), which runs any grouping ``check_grouping`` accepts: a
+    declared ``site_engine_groups`` of several groups is not refused then, and ``move_to`` (the move's target, a list
+    of host lists) is checked as a declared grouping is.
     """
     report = _Report()
     groups = {name: list(members or []) for name, members in (groups or {}).items()}
@@ -287,7 +292,9 @@ def check_layout(topology, groups, hostvars, engine_group=ENGINE_GROUP, proxy_gr
 
     # --- the declared grouping (site_engine_groups)
     if engines:
-        _check_engine_groups(report, topology, engines, engine_group, hv, machines, split)
+        _check_engine_groups(report, topology, engines, engine_group, hv, machines, split, move)
+    if engines and move and move_to:
+        _check_move_to(report, engines, engine_group, hv, machines, move_to)
 
     # --- engines that serve the API: every replica, or the split's head
     if topology == "split":
@@ -522,6 +529,10 @@ def _declared(report, engines, engine_group, hv, name):
     return next(iter(seen.values()))[0]
 
 
+def _json_grouping(grouping):
+    return "[%s]" % ", ".join("[%s]" % ", ".join('\"%s\"' % host for host in group) for group in grouping)
+
+
 def _grouping_words(grouping):
     return "[%s]" % ", ".join("[%s]" % ", ".join(str(host) for host in group) for group in grouping)
 
@@ -534,8 +545,25 @@ def _value_words(value):
     return repr(value)
 
 
-def _check_engine_groups(report, topology, engines, engine_group, hv, machines, split):
-    """A declared ``site_engine_groups``: check_grouping's errors, then whether the playbooks run it today."""
+def _heads(report, engines, engine_group, hv):
+    name = _engine_groups.VARIABLE
+    return {key: _whole(_declared(report, engines, engine_group, hv, "%s_%s" % (name, key)))
+            for key in ("num_attention_heads", "num_key_value_heads")}
+
+
+def _check_move_to(report, engines, engine_group, hv, machines, move_to):
+    """A group move's target (``move_to``): check_grouping's errors, as for a declared grouping."""
+    errors = _engine_groups.check_grouping(move_to, engines, engine_group=engine_group,
+                                           machines={host: machines[host][0] for host in engines},
+                                           **_heads(report, engines, engine_group, hv))
+    for message in errors:
+        report.add("move_to", message.replace(_engine_groups.VARIABLE, "move_to") + " (-e move_to=...).", engines,
+                   ["move_to"])
+
+
+def _check_engine_groups(report, topology, engines, engine_group, hv, machines, split, move=False):
+    """A declared ``site_engine_groups``: check_grouping's errors, then whether the playbooks run it today (a group
+    move runs every grouping check_grouping accepts; the two-topology playbooks run their own only)."""
     name = _engine_groups.VARIABLE
     declared = _declared(report, engines, engine_group, hv, name)
     if declared in (None, []):
@@ -546,17 +574,18 @@ def _check_engine_groups(report, topology, engines, engine_group, hv, machines, 
                                            machines={host: machines[host][0] for host in engines}, **heads)
     for message in errors:
         report.add("engine_groups", message + " (in group_vars/all.yml).", engines, [name])
-    if errors:
+    if errors or move:
         return
     said = _grouping_words(declared)
     if not _engine_groups.is_supported(declared):
         report.add(
             "engine_groups_unsupported",
-            "%s is %s: the playbooks do not run engine groups other than the two topologies' yet (every host its own "
-            "group, or one group of every engine host), so no deploy or switch could bring the site to it (several "
-            "groups, or groups of mixed sizes, are not supported yet). Until they do, remove %s and set topology: "
-            "replicas (a full copy on each engine host) or topology: split (one model over all the engine hosts) in "
-            "group_vars/all.yml." % (name, said, name),
+            "%s is %s: the deploy and the two-topology switches run only the two topologies' groupings (every host "
+            "its own group, or one group of every engine host), so this playbook cannot bring the site to it; a "
+            "group move does, one move at a time (factory_floor.llm.move_groups -e '{\"move_to\": %s}'). For this "
+            "playbook, remove %s "
+            "and set topology: replicas (a full copy on each engine host) or topology: split (one model over all the "
+            "engine hosts) in group_vars/all.yml." % (name, said, _json_grouping(declared), name),
             engines, [name, "topology"])
         return
     if topology not in TOPOLOGIES:

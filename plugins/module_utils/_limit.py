@@ -49,6 +49,7 @@ from ansible_collections.factory_floor.llm.plugins.module_utils._vllm_check impo
 PLAYBOOKS = {
     "deploy": ("deploy.yml",),
     "switch": ("switch-to-replicas.yml", "switch-to-split.yml"),
+    "move_groups": ("move-groups.yml",),
     "switch_model": ("switch-model.yml",),
     "status": ("status.yml",),
     "peers": ("peers.yml",),
@@ -60,7 +61,7 @@ PLAYBOOKS = {
     "tool_gate_spread": ("tool-gate-spread.yml",),
 }
 # Playbooks that act on every engine and proxy host at once.
-WHOLE_SITE = ("switch", "switch_model", "status")
+WHOLE_SITE = ("switch", "move_groups", "switch_model", "status")
 # Playbooks that run on one host and need nothing else: (the variable that names it, its default).
 READERS = {
     "metrics": ("metrics_from", "the first proxy host"),
@@ -146,6 +147,8 @@ def check_limit(playbook, hosts, engines, proxies, split_hosts=None, topology="r
                 "switch": "a switch stops, starts, locks and records every engine host at once, puts them in the "
                           "rotation of every proxy host, and runs its probe client and report on the first proxy "
                           "host; a switch of some hosts would leave the others on the other topology",
+                "move_groups": "a group move reads what every engine host runs to plan its move, locks and records "
+                               "every engine host, and runs its probe client and report on the first proxy host",
                 "switch_model": "the upgrade decides over every replica (one carries the load while another "
                                 "restarts), checks every proxy's rotation, and runs its probe client and report on "
                                 "the first proxy host",

@@ -28,7 +28,7 @@ COLLECTION = "factory_floor.llm"
 # The playbooks a message may name, by their file name in a checkout. Each hyphenated one is a one-line import of
 # the playbook itself, its underscore file (playbooks/switch_to_replicas.yml), the name a collection playbook must
 # have; a checkout's messages keep the hyphenated name its commands and docs use, which runs the same plays.
-PLAYBOOKS = ("advise-topology.yml", "chat.yml", "deploy.yml", "link-check.yml", "memory-guard.yml", "metrics.yml",
+PLAYBOOKS = ("advise-topology.yml", "chat.yml", "deploy.yml", "link-check.yml", "memory-guard.yml", "metrics.yml", "move-groups.yml",
              "model-sync.yml", "monitoring.yml", "peers.yml", "prometheus-config.yml", "site-check.yml", "status.yml",
              "switch.yml", "switch-model.yml", "switch-to-replicas.yml", "switch-to-split.yml", "tool-gate-spread.yml",
              "tune-concurrency.yml", "workload-profile.yml", "workload-replay.yml")

@@ -30,7 +30,9 @@ from __future__ import annotations
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_record as tr
 from ansible_collections.factory_floor.llm.plugins.module_utils import _group_move as gm
-from ansible_collections.factory_floor.llm.plugins.module_utils._engine_groups import grouping_of, proxy_members, split_rank
+from ansible_collections.factory_floor.llm.plugins.module_utils._engine_groups import (api_hosts, check_grouping, grouping_of,
+                                                                                        proxy_members, split_rank)
+from ansible_collections.factory_floor.llm.plugins.module_utils._group_record import grouping_writes, kind_of
 from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
 from ansible_collections.factory_floor.llm.plugins.module_utils._running_topology import BOTH, running_topology
 
@@ -814,3 +816,167 @@ def upgrade_dry_run(engines, todo, target, startup=None, incumbents=None, min_sc
                  "are not touched, and the run fails.")
     lines.append("To run it: the same command without -e switch_dry_run=true (and without --check).")
     return lines
+
+
+# --- A group move (move_groups.yml, procedure "move"): one move from the grouping that runs to a target ----------
+#
+# The decision is _group_move.move_plan's; this adds what the topology_switch role's entry points read of a switch
+# (the same keys, so the serving wait, the gate, the rollback, the rotation wait and the release run unchanged) and a
+# view per engine host (``views``): each host's own new unit, group and rank, which switch_plan.yml sets as that
+# host's vllm_switch_plan, so that each host acts on its own part of the move.
+
+MOVE_HOLDER = "move-groups"
+
+
+def move_target(engines, move_to=None, declared=None, head=None, replica_fits=True):
+    """The grouping a move goes to - ``move_to`` (a list of host lists), else ``declared`` (site_engine_groups) - and
+    what is wrong with it: ``(grouping, errors)``; each error says what to change."""
+    grouping = move_to if move_to else declared
+    if not grouping:
+        return [], ["a group move needs its target: -e '{\"move_to\": [[\"spark-a\", \"spark-b\"], [\"spark-c\"]]}' "
+                    "(a list of host lists, every engine host in one), or site_engine_groups in group_vars/all.yml"]
+    errors = check_grouping(grouping, engines, replica_fits=replica_fits)
+    if errors:
+        return [], ["%s (move_to or site_engine_groups)" % error for error in errors]
+    return [[str(host) for host in group] for group in grouping], []
+
+
+def _group_of(grouping, host):
+    for group in grouping or []:
+        if host in group:
+            return list(group)
+    return []
+
+
+def move_views(plan, engines, current):
+    """Per engine host, what its part of the move is, in a switch's words: ``in_move`` (the move touches it),
+    ``topology`` (the unit kind it
+    runs once the move is done), ``unit``, ``role``, ``other`` and ``other_unit`` (what it ran before, which a rollback
+    starts again), ``group`` and ``rank`` (its place in its new group), ``split_hosts`` and ``split_head`` (the group
+    its split rank rendezvous with: the new one, or the old one on a rollback; [] for a replica), ``rollback`` (its old
+    group comes back on it), ``serving_topology`` (what it runs after this decision: the watchdog it gets)."""
+    back = {host for group in plan["move_rollback"]["start"] for host in group}
+    views = {}
+    for host in engines:
+        move = plan["hosts"].get(host) or {}
+        old = move.get("stops") or {}
+        new = move.get("starts") or {}
+        now = _group_of(current, host)
+        group = new.get("group") or now
+        kind = new.get("topology") or kind_of(group or [host])
+        was = old.get("topology") or kind_of(now or [host])
+        rollback = host in back
+        split_hosts = (old.get("group") or now) if rollback else group
+        views[host] = {
+            "in_move": host in plan["touched"], "topology": kind, "unit": UNITS[kind], "role": ROLES[kind],
+            "other": was, "other_unit": UNITS[was], "group": group, "rank": group.index(host) if host in group else None,
+            "old_group": old.get("group") or now, "rollback": rollback,
+            "serving_topology": was if rollback else kind,
+            "split_hosts": split_hosts if len(split_hosts) > 1 else [],
+            "split_head": split_hosts[0] if len(split_hosts) > 1 else "",
+        }
+    return views
+
+
+def move_switch_plan(engines, head, units, target, drains=(), gated=False, incumbent_score=None, failed=None,
+                     notes=None, play_hosts=None, min_score=None, records=None, playbook_dir=None, kv_tokens=None,
+                     members=None, known_build=None, number=1, errors=(), declared=None):
+    """Everything a group move asks, from what it has seen so far (``failed`` None: nothing started yet).
+
+    ``target``: the grouping to go to (:func:`move_target`; ``errors`` its errors, which refuse the move). The move
+    is the first of ``_group_move.move_plan`` from the grouping the units and records say runs
+    (``_group_move.current_grouping``); ``members``: the proxy's members (None: ``proxy_members`` of the engines and
+    ``declared``, site_engine_groups, as nginx_proxy_backends defaults to).
+    Returns move_plan's keys, the keys a switch's entry points read (``on_target``, ``gated``, ``gate_hosts``,
+    ``api_engines``, ``rollback`` - a bool, as a switch's; move_plan's own is ``move_rollback`` -, ``undrain``,
+    ``proxy_drain``, ``expected_in_rotation``, ...) and ``views``
+    (:func:`move_views`), ``procedure`` "move", ``holder`` (the drain files' holder) and ``refusal``.
+    """
+    running = gm.current_grouping(engines, units, records, head)
+    current = running["grouping"]
+    failed = list(failed or [])
+    if notes:
+        failed += [host for host in noted_failed(engines, notes) if host not in failed]
+    lost_hosts = lost(engines, play_hosts)
+    members = list(members) if members is not None else proxy_members(engines, declared)
+    plan = gm.move_plan(current, target, engines, kv_tokens=kv_tokens, failed=failed, lost=lost_hosts,
+                        gated=bool(gated), members=members, number=number)
+    merged = _merge_drains(drains)
+    drained_other = {host: holder for host, holder in merged.items()
+                     if host in engines and not str(holder or "").startswith(MOVE_HOLDER)}
+    on_target = not plan["todo"]
+    heal_hosts = [host for host in api_hosts(current)
+                  if on_target and str(merged.get(host) or "").startswith(MOVE_HOLDER)]
+    gated = bool(gated) and (not on_target or bool(heal_hosts))
+    passed = set(passed_gate(engines, notes))
+    problems = list(errors or [])
+    problems += ["%s: %s" % (host, why) for host, why in running["idle"].items()
+                 if host not in lost_hosts and why != "no engine unit runs there"]
+    missing = [host for host in api_hosts(target) if host not in members]
+    if missing:
+        problems.append("the proxy does not balance to %s, the API host%s of a target group (nginx_proxy_backends, "
+                        "by default site_engine_groups' first hosts): leave site_engine_groups empty, or list every "
+                        "host that may serve the API, and apply it with %s first"
+                        % (", ".join(missing), "" if len(missing) == 1 else "s",
+                           playbook_name("deploy.yml", playbook_dir)))
+    stopped = [group for group in plan["move"].get("stop", []) if group]
+    serving_now = stopped + [group for group in plan["serving"] if group not in stopped]
+    incumbent = ({"topology": kind_of(serving_now[0]), "host": serving_now[0][0]} if serving_now and not on_target
+                 else {"topology": "", "host": ""})
+    if on_target:
+        gate = [host for host in heal_hosts if host not in failed] if gated else []
+        undrain = [host for host in heal_hosts if host not in failed and (not gated or host in passed)]
+    else:
+        gate = plan["gate_hosts"]
+        undrain = [host for host in plan["admit"] if host in passed] if gated else []
+    left = [host for host in heal_hosts if host not in undrain]
+    expected = [host for host in api_hosts(plan["after"]) if host in members and host not in lost_hosts
+                and host not in drained_other and host not in left and host not in failed
+                and (not gated or on_target or host in undrain or host not in plan["admit"])]
+    if plan["rollback"]["needed"]:
+        expected += [host for host in api_hosts(plan["rollback"]["start"]) if host in members and host not in expected]
+    expected = [host for host in engines if host in expected]
+    words = " ".join("[%s]" % ", ".join(group) for group in target)
+    plan.update({
+        "procedure": "move", "holder": MOVE_HOLDER, "current_grouping": running, "topology": words,
+        "other": " ".join("[%s]" % ", ".join(group) for group in current), "on_target": on_target,
+        "heal": bool(heal_hosts), "heal_hosts": heal_hosts, "heal_holders": [MOVE_HOLDER] if heal_hosts else [],
+        "heal_ready": undrain if heal_hosts else [], "heal_left": left, "drained_other": drained_other,
+        "incumbent": incumbent, "incumbent_score": dict(incumbent_score or {}), "known_build": dict(known_build or {}),
+        "gated": gated, "gate_mode": BEFORE_ADMISSION if gated else "",
+        "gate_mode_why": ("the other groups serve meanwhile: the new groups are gated before they join" if gated
+                          else "the tool-calling gate is off for the new groups"),
+        "admit_at_cut_over": not gated, "gate_split": [],
+        "gate_topology": kind_of(plan["move"]["start"][0]) if plan["move"].get("start") else (
+            kind_of(_group_of(current, heal_hosts[0])) if heal_hosts else ""), "gate_hosts": [h for h in gate if h not in failed],
+        "api_engines": [host for host in plan["touched"] if (plan["hosts"][host].get("starts") or {}).get("rank") == 0],
+        "rollback": plan["rollback"]["needed"], "move_rollback": plan["rollback"], "undrain": undrain, "joined": gated and bool(undrain),
+        "proxy_drain": {"hosts": undrain, "state": "absent"}, "expected_in_rotation": expected,
+        "startup_records": {}, "records": records_view(engines, records) if records else None,
+        "refusal": "" if problems else (
+            gate_bar_refusal("the new groups", min_score, incumbent_score, _no_incumbent_words(
+                dict(plan, heal=bool(heal_hosts), incumbent=incumbent), incumbent_score), playbook_dir)
+            if gated else ""),
+    })
+    if problems:
+        plan["refusal"] = ("The group move cannot run; nothing was changed. %s." % "; ".join(problems))
+    plan["views"] = move_views(plan, engines, current)
+    if heal_hosts:
+        plan["announcement"] = ("Already on %s, but %s %s still drained from the proxy by an interrupted group move. "
+                                "Finishing it: nothing stops or starts; %s." % (
+                                    words, ", ".join(heal_hosts), "is" if len(heal_hosts) == 1 else "are",
+                                    "the tool-calling gate tests each directly, and each that passes rejoins the proxy"
+                                    if gated else "they rejoin the proxy (untested: the gate is off)"))
+    return plan
+
+
+def move_record_writes(plan, engines, observed, head=None, models=None):
+    """At the end of a group move: every engine host's record (``_group_record.grouping_writes``: the grouping that
+    runs now, one list for all, each host's ``group`` and ``rank`` in it, ``topology`` its unit kind, ``model`` that
+    kind's directory). Returns ``write``, ``unrecorded`` (a lost host named so) and ``grouping``."""
+    note = "group move %d rolled back" % plan.get("number", 1) if plan.get("rollback") else ""
+    found = grouping_writes(engines, observed, head, plan.get("touched") or [], note, models)
+    lost_hosts = plan.get("lost_hosts") or []
+    unrecorded = {host: ("lost from the run (unreachable or failed)" if host in lost_hosts else why)
+                  for host, why in found["unrecorded"].items()}
+    return {"write": found["write"], "unrecorded": unrecorded, "grouping": found["grouping"]}

@@ -428,7 +428,93 @@ def switch_report(records, hosts, plan, now, clock=None):
             report = dict(report, outcome="not_recorded", reason="; ".join(site.get("disagreements") or []))
         parts.append(_records_message(site, plan))
     report.setdefault("clock", clock if clock is not None else clock_summary(0.0))
+    if plan.get("procedure") == "move":
+        report = dict(report, move_report=move_report(records, hosts, plan))
+        lines = lines + report["move_report"]["lines"]
+        # Other groups served throughout: the switch's promise (nothing fails once the new engines serve) is the
+        # move's from its start - a request that failed while a group served fails the run.
+        failed = report["move_report"]["failed_requests"]
+        if report["outcome"] == "ok" and failed and report["move_report"]["served_throughout"]:
+            report = dict(report, outcome="ok_with_failures",
+                          reason="%d requests through the proxy were not answered 200 while other groups served" % failed)
+            parts.append("The group move went through, but %s (by status %s). Look at the proxy's error log and the "
+                         "membership checker's journal on the proxy host for the window of the move."
+                         % (report["reason"], json.dumps(report["move_report"]["failed_by_status"], sort_keys=True)))
     return dict(report, tool_gate=gate, inventory=inventory, lines=lines, message="\n".join(parts), lost_hosts=lost)
+
+
+# --- A group move's part of the report (move_groups.yml, switch_plan's procedure move) ------------------------
+
+# The events of a group's timeline, in the order a move notes them.
+GROUP_EVENTS = ("drained", "old_stopped", "serving", "gate_done", "in_rotation", "rollback_started",
+                "rollback_serving")
+
+
+def _group_words(group):
+    return "[%s]" % ", ".join(group)
+
+
+def group_timeline(hosts, group, start):
+    """A group's events, seconds since ``start`` (the earliest host's for each event), from its hosts' notes."""
+    events = {}
+    for host in hosts:
+        if host.get("name") not in group:
+            continue
+        for event, at in (host.get("events") or {}).items():
+            if at is not None and event in GROUP_EVENTS:
+                events[event] = min(events.get(event, float(at)), float(at))
+    return {event: round(events[event] - float(start), 1) if start is not None else events[event]
+            for event in GROUP_EVENTS if event in events}
+
+
+def move_report(records, hosts, plan):
+    """What a group move's report adds: each group's timeline (the groups the move stopped and started, and those that
+    served meanwhile), the capacity left before, during and after the move (``plan["capacity"]``: groups, hosts and KV
+    tokens serving), the requests the probe client saw fail since the start, and the time without a model - 0 s when a
+    group served throughout (``served_throughout``) and no request failed, else the longest gap between answers.
+
+    ``records`` and ``hosts`` as for :func:`switch_report` (the controller's clock); ``plan``: the move's last decision
+    with the run's ``start``. Returns ``moves`` (one object with move_plan's keys), ``groups``, ``capacity``,
+    ``failed_requests``, ``failed_by_status``, ``served_throughout``, ``time_without_model`` (seconds),
+    ``remaining`` (the moves left after this one) and ``lines``."""
+    start = plan.get("start")
+    step = plan.get("move") or {}
+    window = [r for r in records or [] if start is None or r["t"] >= float(start)]
+    failed = [r for r in window if r.get("status") != 200]
+    served = bool(plan.get("serving")) and not plan.get("away")
+    gap = longest_gap(window)[0] if window else 0.0
+    without = 0.0 if served and not failed else gap
+    groups = []
+    for side, words in (("stop", "stopped"), ("start", "started"), ("serving", "served")):
+        for group in (step.get(side) if side != "serving" else plan.get("serving")) or []:
+            groups.append({"group": list(group), "role": words, "timeline": group_timeline(hosts, group, start)})
+    cap = plan.get("capacity") or {}
+    capacity = [dict(cap.get("before") or {}, step="before"), dict({k: v for k, v in cap.items()
+                                                                     if k not in ("before", "after")}, step="during"),
+                dict(cap.get("after") or {}, step="after")]
+    remaining = max(int(plan.get("remaining") or 0) - 1, 0) if plan.get("todo") else 0
+    lines = ["group move %s: stopped %s, started %s; %s" % (
+        plan.get("number", 1), " ".join(_group_words(g) for g in step.get("stop") or []) or "nothing",
+        " ".join(_group_words(g) for g in step.get("start") or []) or "nothing",
+        "rolled back" if plan.get("rollback") else "went through" if plan.get("todo") else "nothing to move")]
+    for row in groups:
+        lines.append("  %s %-7s %s" % (_group_words(row["group"]), row["role"], ", ".join(
+            "%s %.1f s" % (event, at) for event, at in row["timeline"].items()) or "(no events)"))
+    for row in capacity:
+        if row.get("groups_total"):
+            lines.append("  capacity %-6s %d of %d groups, %d of %d hosts%s" % (
+                row["step"], row["groups_serving"], row["groups_total"], row["hosts_serving"], row["hosts_total"],
+                ", {:,} KV tokens".format(row["kv_tokens_serving"]) if row.get("kv_tokens_serving") else ""))
+    lines.append("  time without a model: %.1f s%s; failed requests: %d" % (
+        without, " (another group served throughout)" if served and not failed else "", len(failed)))
+    if remaining:
+        lines.append("  %d more move%s to reach %s: run the same command again" % (
+            remaining, "" if remaining == 1 else "s", " ".join(_group_words(g) for g in plan.get("target") or [])))
+    return {"moves": [{key: plan.get(key) for key in ("number", "move", "touched", "hosts", "serving", "drain", "admit",
+                                                       "capacity", "away", "gate_hosts", "move_rollback", "after")}],
+            "groups": groups, "capacity": capacity, "failed_requests": len(failed),
+            "failed_by_status": _by_status(failed), "served_throughout": served,
+            "time_without_model": round(without, 3), "remaining": remaining, "lines": lines}
 
 
 def _failures_message(report, plan, head):

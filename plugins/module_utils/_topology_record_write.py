@@ -15,8 +15,11 @@ from __future__ import annotations
 
 # The record's fields, in the order the file has always held them, each read from vllm_topology_record_<field>.
 FIELDS = ("topology", "since", "by", "playbook", "run", "note", "model")
+# A group move's (issue 37, _group_record.FIELDS): written after FIELDS when vllm_topology_record_grouping is given.
+GROUP_FIELDS = ("grouping", "group", "rank")
 # Those a caller may leave undefined, and what they then are.
-OPTIONAL = {"by": "", "run": "", "note": "", "model": "", "always": False}
+OPTIONAL = {"by": "", "run": "", "note": "", "model": "", "always": False, "grouping": None, "group": None,
+            "rank": None}
 
 
 def _truthy(value):
@@ -44,7 +47,10 @@ def writes(record, always=False, model=""):
 
 def content(values):
     """The record: ``values`` (field -> value of vllm_topology_record_<field>) in the file's order, ``since`` seconds
-    since the epoch (a float)."""
+    since the epoch (a float); with a ``grouping`` (a group move's), ``grouping``, ``group`` and ``rank`` after them."""
     record = {field: values.get(field, OPTIONAL.get(field, "")) for field in FIELDS}
     record["since"] = _seconds(record["since"])
+    if values.get("grouping"):
+        # A group move's record: the site's grouping, this host's group and its rank in it (_group_record).
+        record.update(grouping=values["grouping"], group=values.get("group") or [], rank=int(values.get("rank") or 0))
     return record

@@ -33,10 +33,10 @@ description:
   - "For a declared C(site_engine_groups) (the site's engine groups, a list of lists of engine host names) also: a host
     outside O(engine_group), in no group or in two; a group size vLLM's tensor parallelism cannot split the model's
     heads over (C(site_engine_groups_num_attention_heads), C(site_engine_groups_num_key_value_heads), when set); two
-    hosts of one group on one machine; engine hosts that disagree on it; and, until the playbooks run engine groups,
-    any grouping other than O(topology)'s own - every engine host its own group for V(replicas), every engine host in
-    one group with C(vllm_split_head) first for V(split); several groups or groups of mixed sizes are not supported
-    yet - each saying what to set instead."
+    hosts of one group on one machine; engine hosts that disagree on it; and, outside a group move (O(move)), any
+    grouping other than O(topology)'s own - every engine host its own group for V(replicas), every engine host in
+    one group with C(vllm_split_head) first for V(split); several groups or groups of mixed sizes run only with
+    C(move-groups.yml) - each saying what to set instead."
   - "Also refused, each naming the variable and the hosts, never a value: a variable the roles declare C(type: list)
     or C(type: dict) set to something else (O(value_types); Ansible's own check turns a string into a list or a dict
     for the check only, and the role then takes it character by character); an API key that is not a bearer token
@@ -138,6 +138,20 @@ options:
       - Group of the two machines the split runs on (C(vllm_split_group)). Only read for V(split).
     type: str
     default: gb10
+  move:
+    description:
+      - The run is a group move (C(move-groups.yml)), which runs any grouping of the engine hosts the model's heads
+        allow - a declared C(site_engine_groups) of several groups, or of mixed sizes, is then not refused
+        (V(engine_groups_unsupported), V(engine_groups_topology) are the two-topology playbooks' refusals).
+    type: bool
+    default: false
+  move_to:
+    description:
+      - With O(move), the move's target grouping (the playbook's C(move_to)), a list of groups, each a list of inventory
+        names; checked as a declared C(site_engine_groups) is (V(move_to)). Empty, not checked.
+    type: list
+    elements: list
+    default: []
 notes:
   - Checks that need the hosts themselves (the model directory exists, a port is free, the tool-call parser is
     known) stay in the roles' preflight tasks, which also run before anything changes.
@@ -191,8 +205,11 @@ errors:
           V(loopback_listen), V(split_group), V(split_hosts), V(split_settings_differ), V(split_head), V(split_parallel),
           V(split_machines), V(engine_groups) (C(site_engine_groups) names a host outside the engine group, leaves one
           out or lists it twice, has a group size the heads cannot be split over or a group with two hosts on one
-          machine), V(engine_groups_differ), V(engine_groups_unsupported) (a grouping the playbooks do not run yet),
-          V(engine_groups_topology) (the grouping of the other topology), V(engine_groups_head) (the split's group not
+          machine), V(engine_groups_differ), V(engine_groups_unsupported) (outside a group move, a grouping the
+          two-topology playbooks do not run),
+          V(engine_groups_topology) (the grouping of the other topology), V(move_to) (with O(move), a target grouping
+          with a host outside the engine group, left out or twice, or a group size the heads cannot be split over),
+          V(engine_groups_head) (the split's group not
           led by C(vllm_split_head)), V(value_type), V(api_key), V(served_model_name_differs), V(api_key_differs),
           V(variable_name) (with O(inventory_variables), a name no role declares), V(variable_renamed) (with
           O(inventory_variables), a name the collection gave up for one shared name, such as C(vllm_engine_group) for
@@ -303,6 +320,8 @@ def run_module():
             api_keys=dict(type="dict", default={}, no_log=True),
             # Read by the action plugin (plugins/action/layout_check.py), which does that check on the controller.
             inventory_variables=dict(type="bool", default=False),
+            move=dict(type="bool", default=False),
+            move_to=dict(type="list", elements="list", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -325,7 +344,8 @@ def run_module():
             module.fail_json(msg="%s must map each host to a dict of variables; not a dict for: %s" % (name, ", ".join(bad)))
 
     result = check_layout(params["topology"], groups, hostvars, engine_group=params["engine_group"],
-                          proxy_group=params["proxy_group"], split_group=params["split_group"])
+                          proxy_group=params["proxy_group"], split_group=params["split_group"],
+                          move=params["move"], move_to=params["move_to"])
     # The values the roles could not take as they are (types, keys, engines that must agree).
     result["errors"] += (check_types(params["expected_types"], params["value_types"])
                          + check_api_keys(params["api_keys"])

@@ -40,7 +40,7 @@ options:
       - Left out, the action plugin reads C(site_limit_playbook) (the C(site) role's C(limit) entry point); the module
         fails without one.
     type: str
-    choices: [deploy, switch, switch_model, status, peers, metrics, prometheus_config, chat, tune, memory_guard,
+    choices: [deploy, switch, move_groups, switch_model, status, peers, metrics, prometheus_config, chat, tune, memory_guard,
               tool_gate_spread]
   hosts:
     description:

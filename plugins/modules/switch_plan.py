@@ -29,6 +29,13 @@ description:
   - For a dry run (C(switch_dry_run), C(--check)), RV(dry_run) says what a run would do, one line each.
   - With O(procedure=record), at the end of a switch once every host's outcome is known, what each engine host's
     topology record is to say (RV(write), RV(unrecorded)), one decision for every host from what each one runs now.
+  - With O(procedure=move), the decisions of C(playbooks/move-groups.yml) - one group move (issue 37) from the grouping
+    the engine units and records say runs (C(_group_move.current_grouping)) toward O(move_to) (else O(engine_groups)) -
+    C(_group_move.move_plan)'s keys, the keys of a switch that the C(topology_switch) role's steps read (RV(on_target),
+    RV(gated), RV(gate_hosts), RV(api_engines), RV(rollback), RV(undrain), RV(proxy_drain), RV(expected_in_rotation),
+    ...), RV(views) (each engine host's own part of the move) and RV(refusal) (a target that is not a grouping of the
+    engine hosts, a host running both units, an API host of the target the proxy does not balance to, a gate with no bar).
+    With O(procedure=record) and a move's O(plan), every engine host's record of the grouping that runs (RV(write)).
   - With O(procedure=upgrade), the decisions of C(playbooks/switch-model.yml) - which replicas to upgrade (RV(todo)),
     whether the upgrade stops (RV(stop)), which upgraded replicas go back to the old build (RV(roll_back)), and the
     announcement.
@@ -39,10 +46,12 @@ options:
   procedure:
     description:
       - V(switch) for a topology switch, V(upgrade) for a rolling model or image upgrade, V(record) for the topology
-        records at the end of a switch. (A replica's turn in the rolling restart is
+        records at the end of a switch or a group move, V(move) for a group move.
+      - Left out, with O(read_hosts), the action plugin reads C(switch_procedure) (C(move-groups.yml) sets it to V(move)),
+        else V(switch). (A replica's turn in the rolling restart is
         M(factory_floor.llm.rolling_restart_plan)'s.)
     type: str
-    choices: [switch, upgrade, record]
+    choices: [switch, upgrade, record, move]
     default: switch
   topology:
     description: The topology the switch goes to (required with O(procedure=switch)).
@@ -176,6 +185,29 @@ options:
         next to the model directory. Empty, not named.
     type: str
     default: ""
+  move_to:
+    description:
+      - (move) The target grouping, a list of groups, each a list of inventory names of engine hosts (rank 0 first), every
+        engine host in exactly one (the playbook's C(move_to)). Empty, O(engine_groups).
+    type: list
+    elements: list
+    default: []
+  engine_groups:
+    description: (move) The declared grouping, C(site_engine_groups) - the target without O(move_to), and what the proxy's
+      members default to (C(nginx_proxy_backends)).
+    type: list
+    elements: list
+    default: []
+  members:
+    description:
+      - (move) The hosts the proxy balances over (C(nginx_proxy_backends)). Not given, each group's first host of
+        O(engine_groups), or every engine host when that is empty or a two-topology grouping (C(proxy_members)).
+    type: list
+    elements: str
+  kv_tokens:
+    description: (move) KV tokens a group holds, by group size (tokens; C(kv_cache_plan)'s C(plan_groupings)), for the capacity.
+    type: dict
+    default: {}
   read_hosts:
     description:
       - Read by the module's action plugin, on the controller - for every option the task does not give, what the hosts
@@ -188,6 +220,8 @@ options:
       - (upgrade) O(incumbents) (each engine host's C(tool_gate_incumbent)), O(notes) (C(maintenance_window_host)) and
         O(min_score) (the C(min_score) of the first engine host's C(tool_gate_bar) that is set).
       - (record) O(records) (each engine host's registered C(__vllm_switch_record_seen)).
+      - (move) As for a switch, and O(move_to) (C(move_to)), O(engine_groups) (C(site_engine_groups)), O(members)
+        (C(nginx_proxy_backends)) where defined.
       - (switch, record) Also the variables the switch runs with, as the task sees them, for every option the task does
         not give - O(topology) (C(switch_to)), O(engines) and O(proxies) (C(groups[site_engine_group]),
         C(groups[site_proxy_group])), O(head) (C(vllm_split_head), else the first engine host), O(incumbent_host) (the
@@ -447,7 +481,8 @@ records:
 write:
   description:
     - (record) Per engine host whose record is written, C(topology) (what its engine unit runs), C(model) (that
-      topology's, O(models)) and C(note) (a rolled-back switch says so).
+      topology's, O(models)) and C(note) (a rolled-back switch says so); after a move also C(grouping), C(group) and
+      C(rank) (its place in the grouping that runs).
   returned: with O(procedure=record)
   type: dict
   sample: {"spark-a": {"topology": "replicas", "model": "/models/New", "note": ""}}
@@ -472,12 +507,108 @@ move:
       C(serving) (the groups that keep serving), C(drain) and C(admit) (proxy members), C(capacity) (groups, hosts and
       KV tokens serving during the move, C(before) and C(after) it), C(away), C(gate_hosts), C(rollback) (C(needed),
       the new groups C(stop)ped again, the old groups C(start)ed again, C(hosts), C(lost_groups)), C(after) (the grouping
-      once done), C(moves) (every move left, with its capacity), C(announcement), C(dry_run) - are read by no task yet;
-      the switch's own keys above decide and keep their words.
+      once done), C(moves) (every move left, with its capacity), C(announcement), C(dry_run) - are read by no task of a
+      switch, whose own keys above decide and keep their words; with O(procedure=move) they are the result's own.
   returned: with O(procedure=switch)
   type: dict
   sample: {"todo": true, "touched": ["spark-a", "spark-b"], "away": true, "drain": ["spark-a"],
            "admit": ["spark-a", "spark-b"], "rollback": {"needed": false}}
+current:
+  description: (move) The grouping that runs now, as the units and records say (groups in rank order).
+  returned: with O(procedure=move)
+  type: list
+  elements: list
+current_grouping:
+  description:
+    - (move) C(_group_record.running_grouping)'s result - C(grouping), C(idle) (hosts in no group, and why),
+      C(recorded), C(agrees), C(disagreements).
+  returned: with O(procedure=move)
+  type: dict
+number:
+  description: (move) This move's number in the change, for the words (1; one move per run).
+  returned: with O(procedure=move)
+  type: int
+moves:
+  description: (move) Every move left from RV(current) to the target, each with its C(stop), C(start), C(serving), C(away) and C(capacity).
+  returned: with O(procedure=move)
+  type: list
+  elements: dict
+remaining:
+  description: (move) How many moves are left, this one included (a count).
+  returned: with O(procedure=move)
+  type: int
+touched:
+  description: (move) The engine hosts this move stops or starts, in inventory order.
+  returned: with O(procedure=move)
+  type: list
+  elements: str
+hosts:
+  description: (move) Per touched host, C(stops) and C(starts), each C({topology, unit, group, rank}) or null.
+  returned: with O(procedure=move)
+  type: dict
+serving:
+  description: (move) The groups that keep serving during the move.
+  returned: with O(procedure=move)
+  type: list
+  elements: list
+drain:
+  description: (move) The proxy members drained before the move stops their groups (the stopped groups' API hosts).
+  returned: with O(procedure=move)
+  type: list
+  elements: str
+admit:
+  description: (move) The proxy members of the new groups that are kept (they join once they serve, or pass the gate).
+  returned: with O(procedure=move)
+  type: list
+  elements: str
+capacity:
+  description:
+    - (move) What serves during the move - C(groups_serving) of C(groups_total), C(hosts_serving) of C(hosts_total),
+      C(kv_tokens_serving) (tokens, from O(kv_tokens); null without) - with C(before) and C(after) it.
+  returned: with O(procedure=move)
+  type: dict
+away:
+  description: (move) No group serves during the move (the model is away; two hosts, or a model that needs every host).
+  returned: with O(procedure=move)
+  type: bool
+after:
+  description: (move) The grouping once the move is done, rolled back where it failed.
+  returned: with O(procedure=move)
+  type: list
+  elements: list
+procedure:
+  description: (move) V(move), so the steps a move shares with the switch know whose decision it is.
+  returned: with O(procedure=move)
+  type: str
+views:
+  description:
+    - (move) Per engine host, its own part of the move, in a switch's words - C(in_move) (the move touches it),
+      C(topology), C(unit) and C(role) (the unit kind it runs once the move is done), C(other) and C(other_unit) (what it
+      ran, which a rollback starts again), C(group) and C(rank) (its place in its new group), C(old_group), C(rollback)
+      (its old group comes back on it), C(serving_topology) (what it runs after this decision), C(split_hosts) and
+      C(split_head) (the group its split rank rendezvous with, the old one on a rollback; empty for a replica).
+      The C(topology_switch) role's C(switch_plan) step sets each host's view over its C(vllm_switch_plan).
+  returned: with O(procedure=move)
+  type: dict
+  sample: {"spark-a": {"in_move": true, "topology": "split", "unit": "vllm-split.service", "group": ["spark-a", "spark-b"],
+           "rank": 0, "rollback": false, "split_hosts": ["spark-a", "spark-b"], "split_head": "spark-a"}}
+holder:
+  description: (move) The holder a move's drain files name (C(move-groups)); a re-run on the target finishes its drains.
+  returned: with O(procedure=move)
+  type: str
+gate_topology:
+  description: (move) The unit kind of the first group the move starts, whose C(tool_gate_topologies) entry gates the move.
+  returned: with O(procedure=move)
+  type: str
+move_rollback:
+  description: (move) C(_group_move.move_plan)'s rollback - C(needed), C(stop), C(start), C(hosts), C(lost_groups).
+  returned: with O(procedure=move)
+  type: dict
+grouping:
+  description: (record, after a move) The grouping that runs now, written on every engine host.
+  returned: with a group move's O(plan), for its records
+  type: list
+  elements: list
 todo:
   description: (upgrade) The replicas that do not serve the candidate yet, in inventory order.
   returned: with O(procedure=upgrade)
@@ -508,13 +639,14 @@ report:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._switch_plan import record_writes, switch_plan, upgrade_plan
+from ansible_collections.factory_floor.llm.plugins.module_utils._switch_plan import (move_record_writes, move_switch_plan, move_target,
+                                                                                     record_writes, switch_plan, upgrade_plan)
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            procedure=dict(type="str", default="switch", choices=["switch", "upgrade", "record"]),
+            procedure=dict(type="str", default="switch", choices=["switch", "upgrade", "record", "move"]),
             topology=dict(type="str", choices=["replicas", "split"]),
             engines=dict(type="list", elements="str", required=True),
             head=dict(type="str"),
@@ -538,12 +670,17 @@ def main():
             plan=dict(type="dict", default={}),
             models=dict(type="dict", default={}),
             served_model_name=dict(type="str", default=""),
+            move_to=dict(type="list", elements="list", default=[]),
+            engine_groups=dict(type="list", elements="list", default=[]),
+            members=dict(type="list", elements="str"),
+            kv_tokens=dict(type="dict", default={}),
             # Read by the action plugin (plugins/action/switch_plan.py), which passes what it reads instead.
             read_hosts=dict(type="bool", default=False),
             proxies=dict(type="list", elements="str", default=[]),
             incumbent_host=dict(type="str", default=""),
         ),
-        required_if=[("procedure", "switch", ("topology", "head")), ("procedure", "record", ("plan",))],
+        required_if=[("procedure", "switch", ("topology", "head")), ("procedure", "record", ("plan",)),
+                     ("procedure", "move", ("head",))],
         supports_check_mode=True,
     )
     params = module.params
@@ -552,6 +689,9 @@ def main():
                                                        params["startup"], params["incumbents"], params["notes"],
                                                        params["model"], params["image"], params["min_score"],
                                                        params["playbook_dir"]))
+    if params["procedure"] == "record" and params["plan"].get("procedure") == "move":
+        module.exit_json(changed=False, **move_record_writes(params["plan"], params["engines"], params["records"],
+                                                             params["head"], params["models"]))
     if params["procedure"] == "record":
         plan = params["plan"]
         missing = [key for key in ("topology", "on_target", "rollback") if key not in plan]
@@ -564,6 +704,17 @@ def main():
         startup = {name: float(seconds) for name, seconds in params["startup"].items()}
     except (TypeError, ValueError) as exc:
         module.fail_json(msg="startup must map names to seconds: %s" % exc)
+    if params["procedure"] == "move":
+        target, errors = move_target(params["engines"], params["move_to"], params["engine_groups"])
+        try:
+            kv_tokens = {int(size): int(tokens) for size, tokens in params["kv_tokens"].items()}
+        except (TypeError, ValueError) as exc:
+            module.fail_json(msg="kv_tokens must map group sizes to KV tokens: %s" % exc)
+        module.exit_json(changed=False, **move_switch_plan(
+            params["engines"], params["head"], params["units"], target, params["drains"], params["gated"],
+            params["incumbent_score"], params["failed"], params["notes"], params["play_hosts"], params["min_score"],
+            params["records"], params["playbook_dir"], kv_tokens, params["members"], params["known_build"],
+            errors=errors, declared=params["engine_groups"]))
     try:
         plan = switch_plan(params["topology"], params["engines"], params["head"], params["units"], params["drains"],
                            params["gated"], startup, params["incumbent_score"], params["failed"], params["notes"],

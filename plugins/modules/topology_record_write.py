@@ -19,7 +19,10 @@ description:
     another model, or always with C(vllm_topology_record_always)."
   - "The record's values are the variables C(vllm_topology_record_topology), C(vllm_topology_record_since) (seconds
     since the epoch, the controller's clock), C(vllm_topology_record_by), C(vllm_topology_record_playbook),
-    C(vllm_topology_record_run), C(vllm_topology_record_note) and C(vllm_topology_record_model), which the action
+    C(vllm_topology_record_run), C(vllm_topology_record_note), C(vllm_topology_record_model) and, after a group move
+    (C(move_groups.yml)), C(vllm_topology_record_grouping) (the site's grouping, a list of host lists, rank 0 first),
+    C(vllm_topology_record_group) (this host's group) and C(vllm_topology_record_rank) (its rank in it, a count from
+    0) - written only when the grouping is given (C(plugins/module_utils/_group_record.py) reads them), which the action
     plugin reads itself as the task sees them (the C(factory_floor.llm.vllm) role's C(topology_record) entry point);
     the optional ones default to empty, except C(by) and C(run), which default to the maintenance window's
     (C(maintenance_window_run.by) and C(.id)) where one is open."

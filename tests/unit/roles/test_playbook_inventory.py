@@ -125,7 +125,7 @@ def _first_play(name):
 
 
 # The playbooks that run something on a proxy host or read it (the rest need the engine hosts only).
-NEEDS_PROXY = {"deploy.yml", "switch.yml", "switch-model.yml", "status.yml", "chat.yml", "prometheus-config.yml",
+NEEDS_PROXY = {"deploy.yml", "switch.yml", "move-groups.yml", "switch-model.yml", "status.yml", "chat.yml", "prometheus-config.yml",
                "peers.yml", "metrics.yml", "workload-profile.yml", "workload-replay.yml", "advise-topology.yml"}
 
 

@@ -24,6 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 WIRED = {
     "deploy.yml": ("deploy", 1),
     "switch.yml": ("switch", 1),
+    "move_groups.yml": ("move_groups", 1),
     "switch_model.yml": ("switch_model", 1),
     "status.yml": ("status", 1),
     "peers.yml": ("peers", 2),          # the engines' play, before it lists the peers

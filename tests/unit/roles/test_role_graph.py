@@ -115,7 +115,7 @@ def test_the_role_graph_is_a_tree():
 # rolling_restart's leave and rejoin): sideways between procedures is allowed, a cycle is not
 # (test_the_role_graph_is_a_tree).
 BASE = {"site", "vllm"}
-PROCEDURES = {"topology_switch", "site_deploy", "site_view", "maintenance_window", "model_upgrade", "rolling_restart",
+PROCEDURES = {"topology_switch", "group_move", "site_deploy", "site_view", "maintenance_window", "model_upgrade", "rolling_restart",
               "tune_concurrency", "model_sync"}
 ROLE_NAMES = sorted(name for name in os.listdir(ROLES) if os.path.isdir(os.path.join(ROLES, name)))
 

@@ -439,3 +439,43 @@ def test_prometheus_hosts_the_inventory_lacks_are_one_refusal(found, message):
     errors = prometheus_hosts_errors(found)
     assert [error["message"] for error in errors] == ([message] if message else [])
     assert all(error["check"] == "prometheus_hosts" and error["variables"] == ["vllm_prometheus_hosts"] for error in errors)
+
+
+# --------------------------------------------------------------- a group move (move_groups.yml, issue 37)
+
+THREE = {"gb10": ["spark-a", "spark-b", "spark-c"], "proxy": ["gw"]}
+
+
+def _three(declared=None):
+    values = {"topology": "replicas"}
+    if declared is not None:
+        values["site_engine_groups"] = declared
+    hostvars = {host: dict(values, ansible_host="192.0.2.%d" % number)
+                for number, host in enumerate(THREE["gb10"], 11)}
+    hostvars["gw"] = {"ansible_host": "192.0.2.1", "topology": "replicas"}
+    return hostvars
+
+
+@pytest.mark.parametrize("declared", [[["spark-a", "spark-b"], ["spark-c"]], [["spark-a"], ["spark-b", "spark-c"]]])
+def test_a_move_runs_a_grouping_the_two_topology_playbooks_refuse(declared):
+    refused = check_layout("replicas", THREE, _three(declared))["errors"]
+    assert [error["check"] for error in refused] == ["engine_groups_unsupported"]
+    assert "a group move does" in refused[0]["message"] and "factory_floor.llm.move_groups" in refused[0]["message"]
+    assert check_layout("replicas", THREE, _three(declared), move=True)["errors"] == []
+
+
+@pytest.mark.parametrize("move_to, words", [
+    ([["spark-a", "spark-b"], ["spark-c"]], None),
+    ([["spark-a", "spark-b"]], "spark-c is in the engine group 'gb10' but in no group of move_to"),
+    ([["spark-a", "spark-b"], ["spark-b", "spark-c"]], "spark-b is in group 1 and in group 2 of move_to"),
+])
+def test_a_moves_target_is_checked_as_a_declared_grouping(move_to, words):
+    errors = check_layout("replicas", THREE, _three(), move=True, move_to=move_to)["errors"]
+    if words is None:
+        assert errors == []
+    else:
+        assert [error["check"] for error in errors] == ["move_to"] and words in errors[0]["message"]
+
+
+def test_outside_a_move_the_target_is_not_read():
+    assert check_layout("replicas", THREE, _three(), move_to=[["spark-a"]])["errors"] == []

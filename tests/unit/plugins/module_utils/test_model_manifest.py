@@ -100,3 +100,16 @@ def test_the_filesystem_reading_is_statvfs_of_that_directory():
 
     found = mm.filesystem("/models/new/copy", exists=lambda p: p in ("/models", "/"), statvfs=statvfs)
     assert found == {"path": "/models", "bytes_available": 40960} and seen == ["/models"]
+
+
+def test_by_path_compares_each_model_directory_on_its_own(tmp_path):
+    # A group move: the pair lists the split's model, the replica its own; each directory is compared on its own.
+    small, big = mm.build(_model(str(tmp_path / "small"))), mm.build(_model(str(tmp_path / "big")))
+    big_changed = mm.build(_model(str(tmp_path / "big2")))
+    small, big, big_changed = (dict(small, path="/m/small"), dict(big, path="/m/big"), dict(big_changed, path="/m/big"))
+    assert model_manifest_diff({"spark-a": big, "spark-b": big, "spark-c": small}, by_path=True)["ok"]
+    assert model_manifest_diff({"spark-a": big, "spark-b": big_changed, "spark-c": small}, by_path=True)["ok"] is \
+        model_manifest_diff({"spark-a": big, "spark-b": big_changed}, by_path=True)["ok"]
+    failed = model_manifest_diff({"spark-a": big, "spark-c": small, "spark-b": {"failed": True, "msg": "no such dir"}},
+                                 by_path=True)
+    assert not failed["ok"] and "spark-b" in failed["message"]

@@ -508,14 +508,15 @@ def test_a_split_over_all_four_sparks_passes(tmp_path, groups, extra):
 @needs_ansible_playbook
 @pytest.mark.parametrize("site, groups, extra, topology, words", [
     ("four", "[[spark-1, spark-2], [spark-3, spark-4]]", "", None,
-     "site_engine_groups is [[spark-1, spark-2], [spark-3, spark-4]]: the playbooks do not run engine groups other than "
-     "the two topologies' yet (every host its own group, or one group of every engine host), so no deploy or switch "
-     "could bring the site to it (several groups, or groups of mixed sizes, are not supported yet). Until they do, "
-     "remove site_engine_groups and set topology: replicas (a full copy on each engine host) or topology: split (one "
-     "model over all the engine hosts) in group_vars/all.yml."),
+     "site_engine_groups is [[spark-1, spark-2], [spark-3, spark-4]]: the deploy and the two-topology switches run only "
+     "the two topologies' groupings (every host its own group, or one group of every engine host), so this playbook "
+     "cannot bring the site to it; a group move does, one move at a time (factory_floor.llm.move_groups -e "
+     "'{\"move_to\": [[\"spark-1\", \"spark-2\"], [\"spark-3\", \"spark-4\"]]}'). For this playbook, remove "
+     "site_engine_groups and set topology: replicas (a full copy on each engine host) or topology: split (one model "
+     "over all the engine hosts) in group_vars/all.yml."),
     ("four", "[[spark-1, spark-2], [spark-3], [spark-4]]", "", None,
-     "site_engine_groups is [[spark-1, spark-2], [spark-3], [spark-4]]: the playbooks do not run engine groups other "
-     "than the two topologies' yet"),
+     "site_engine_groups is [[spark-1, spark-2], [spark-3], [spark-4]]: the deploy and the two-topology switches run "
+     "only the two topologies' groupings"),
     ("four", "[[spark-1, spark-2], [spark-3]]", "", None,
      "spark-4 is in the engine group 'gb10' but in no group of site_engine_groups: add [spark-4] as a group of its own "
      "or put it in a group (in group_vars/all.yml)."),
@@ -576,7 +577,7 @@ def test_engine_hosts_that_disagree_on_the_grouping_are_refused(tmp_path):
     (None, "", None),
     ("split", "", None),
     (None, "site_engine_groups: [[spark-1, spark-2], [spark-3, spark-4]]\n",
-     "the playbooks do not run engine groups other than the two topologies' yet"),
+     "the deploy and the two-topology switches run only the two topologies' groupings"),
     ("split", "vllm_split_tensor_parallel_size: 3\n", "= 3 ranks, but the split runs one rank on each of the 4 hosts"),
 ])
 def test_the_four_spark_example_runs_replicas_or_one_split_of_four(tmp_path, topology, extra, words):

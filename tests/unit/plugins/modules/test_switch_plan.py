@@ -215,7 +215,7 @@ def test_the_plugins_options_are_refused_where_they_do_not_apply(run_module):
 
     with pytest.raises(AnsibleActionFail, match="reads proxies only with read_hosts: true"):
         through_the_action(run_module, dict(ARGS, proxies=["proxy-1"]), HOSTVARS)
-    with pytest.raises(AnsibleActionFail, match="for the procedures switch, upgrade and record, not teleport"):
+    with pytest.raises(AnsibleActionFail, match="for the procedures switch, move, upgrade and record, not teleport"):
         through_the_action(run_module, dict(UPGRADE, procedure="teleport", read_hosts=True), HOSTVARS)
     # Without read_hosts, the module gets the task's arguments as they are.
     result, runs = through_the_action(run_module, dict(ARGS), HOSTVARS)
@@ -265,3 +265,49 @@ def test_an_undefined_optional_variable_leaves_the_modules_default_and_a_require
     assert runs[0]["head"] == "spark-a"
     with pytest.raises(AnsibleUndefinedVariable):
         through_the_action(run_module, {"read_hosts": True}, HOSTVARS, {})
+
+
+# --- procedure move (move_groups.yml, issue 37) ------------------------------------------------------------------
+
+ABC = ["spark-a", "spark-b", "spark-c"]
+MOVE = {"procedure": "move", "engines": ABC, "head": "spark-a",
+        "units": {host: ["active", "inactive"] for host in ABC}, "move_to": [["spark-a", "spark-b"], ["spark-c"]]}
+
+
+def test_every_key_a_move_returns_is_documented(run_module):
+    code, result = run_module(module, MOVE)
+    assert code == 0, result
+    documented = yaml.safe_load(module.RETURN)
+    returned = set(result) - {"changed", "invocation", "warnings", "deprecations"}
+    assert returned <= set(documented), returned - set(documented)
+
+
+def test_a_move_plans_the_pair_and_leaves_the_replica_serving(run_module):
+    code, result = run_module(module, MOVE)
+    assert code == 0, result
+    assert result["touched"] == ["spark-a", "spark-b"] and result["serving"] == [["spark-c"]]
+    assert result["views"]["spark-b"]["split_hosts"] == ["spark-a", "spark-b"] and result["refusal"] == ""
+    code, result = run_module(module, dict(MOVE, move_to=[["spark-a", "spark-b"]]))
+    assert code == 0 and "spark-c is in the engine group" in result["refusal"]
+
+
+def test_a_moves_records_hold_the_grouping(run_module):
+    _code, done = run_module(module, MOVE)
+    records = {host: {"record": {"topology": "replicas"}, "runs": runs}
+               for host, runs in (("spark-a", "split"), ("spark-b", "split"), ("spark-c", "replicas"))}
+    code, result = run_module(module, {"procedure": "record", "engines": ABC, "head": "spark-a", "plan": done.result
+                                       if hasattr(done, "result") else done, "records": records})
+    assert code == 0, result
+    assert result["grouping"] == [["spark-a", "spark-b"], ["spark-c"]]
+    assert result["write"]["spark-b"]["rank"] == 1 and result["write"]["spark-b"]["group"] == ["spark-a", "spark-b"]
+
+
+def test_a_move_reads_its_procedure_target_and_grouping_from_the_tasks_variables(run_module):
+    task_vars = dict(TASK_VARS, switch_procedure="move", site_engine_group="gb10", site_proxy_group="proxy",
+                     groups={"gb10": ABC, "proxy": ["proxy-1"]}, move_to=[["spark-a"], ["spark-b", "spark-c"]],
+                     site_engine_groups=[])
+    hostvars = dict(HOSTVARS, **{"spark-c": {"__vllm_switch_units": {"stdout_lines": ["active", "inactive"]}}})
+    result, runs = through_the_action(run_module, {"read_hosts": True}, hostvars, task_vars)
+    assert runs[0]["procedure"] == "move" and runs[0]["move_to"] == [["spark-a"], ["spark-b", "spark-c"]]
+    assert runs[0]["engines"] == ABC and runs[0]["head"] == "spark-a" and "members" not in runs[0]
+    assert result["touched"] == ["spark-b", "spark-c"] and result["api_engines"] == ["spark-b"]

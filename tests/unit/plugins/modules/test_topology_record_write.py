@@ -104,3 +104,12 @@ def test_check_mode_runs_the_same_steps_which_predict_the_write():
 
 def test_the_module_documents_the_plugins_options():
     assert_documents_the_spec("topology_record_write", ARGUMENT_SPEC)
+
+
+def test_a_group_moves_record_holds_the_grouping_the_group_and_the_rank():
+    found = trw.content({"topology": "split", "since": 1.0, "playbook": "move-groups.yml",
+                         "grouping": [["spark-a", "spark-b"], ["spark-c"]], "group": ["spark-a", "spark-b"], "rank": "1"})
+    assert list(found)[-3:] == ["grouping", "group", "rank"]
+    assert found["group"] == ["spark-a", "spark-b"] and found["rank"] == 1
+    # Without a grouping (deploy, the two-topology switch) the record is as it always was.
+    assert "grouping" not in trw.content({"topology": "split", "since": 1.0, "playbook": "p", "grouping": None})
