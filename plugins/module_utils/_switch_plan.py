@@ -344,10 +344,11 @@ def announcement(plan, startup=None, incumbent_score=None):
                     "interrupted before its tool-calling gate's verdict, and they serve ungated. Running the gate it owes "
                     "(owed gate): nothing stops or starts; the gate tests %s directly while %s, against "
                     "tool_gate_min_score and the build's own last passing score minus tool_gate_tolerance. If one fails, "
-                    "the new engines leave the proxy again, the %s is started again and the run fails; once they pass, "
+                    "the new engines leave the proxy again, %s %s started again and the run fails; once they pass, "
                     "each host records %s." % (
                         topology, _recorded_words(plan), ", ".join(plan["api_engines"]),
-                        "it serves" if len(plan["api_engines"]) == 1 else "they serve", plan["other"], topology))
+                        "it serves" if len(plan["api_engines"]) == 1 else "they serve", _the(plan["other"]),
+                        "is" if plan["other"] == "split" else "are", topology))
         else:
             text = "Already on %s: checking that it serves, nothing will stop." % topology
         others = plan["drained_other"]

@@ -896,6 +896,7 @@ def test_the_owed_gate_is_announced_and_the_dry_run_says_what_it_would_do():
         "replicas; spark-b records split but runs replicas."]
     split = sp.switch_plan("split", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], True, min_score=20, records=NO_RECORD)
     assert "records name no topology" in split["announcement"]
+    assert "the replicas are started again and the run fails" in split["announcement"]
     assert "tests spark-a directly while it serves" in split["dry_run"][2]
     assert "the replicas are started again (a rollback)" in split["dry_run"][2]
 
