@@ -122,6 +122,32 @@ def decide(topology, engines, head, units, drains=(), gated=False):
     }
 
 
+def owed_gate(plan, engines, gated=False):
+    """On the target with nothing a switch drained: whether an interrupted switch owes its gate.
+
+    A switch that admitted its engines at the cut-over (``gate_mode`` :data:`AFTER_ADMISSION`) and was killed before
+    the gate's verdict leaves them serving ungated, nothing drained, and the topology records it never wrote:
+    ``records_behind`` - every engine host's record (``plan["records"]``, :func:`records_view`) names the other
+    topology or none while its units run the target. With ``gated`` (the target in tool_gate_topologies) the re-run
+    owes that gate (``owed_gate``): it gates the engines while they serve, against their build's own last passing
+    score, without stopping anything; a failure rolls back as after admission, a pass writes the records. Returns
+    ``records_behind``, ``owed_gate`` and ``gated`` (the plan's, or the owed gate's).
+    """
+    view = plan.get("records") or {}
+    seen = view.get("hosts") or {}
+    behind = bool(plan["on_target"] and not plan["heal"] and engines and seen) and all(
+        (seen.get(host) or {}).get("read") and (seen.get(host) or {}).get("recorded") in (plan["other"], None)
+        for host in engines)
+    owed = behind and bool(gated)
+    return {"records_behind": behind, "owed_gate": owed, "gated": plan["gated"] or owed}
+
+
+def _recorded_words(plan):
+    """What the records behind say, in words: "still name split", "name no topology"."""
+    recorded = (plan.get("records") or {}).get("recorded")
+    return "still name %s" % recorded if recorded in tr.TOPOLOGIES else "name no topology"
+
+
 def gate_mode(plan, known_build=None):
     """When the gate runs, and why: ``(mode, why)``; ("", why) when the switch is not gated.
 
@@ -133,6 +159,10 @@ def gate_mode(plan, known_build=None):
     known_build = known_build or {}
     if not plan["gated"]:
         return "", "the tool-calling gate is off for %s" % plan["topology"]
+    if plan.get("owed_gate"):
+        return AFTER_ADMISSION, ("the engine hosts run %s but their topology records %s: the switch that admitted "
+                                 "these engines was interrupted before its gate's verdict (an owed gate)" % (
+                                     plan["topology"], _recorded_words(plan)))
     if plan["on_target"]:
         return BEFORE_ADMISSION, "finishing an interrupted switch: its engines stay drained until they pass"
     if not known_build:
@@ -249,7 +279,9 @@ def conclude(plan, engines, head, failed=(), lost_hosts=(), passed=()):
     left = [host for host in plan["heal_hosts"] if host not in ready]
     undrain = ready
     # Admitted at the cut-over (a known build): nothing rejoins after the gate; what failed leaves again.
-    after = plan.get("gate_mode") == AFTER_ADMISSION and not plan["heal"] and not plan["on_target"]
+    # An owed gate (on the target) is the after-admission gate the interrupted switch did not finish.
+    after = plan.get("gate_mode") == AFTER_ADMISSION and not plan["heal"] and (
+        not plan["on_target"] or bool(plan.get("owed_gate")))
     redrain = []
     if after:
         undrain = []
@@ -309,6 +341,16 @@ def announcement(plan, startup=None, incumbent_score=None):
                          % ("each of them" if topology == "replicas" else "rank 0"))
             else:
                 text += ", they rejoin the proxy (the tool-calling gate is off for %s: untested)." % topology
+        elif plan.get("owed_gate"):
+            text = ("Already on %s, but the engine hosts' topology records %s: the switch that admitted these engines was "
+                    "interrupted before its tool-calling gate's verdict, and they serve ungated. Running the gate it owes "
+                    "(owed gate): nothing stops or starts; the gate tests %s directly while %s, against "
+                    "tool_gate_min_score and the build's own last passing score minus tool_gate_tolerance. If one fails, "
+                    "the new engines leave the proxy again, %s %s started again and the run fails; once they pass, "
+                    "each host records %s." % (
+                        topology, _recorded_words(plan), ", ".join(plan["api_engines"]),
+                        "it serves" if len(plan["api_engines"]) == 1 else "they serve", _the(plan["other"]),
+                        "is" if plan["other"] == "split" else "are", topology))
         else:
             text = "Already on %s: checking that it serves, nothing will stop." % topology
         others = plan["drained_other"]
@@ -419,6 +461,8 @@ def _number(value):
 def _no_incumbent_words(plan, incumbent_score):
     if plan["heal"]:
         return "finishing an interrupted switch: the build that served before is gone"
+    if plan.get("owed_gate"):
+        return "an owed gate: the build that served before the interrupted switch is gone"
     if not plan["incumbent"]["host"]:
         return "nothing serves now"
     build = (incumbent_score or {}).get("build_id")
@@ -450,13 +494,16 @@ def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=
     all); the others are lost (:func:`lost`). ``min_score``: tool_gate_min_score, for
     ``refusal`` (a gated switch whose gate has no bar). ``records``: each engine host's
     topology record as read with its units, for ``records`` (their disagreements, named
-    in the announcement). ``playbook_dir``: the run's, for the refusal's words. ``models`` (each
+    in the announcement) and, on the target, ``records_behind`` and ``owed_gate`` (:func:`owed_gate`:
+    an interrupted switch's gate that this run owes). ``playbook_dir``: the run's, for the refusal's words. ``models`` (each
     topology's model directory) and ``served_model_name``: for the dry run's words on the model.
     ``known_build``: the tool_gate role's ``tool_gate_known`` for the new build, for ``gate_mode``
     (:func:`gate_mode`); ``admit_at_cut_over``: the cut-over lets the new engines join the proxy as
     soon as they serve (an ungated switch, or a gated one after admission).
     """
     plan = decide(topology, engines, head, units, drains, gated)
+    plan["records"] = records_view(engines, records)
+    plan.update(owed_gate(plan, engines, gated))
     plan["known_build"] = dict(known_build or {})
     plan["gate_mode"], plan["gate_mode_why"] = gate_mode(plan, known_build)
     plan["admit_at_cut_over"] = not plan["gated"] or plan["gate_mode"] == AFTER_ADMISSION
@@ -464,7 +511,6 @@ def switch_plan(topology, engines, head, units, drains=(), gated=False, startup=
         failed = list(failed or []) + [host for host in noted_failed(engines, notes) if host not in (failed or [])]
     lost_hosts = lost(engines, play_hosts)
     plan["incumbent_score"] = dict(incumbent_score or {})
-    plan["records"] = records_view(engines, records)
     plan["announcement"] = announcement(plan, startup, incumbent_score)
     if plan["records"] and not plan["records"]["agrees"]:
         plan["announcement"] += (" %s This switch records on each host what it runs once every host's outcome is known."
@@ -732,6 +778,17 @@ def dry_run(plan, engines, head, units, startup=None, incumbent_score=None, min_
                  "score minus tool_gate_tolerance), and each that passes rejoins the proxy."
                  % ("each of them" if topology == "replicas" else "rank 0"))
                 if plan["gated"] else "they rejoin the proxy untested (the tool-calling gate is off for %s)." % topology))
+        elif plan.get("owed_gate"):
+            lines.append("Stops and starts: nothing - every engine host already runs %s (%s)." % (topology, plan["unit"]))
+            lines.append("Owed gate: the engine hosts' topology records %s, so the switch that admitted these engines "
+                         "was interrupted before its gate's verdict; the tool-calling gate tests %s directly while %s, "
+                         "against tool_gate_min_score (%s) and the build's own last passing score minus "
+                         "tool_gate_tolerance. If one fails: the new engines leave the proxy again and the %s %s started "
+                         "again (a rollback), and the run fails; once they pass, each host records %s." % (
+                             _recorded_words(plan), ", ".join(plan["api_engines"]),
+                             "it serves" if len(plan["api_engines"]) == 1 else "they serve",
+                             _number(min_score) if min_score is not None else "?", plan["other"],
+                             "is" if plan["other"] == "split" else "are", topology))
         else:
             lines.append("Stops and starts: nothing - every engine host already runs %s (%s); a run checks that it "
                          "serves and is in the proxy's rotation." % (topology, plan["unit"]))

@@ -248,7 +248,7 @@ def _shares(hosts):
     return {}
 
 
-def switch_timeline(hosts, now, start=None, after_admission=False):
+def switch_timeline(hosts, now, start=None, after_admission=False, owed_gate=False):
     """The topology switch's events, each host's earliest or latest as the report counts them.
 
     ``first_serving`` is when the first new engine served clients: with the gate, when it
@@ -256,7 +256,8 @@ def switch_timeline(hosts, now, start=None, after_admission=False):
     ``after_admission`` (a known build, switch_plan's ``gate_mode``): the cut-over let the new
     engines join as soon as they served, so ``in_rotation`` is when the first one served and the
     gate (``gate_started`` to ``gate_done``) comes after it. A suite split over the new engines adds
-    ``<host> gate_share_done``, when each engine's share ended.
+    ``<host> gate_share_done``, when each engine's share ended. ``owed_gate`` (switch_plan's: a re-run that gates
+    the engines an interrupted switch admitted): the gate's start is named ``owed gate``.
     """
     first = (hosts[0].get("events") or {}) if hosts else {}
     in_rotation, healthy = _times(hosts, "in_rotation"), _times(hosts, "serving")
@@ -276,6 +277,8 @@ def switch_timeline(hosts, now, start=None, after_admission=False):
                 "end": now}
     for host, part in _shares(hosts).items():
         timeline["%s gate_share_done" % host] = part.get("done_at")
+    if owed_gate:
+        timeline["owed gate"] = timeline.pop("gate_started")
     return {k: v for k, v in timeline.items() if v is not None}
 
 
@@ -303,7 +306,13 @@ def tool_gate_summary(hosts, plan):
         summary = [gate.get("message") for gate in gates.values()]
         in_rotation, healthy = _times(hosts, "in_rotation"), _times(hosts, "serving")
         started, done = _gate_started(hosts), _times(hosts, "gate_done")
-        if plan.get("gate_mode") == "after_admission" and gates:
+        if plan.get("owed_gate"):
+            summary.append("owed gate: %s; %s" % (
+                plan.get("gate_mode_why") or "an interrupted switch admitted its engines before its gate's verdict",
+                "this run gated them while they served%s, stopping and starting nothing first" % (
+                    " (%s s)" % round(max(done) - min(started), 1) if started and done else "")
+                if gates else "it did not run (the engines did not serve)"))
+        elif plan.get("gate_mode") == "after_admission" and gates:
             summary.append("tool-calling gate after admission: %s, so the new engines joined the proxy as soon as they "
                            "served and the gate ran while they served%s" % (
                                plan.get("gate_mode_why") or "the build passed it here before",
@@ -323,7 +332,7 @@ def tool_gate_summary(hosts, plan):
     incumbent = (plan.get("incumbent_score") or {}) if (plan.get("incumbent") or {}).get("host") and gated else {}
     # gate_mode (switch_plan's) and each engine's share of a split suite (case ids), for the scenarios' assertions.
     return {"topology": topology, "gated": gated, "incumbent": incumbent, "engines": gates, "summary": summary,
-            "gate_mode": plan.get("gate_mode") or "",
+            "gate_mode": plan.get("gate_mode") or "", "owed_gate": bool(plan.get("owed_gate")),
             "shares": {host: list(part.get("cases") or []) for host, part in _shares(hosts).items()}}
 
 
@@ -384,10 +393,11 @@ def switch_report(records, hosts, plan, now, clock=None):
     topology, inventory = plan["topology"], plan.get("inventory") or {}
     lost = [h["name"] for h in hosts if h["name"] in (plan.get("lost_hosts") or [])] or list(plan.get("lost_hosts") or [])
     gate = tool_gate_summary(hosts, plan)
-    if plan.get("on_target") and not plan.get("heal"):
+    # An owed gate (on the target) is reported as the switch whose gate it finishes: its timeline, outcome and rollback.
+    if plan.get("on_target") and not plan.get("heal") and not plan.get("owed_gate"):
         report = {"outcome": "unchanged", "reason": None, "table": ["already on %s: nothing changed" % topology]}
         lines = list(report["table"])
-    elif plan.get("on_target"):
+    elif plan.get("on_target") and plan.get("heal"):
         report = _heal_report(hosts, plan)
         lines = report["table"] + gate["summary"]
     else:
@@ -396,7 +406,8 @@ def switch_report(records, hosts, plan, now, clock=None):
         reason = "; ".join(h["reason"] for h in hosts if h.get("reason") is not None) if plan.get("rollback") else None
         scores = [float(g["score"]) for g in _gates(hosts).values() if g.get("score") is not None]
         # Once a new engine serves, no request through the proxy may fail (the switch's promise).
-        timeline = switch_timeline(hosts, now, plan.get("start"), plan.get("gate_mode") == "after_admission")
+        timeline = switch_timeline(hosts, now, plan.get("start"), plan.get("gate_mode") == "after_admission",
+                                   bool(plan.get("owed_gate")))
         report = summarize(records, timeline, switch_engines(hosts, lost),
                            min(scores) if scores else None, outcome, reason, 0, clock)
         lines = report["table"] + gate["summary"]
@@ -408,7 +419,9 @@ def switch_report(records, hosts, plan, now, clock=None):
     parts = []
     if report["outcome"] in ("rolled_back", "failed"):
         parts.append((("The switch to %s failed and so did the rollback: NO MODEL MAY BE SERVING. " if report["outcome"] == "failed"
-                       else "The switch to %s failed and was rolled back; the old topology serves again. ") % topology
+                       else "The switch to %s failed and was rolled back; the old topology serves again. ") % (
+                           topology + (" (its owed gate: an interrupted switch admitted these engines before the "
+                                       "gate's verdict)" if plan.get("owed_gate") else ""))
                       + "\nWhy: %s" % ("see above" if report.get("reason") is None else report["reason"])
                       + (" %s" % inventory.get("advice") if not inventory.get("agrees", True) else "")))
     elif report["outcome"] == "heal_failed":

@@ -15,7 +15,8 @@ description:
     with what the play read from the hosts; call it again as the run learns more (O(incumbent_score) after the incumbent
     is scored, O(failed) after the new engines started and after the gate).
   - Whether there is anything to do (RV(on_target)), whether a re-run finishes a switch an interruption left with engines
-    drained (RV(heal), RV(heal_hosts)), which topology serves now (RV(incumbent)), whether the new topology is gated on its
+    drained (RV(heal), RV(heal_hosts)) or owes the gate of a switch killed after it admitted its engines (RV(owed_gate)),
+    which topology serves now (RV(incumbent)), whether the new topology is gated on its
     tool calling (RV(gated)), the announcement, which engines the gate tests (RV(gate_hosts)), whether to roll back
     (RV(rollback)), which engines rejoin the proxy (RV(undrain)) and which the proxy must have in rotation
     (RV(expected_in_rotation)).
@@ -161,7 +162,8 @@ options:
   records:
     description:
       - (switch) Per engine host, the M(factory_floor.llm.topology_record) result there (read with its C(units)), for
-        RV(records) - their disagreements, named in the announcement.
+        RV(records) - their disagreements, named in the announcement - and, on the target, RV(records_behind) and
+        RV(owed_gate).
       - (record) The same, read once every host's outcome is known.
     type: dict
     default: {}
@@ -327,6 +329,24 @@ heal_hosts:
   returned: with O(procedure=switch)
   type: list
   elements: str
+records_behind:
+  description:
+    - (switch) On the target (RV(on_target)) with no engine drained by a switch (not RV(heal)), every engine host's
+      topology record (O(records)) names the other topology or none - the records a switch writes at its end were never
+      written. False without O(records).
+  returned: with O(procedure=switch)
+  type: bool
+owed_gate:
+  description:
+    - (switch) RV(records_behind) and the target is gated (O(gated)) - a switch that admitted its engines at the
+      cut-over (RV(gate_mode) C(after_admission)) was killed before its gate's verdict, so they serve ungated. The re-run
+      owes that gate - RV(gated) true, RV(gate_mode) C(after_admission), RV(gate_hosts) every engine that serves the API
+      - and runs it while they serve, stopping nothing first, against the build's own last passing score (the
+      C(tool_gate) role's C(tool_gate_compare_own_build)); a failure drains them again and rolls back
+      (RV(proxy_drain), RV(rollback)), a pass lets the run write the records. The announcement and RV(dry_run) say so.
+  returned: with O(procedure=switch)
+  type: bool
+  sample: true
 heal_holders:
   description: The drain holders (C(switch-to-*)) the interrupted runs wrote.
   returned: with O(procedure=switch)
@@ -342,7 +362,7 @@ incumbent:
   type: dict
   sample: {"topology": "split", "host": "spark-1"}
 gated:
-  description: The new (or healed) engines are gated on their tool calling.
+  description: The new (or healed, or owed-gate, RV(owed_gate)) engines are gated on their tool calling.
   returned: with O(procedure=switch)
   type: bool
 api_engines:
@@ -387,7 +407,9 @@ failed_hosts:
   type: list
   elements: str
 rollback:
-  description: A new engine failed (RV(failed_hosts)) and the run is a switch, not the finishing of an interrupted one; the old topology is put back.
+  description:
+    - A new engine failed (RV(failed_hosts)) and the run is a switch (or its owed gate, RV(owed_gate)), not the finishing
+      of an interrupted one (RV(heal)); the old topology is put back.
   returned: with O(procedure=switch)
   type: bool
 serving_topology:

@@ -143,8 +143,9 @@ options:
       - With O(procedure), what the run decided and what the closing play read.
       - V(switch) reads C(start) (epoch seconds; else the first host's C(start) event), C(topology), C(on_target),
         C(heal), C(heal_hosts), C(heal_holders), C(heal_ready), C(heal_left), C(drained_other) (host to drain holder),
-        C(gated), C(incumbent), C(incumbent_score), C(rollback), C(other), C(undrain), C(lost_hosts), C(api_engines)
-        (the factory_floor.llm.switch_plan module's keys), C(site) (the engine hosts' topology records next to what they
+        C(gated), C(gate_mode), C(gate_mode_why), C(owed_gate), C(incumbent), C(incumbent_score), C(rollback), C(other),
+        C(undrain), C(lost_hosts), C(api_engines) (the factory_floor.llm.switch_plan module's keys; with C(owed_gate) the
+        report is the switch's whose gate the run owed - its timeline names the gate's start C(owed gate)), C(site) (the engine hosts' topology records next to what they
         run once the switch recorded them - M(factory_floor.llm.topology_record)'s C(site)), C(inventory) (what the
         inventory must say for what the hosts run, its C(inventory)), C(lost_locks) (per lost host - C(released), C(path),
         C(error)), C(run) (the run's id), C(record_errors) (per engine host, why its record could not be written),
@@ -202,7 +203,9 @@ message:
 tool_gate:
   description:
     - (switch) The gate's part of the report, C(topology), C(gated), C(incumbent) (its stored score), C(engines)
-      (the verdict per engine it tested) and C(summary) (lines).
+      (the verdict per engine it tested), C(summary) (lines), C(gate_mode), C(shares) (a split suite's case ids per
+      engine) and C(owed_gate) (true when the run gated the engines a switch killed after admission had left serving
+      ungated; a C(summary) line then begins C(owed gate:)).
   returned: when O(procedure=switch)
   type: dict
 inventory:

@@ -776,3 +776,139 @@ def test_the_dry_run_of_a_split_over_three_or_four_names_each_rank(engines, head
                           None)
     (starts,) = [line for line in plan["dry_run"] if line.startswith("Starts: ")]
     assert starts.startswith("Starts: vllm-split.service on " + words + ", rendered and checked"), starts
+
+
+# Issue 37, the owed gate: a switch that admitted a known build at the cut-over and was killed before the gate's verdict
+# leaves its engines serving ungated, nothing drained, and the records it never wrote naming the old topology. The
+# re-run is on the target with records behind the units; with the target gated it runs the gate it owes.
+BEHIND = {host: said("split", "replicas", "/m/S") for host in ENGINES}
+AGREE = {host: said("replicas", "replicas", "/m/R") for host in ENGINES}
+NO_RECORD = {host: said(None, "replicas") for host in ENGINES}
+BEHIND_SPLIT = {host: said("replicas", "split", "/m/R") for host in ENGINES}
+BOTH_DRAINED = [{"spark-a": "switch-to-replicas", "spark-b": "switch-to-replicas"}]
+
+
+@pytest.mark.parametrize("row, topology, hosts, drains, records, gated, behind, owed, gate_hosts", [
+    ("records behind (both name split), gated: the gate is owed", "replicas", units(REPLICAS, REPLICAS), [{}], BEHIND,
+     True, True, True, ENGINES),
+    ("no record on either host, gated: owed", "replicas", units(REPLICAS, REPLICAS), [{}], NO_RECORD, True, True, True,
+     ENGINES),
+    ("one record names split, one none: owed", "replicas", units(REPLICAS, REPLICAS), [{}],
+     {"spark-a": said("split", "replicas"), "spark-b": said(None, "replicas")}, True, True, True, ENGINES),
+    ("to split, records behind: rank 0 is gated", "split", units(SPLIT, SPLIT), [{}], BEHIND_SPLIT, True, True, True,
+     [HEAD]),
+    ("records behind, the gate off for the target: nothing owed (the records are written, no gate)", "replicas",
+     units(REPLICAS, REPLICAS), [{}], BEHIND, False, True, False, []),
+    ("records agree: nothing to do", "replicas", units(REPLICAS, REPLICAS), [{}], AGREE, True, False, False, []),
+    ("one record agrees, one behind: not a killed switch's (it writes every host's), nothing owed", "replicas",
+     units(REPLICAS, REPLICAS), [{}], {"spark-a": said("replicas", "replicas"), "spark-b": said("split", "replicas")},
+     True, False, False, []),
+    ("a host whose record could not be read: nothing owed", "replicas", units(REPLICAS, REPLICAS), [{}],
+     {"spark-a": said("split", "replicas"), "spark-b": {}}, True, False, False, []),
+    ("no records read: nothing owed", "replicas", units(REPLICAS, REPLICAS), [{}], None, True, False, False, []),
+    ("drained by the switch: a heal, not an owed gate", "replicas", units(REPLICAS, REPLICAS), BOTH_DRAINED, BEHIND,
+     True, False, False, ENGINES),
+    ("off the target, records of the old topology: a switch", "replicas", units(SPLIT, SPLIT), [{}],
+     {host: said("split", "split") for host in ENGINES}, True, False, False, ENGINES),
+])
+def test_owed_gate_decision(row, topology, hosts, drains, records, gated, behind, owed, gate_hosts):
+    plan = sp.switch_plan(topology, ENGINES, HEAD, hosts, drains, gated, {}, {}, None, None, min_score=20,
+                          records=records)
+    assert (plan["records_behind"], plan["owed_gate"]) == (behind, owed), row
+    assert plan["gate_hosts"] == gate_hosts, row
+    if owed:
+        assert plan["gated"] is True and plan["gate_mode"] == sp.AFTER_ADMISSION, row
+        assert plan["heal"] is False and plan["rollback"] is False and plan["refusal"] == "", row
+        assert plan["gate_split"] == [] and plan["joined"] is False, row
+    elif plan["on_target"] and not plan["heal"]:
+        assert plan["gated"] is False and plan["gate_mode"] == "", row
+
+
+def test_the_first_decision_does_not_know_the_gate_yet_but_says_the_records_are_behind():
+    # The preflight asks tool_gate whether the target is gated (gated.yml) on the target only when the records are behind.
+    plan = sp.switch_plan("replicas", ENGINES, HEAD, units(REPLICAS, REPLICAS), [{}], False, records=BEHIND)
+    assert plan["records_behind"] is True and plan["owed_gate"] is False and plan["gated"] is False
+
+
+def gate_note(passed):
+    return {"gate": {"passed": passed, "score": 80.0 if passed else 10.0}, "events": {"serving": 1000.0}}
+
+
+@pytest.mark.parametrize("row, topology, notes, expected", [
+    ("both pass: nothing moves, the records are written", "replicas",
+     {"spark-a": gate_note(True), "spark-b": gate_note(True)},
+     dict(failed_hosts=[], rollback=False, serving_topology="replicas", undrain=[], joined=False,
+          expected_in_rotation=ENGINES, proxy_drain={"hosts": [], "state": "absent"}, startup_records={})),
+    ("spark-b fails its owed gate: both leave the proxy again, the split comes back, the run fails", "replicas",
+     {"spark-a": gate_note(True), "spark-b": dict(gate_note(False), failed=True, reason="spark-b: gate failed")},
+     dict(failed_hosts=["spark-b"], rollback=True, serving_topology="split", undrain=[],
+          expected_in_rotation=[HEAD], proxy_drain={"hosts": ENGINES, "state": "present"})),
+    ("spark-a's engine no longer serves: rolled back the same way", "replicas",
+     {"spark-a": {"failed": True, "reason": "spark-a: start failed"}},
+     dict(failed_hosts=["spark-a"], rollback=True, serving_topology="split", proxy_drain={"hosts": ENGINES, "state": "present"})),
+    ("to split, rank 0 fails: both ranks leave, the replicas come back", "split",
+     {HEAD: dict(gate_note(False), failed=True)},
+     dict(rollback=True, serving_topology="replicas", expected_in_rotation=ENGINES,
+          proxy_drain={"hosts": ENGINES, "state": "present"})),
+])
+def test_owed_gate_conclude(row, topology, notes, expected):
+    hosts = units(REPLICAS, REPLICAS) if topology == "replicas" else units(SPLIT, SPLIT)
+    records = BEHIND if topology == "replicas" else BEHIND_SPLIT
+    plan = sp.switch_plan(topology, ENGINES, HEAD, hosts, [{}], True, {}, {}, [], notes, min_score=20, records=records)
+    assert plan["owed_gate"] is True, row
+    assert {key: plan[key] for key in expected} == expected, row
+
+
+def test_an_owed_gate_that_passed_writes_every_record_and_a_rollback_writes_none():
+    passed = sp.switch_plan("replicas", ENGINES, HEAD, units(REPLICAS, REPLICAS), [{}], True, min_score=20,
+                            records=BEHIND, notes={host: gate_note(True) for host in ENGINES})
+    assert sp.record_writes(passed, ENGINES, BEHIND, MODELS)["write"] == {
+        host: {"topology": "replicas", "model": "/m/R", "note": ""} for host in ENGINES}
+    rolled = sp.switch_plan("replicas", ENGINES, HEAD, units(REPLICAS, REPLICAS), [{}], True, min_score=20,
+                            records=BEHIND, notes={"spark-b": {"failed": True}})
+    # After the rollback both run split again, which their records say.
+    assert rolled["rollback"] is True
+    assert sp.record_writes(rolled, ENGINES, {host: said("split", "split", "/m/S") for host in ENGINES}, MODELS) == {
+        "write": {}, "unrecorded": {}}
+
+
+def test_the_owed_gate_is_announced_and_the_dry_run_says_what_it_would_do():
+    plan = sp.switch_plan("replicas", ENGINES, HEAD, units(REPLICAS, REPLICAS), [{}], True, min_score=20, records=BEHIND)
+    assert plan["gate_mode_why"] == ("the engine hosts run replicas but their topology records still name split: the "
+                                     "switch that admitted these engines was interrupted before its gate's verdict (an "
+                                     "owed gate)")
+    assert plan["announcement"].startswith(
+        "Already on replicas, but the engine hosts' topology records still name split: the switch that admitted these "
+        "engines was interrupted before its tool-calling gate's verdict, and they serve ungated. Running the gate it owes "
+        "(owed gate): nothing stops or starts; the gate tests spark-a, spark-b directly while they serve, against "
+        "tool_gate_min_score and the build's own last passing score minus tool_gate_tolerance. If one fails, the new "
+        "engines leave the proxy again, the split is started again and the run fails; once they pass, each host records "
+        "replicas. The engine hosts' topology records and what they run disagree: spark-a records split but runs "
+        "replicas; spark-b records split but runs replicas.")
+    assert plan["dry_run"][1:4] == [
+        "Stops and starts: nothing - every engine host already runs replicas (vllm-replica.service).",
+        "Owed gate: the engine hosts' topology records still name split, so the switch that admitted these engines was "
+        "interrupted before its gate's verdict; the tool-calling gate tests spark-a, spark-b directly while they serve, "
+        "against tool_gate_min_score (20) and the build's own last passing score minus tool_gate_tolerance. If one "
+        "fails: the new engines leave the proxy again and the split is started again (a rollback), and the run fails; "
+        "once they pass, each host records replicas.",
+        "Records: The engine hosts' topology records and what they run disagree: spark-a records split but runs "
+        "replicas; spark-b records split but runs replicas."]
+    split = sp.switch_plan("split", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], True, min_score=20, records=NO_RECORD)
+    assert "records name no topology" in split["announcement"]
+    assert "the replicas are started again and the run fails" in split["announcement"]
+    assert "tests spark-a directly while it serves" in split["dry_run"][2]
+    assert "the replicas are started again (a rollback)" in split["dry_run"][2]
+
+
+def test_records_behind_with_the_gate_off_stays_a_run_with_nothing_to_do():
+    plan = sp.switch_plan("replicas", ENGINES, HEAD, units(REPLICAS, REPLICAS), [{}], False, records=BEHIND)
+    assert plan["announcement"].startswith("Already on replicas: checking that it serves, nothing will stop.")
+    assert "Owed gate" not in " ".join(plan["dry_run"])
+
+
+def test_an_owed_gate_without_a_bar_is_refused_in_its_own_words():
+    plan = sp.switch_plan("replicas", ENGINES, HEAD, units(REPLICAS, REPLICAS), [{}], True, min_score=0, records=BEHIND)
+    assert plan["refusal"].startswith(
+        "The tool-calling gate has no bar for replicas: tool_gate_min_score is 0 and there is no incumbent score to "
+        "compare with (an owed gate: the build that served before the interrupted switch is gone)")

@@ -638,3 +638,57 @@ def test_after_admission_a_gate_that_did_not_run_says_so():
     hosts = [dict(h, gate={}, events={"start": T0}) for h in switch_hosts()]
     report = sr.switch_report([], hosts, dict(AFTER_PLAN, rollback=True), T0 + 100)
     assert report["tool_gate"]["summary"] == ["tool-calling gate: did not run (the new topology did not come up)"]
+
+
+# Issue 37, the owed gate: a re-run on the target whose records were behind the units gated the engines an interrupted
+# switch had admitted, while they served; nothing stopped or started before the verdict.
+OWED_PLAN = dict(AFTER_PLAN, on_target=True, heal=False, owed_gate=True, incumbent={"topology": "", "host": ""},
+                 incumbent_score={}, inventory={"advice": "inventory: the hosts run replicas", "agrees": True},
+                 gate_mode_why="the engine hosts run replicas but their topology records still name split: the switch "
+                               "that admitted these engines was interrupted before its gate's verdict (an owed gate)")
+
+
+def owed_hosts(passed_b=True):
+    return [{"name": host["name"], "health": "serving", "gate": host["gate"],
+             "events": {"start": T0, "serving": host["events"]["serving"], "gate_done": host["events"]["gate_done"]}}
+            for host in after_hosts(passed_b)]
+
+
+def test_an_owed_gate_that_passed_is_a_switch_that_went_through_and_its_timeline_says_owed_gate():
+    report = sr.switch_report(series((200, 5)), owed_hosts(), OWED_PLAN, T0 + 200)
+    assert report["outcome"] == "ok" and report["message"] == ""
+    assert report["tool_gate"]["owed_gate"] is True and report["tool_gate"]["gate_mode"] == "after_admission"
+    assert report["timeline"]["owed gate"] == 61.0 and "gate_started" not in report["timeline"]
+    order = list(report["timeline"])
+    assert order.index("first_serving") < order.index("owed gate") < order.index("gate_done")
+    assert report["startup"] is None and report["tool_score"] == 75.5
+    assert report["tool_gate"]["summary"][-1] == (
+        "owed gate: the engine hosts run replicas but their topology records still name split: the switch that admitted "
+        "these engines was interrupted before its gate's verdict (an owed gate); this run gated them while they served "
+        "(124.0 s), stopping and starting nothing first")
+    assert "  owed gate              61.0" in report["lines"]
+    assert report["lines"][-1] == "inventory: the hosts run replicas"
+
+
+def test_an_owed_gate_that_failed_rolls_back_and_says_it_was_the_owed_gate():
+    hosts = owed_hosts(passed_b=False)
+    hosts[1].update(failed=True, reason="spark-b: Tool-calling gate on spark-b: scored 75.5, below min_score 80.0.")
+    report = sr.switch_report([], hosts, dict(OWED_PLAN, rollback=True, inventory={}), T0 + 200)
+    assert report["outcome"] == "rolled_back"
+    assert report["message"] == (
+        "The switch to replicas (its owed gate: an interrupted switch admitted these engines before the gate's verdict) "
+        "failed and was rolled back; the old topology serves again. \nWhy: spark-b: Tool-calling gate on spark-b: scored "
+        "75.5, below min_score 80.0.")
+
+
+def test_an_owed_gate_that_did_not_run_says_so():
+    hosts = [dict(h, gate={}, events={"start": T0}) for h in owed_hosts()]
+    report = sr.switch_report([], hosts, dict(OWED_PLAN, rollback=True), T0 + 100)
+    assert report["tool_gate"]["summary"] == [OWED_PLAN["gate_mode_why"].join(["owed gate: ", ""])
+                                              + "; it did not run (the engines did not serve)"]
+    assert "owed gate" not in report["timeline"]
+
+
+def test_on_the_target_without_an_owed_gate_nothing_changed():
+    report = sr.switch_report([], [], dict(OWED_PLAN, owed_gate=False, gated=False, inventory={}), T0)
+    assert report["outcome"] == "unchanged" and report["lines"] == ["already on replicas: nothing changed"]

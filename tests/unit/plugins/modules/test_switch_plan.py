@@ -41,6 +41,24 @@ def test_after_a_failed_gate(run_module):
     assert (result["rollback"], result["heal_left"], result["expected_in_rotation"]) == (False, ["spark-b"], ["spark-a"])
 
 
+BEHIND = {host: {"record": {"topology": "split", "model": "/m/S"}, "runs": "replicas"} for host in ("spark-a", "spark-b")}
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_a_switch_killed_after_admission_owes_its_gate(run_module, check_mode):
+    # On replicas, nothing drained, both records still name split: the killed switch's gate is owed, run while they serve.
+    code, result = run_module(module, dict(ARGS, drains=[{}], records=BEHIND, min_score=20,
+                                           _ansible_check_mode=check_mode))
+    assert code == 0, result
+    assert (result["on_target"], result["heal"], result["records_behind"], result["owed_gate"]) == (True, False, True, True)
+    assert (result["gated"], result["gate_mode"], result["gate_hosts"]) == (True, "after_admission", ["spark-a", "spark-b"])
+    assert "Running the gate it owes (owed gate)" in result["announcement"]
+    assert any(line.startswith("Owed gate: ") for line in result["dry_run"])
+    code, result = run_module(module, dict(ARGS, drains=[{}], records=BEHIND, min_score=20,
+                                           notes={"spark-b": {"failed": True, "gate": {"passed": False}}}))
+    assert (result["rollback"], result["proxy_drain"]) == (True, {"hosts": ["spark-a", "spark-b"], "state": "present"})
+
+
 UPGRADE = {"procedure": "upgrade", "engines": ["spark-a", "spark-b"], "target": "/models/New",
            "replicas": {"spark-a": {"running": "/models/New", "model": "/models/New", "image": ""},
                         "spark-b": {"running": "/models/Old", "model": "/models/New", "image": ""}},
