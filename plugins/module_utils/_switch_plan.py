@@ -128,7 +128,8 @@ def owed_gate(plan, engines, gated=False):
     A switch that admitted its engines at the cut-over (``gate_mode`` :data:`AFTER_ADMISSION`) and was killed before
     the gate's verdict leaves them serving ungated, nothing drained, and the topology records it never wrote:
     ``records_behind`` - every engine host's record (``plan["records"]``, :func:`records_view`) names the other
-    topology or none while its units run the target. With ``gated`` (the target in tool_gate_topologies) the re-run
+    topology while its units run the target. A host with no record is not behind: a site deployed before records
+    existed would otherwise run a gate whose failure rolls back to a topology it may never have run. With ``gated`` (the target in tool_gate_topologies) the re-run
     owes that gate (``owed_gate``): it gates the engines while they serve, against their build's own last passing
     score, without stopping anything; a failure rolls back as after admission, a pass writes the records. Returns
     ``records_behind``, ``owed_gate`` and ``gated`` (the plan's, or the owed gate's).
@@ -136,7 +137,7 @@ def owed_gate(plan, engines, gated=False):
     view = plan.get("records") or {}
     seen = view.get("hosts") or {}
     behind = bool(plan["on_target"] and not plan["heal"] and engines and seen) and all(
-        (seen.get(host) or {}).get("read") and (seen.get(host) or {}).get("recorded") in (plan["other"], None)
+        (seen.get(host) or {}).get("read") and (seen.get(host) or {}).get("recorded") == plan["other"]
         for host in engines)
     owed = behind and bool(gated)
     return {"records_behind": behind, "owed_gate": owed, "gated": plan["gated"] or owed}

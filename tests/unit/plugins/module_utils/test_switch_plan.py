@@ -791,10 +791,12 @@ BOTH_DRAINED = [{"spark-a": "switch-to-replicas", "spark-b": "switch-to-replicas
 @pytest.mark.parametrize("row, topology, hosts, drains, records, gated, behind, owed, gate_hosts", [
     ("records behind (both name split), gated: the gate is owed", "replicas", units(REPLICAS, REPLICAS), [{}], BEHIND,
      True, True, True, ENGINES),
-    ("no record on either host, gated: owed", "replicas", units(REPLICAS, REPLICAS), [{}], NO_RECORD, True, True, True,
-     ENGINES),
-    ("one record names split, one none: owed", "replicas", units(REPLICAS, REPLICAS), [{}],
-     {"spark-a": said("split", "replicas"), "spark-b": said(None, "replicas")}, True, True, True, ENGINES),
+    # No record is no evidence of a killed switch (a site deployed before records existed): nothing owed, and no
+    # rollback to a topology that site may never have run.
+    ("no record on either host, gated: nothing owed", "replicas", units(REPLICAS, REPLICAS), [{}], NO_RECORD, True,
+     False, False, []),
+    ("one record names split, one none: nothing owed", "replicas", units(REPLICAS, REPLICAS), [{}],
+     {"spark-a": said("split", "replicas"), "spark-b": said(None, "replicas")}, True, False, False, []),
     ("to split, records behind: rank 0 is gated", "split", units(SPLIT, SPLIT), [{}], BEHIND_SPLIT, True, True, True,
      [HEAD]),
     ("records behind, the gate off for the target: nothing owed (the records are written, no gate)", "replicas",
@@ -894,8 +896,8 @@ def test_the_owed_gate_is_announced_and_the_dry_run_says_what_it_would_do():
         "once they pass, each host records replicas.",
         "Records: The engine hosts' topology records and what they run disagree: spark-a records split but runs "
         "replicas; spark-b records split but runs replicas."]
-    split = sp.switch_plan("split", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], True, min_score=20, records=NO_RECORD)
-    assert "records name no topology" in split["announcement"]
+    split = sp.switch_plan("split", ENGINES, HEAD, units(SPLIT, SPLIT), [{}], True, min_score=20, records=BEHIND_SPLIT)
+    assert "records still name replicas" in split["announcement"]
     assert "the replicas are started again and the run fails" in split["announcement"]
     assert "tests spark-a directly while it serves" in split["dry_run"][2]
     assert "the replicas are started again (a rollback)" in split["dry_run"][2]
