@@ -27,9 +27,13 @@ engines = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(engines)
 
 
-def _yaml(*path):
+def _text(*path):
     with open(os.path.join(ROOT, *path), encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+        return handle.read()
+
+
+def _yaml(*path):
+    return yaml.safe_load(_text(*path))
 
 
 CONFIG = _yaml("extensions", "molecule", "config.yml")
@@ -64,7 +68,7 @@ def test_other_engine_counts_are_refused(count):
 
 
 def test_spark_c_address_is_outside_podmans_pool_and_free():
-    network = open(os.path.join(ROOT, "lab", "network.sh"), encoding="utf-8").read()
+    network = _text("lab", "network.sh")
     subnet = ipaddress.ip_network(re.search(r"^SUBNET=(\S+)", network, re.M).group(1))
     pool = ipaddress.ip_network(re.search(r"^LAB_IP_RANGE=(\S+)", network, re.M).group(1))
     link = ipaddress.ip_network(re.search(r"^LINK_SUBNET=(\S+)", network, re.M).group(1))
@@ -196,7 +200,7 @@ def test_the_doctor_refuses_another_engine_count():
 # ------------------------------------------------------------------------------------------ the scenario
 
 def test_link_sh_reads_spark_c_s_link_address_where_the_inventory_has_it():
-    text = open(os.path.join(ROOT, "lab", "link.sh"), encoding="utf-8").read()
+    text = _text("lab", "link.sh")
     assert "inventory/lab-groups/host_vars/$host.yml" in text
     assert os.path.exists(os.path.join(ROOT, "inventory", "lab-groups", "host_vars", "spark-c.yml"))
 
