@@ -31,7 +31,7 @@ description:
     the interface; a C(keepalived_unicast_peer) list that names the host's own address, or leaves out another host of
     the group (that host would not hear this one and would hold the address too)."
   - With no problem, returns each host's C(unicast_src_ip) (its own address on the interface in the address's
-    subnet, unless set) and C(unicast_peer) (every other host's C(unicast_src_ip), unless set): one VRRP router over
+    subnet, unless set) and C(unicast_peer) (every other host's C(unicast_src_ip), unless set), one VRRP router over
     any number of proxy hosts, two or more.
   - With fewer than two hosts there is no floating address and nothing is checked.
   - The module only reads its arguments; it never connects to a host.
