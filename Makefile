@@ -24,13 +24,13 @@ APT_PACKAGES := podman runc debootstrap netavark aardvark-dns iptables nftables 
 TEST_APT_PACKAGES := git python3-venv
 $(if $(filter-out $(APT_PACKAGES),$(TEST_APT_PACKAGES)),$(error TEST_APT_PACKAGES must be part of APT_PACKAGES))
 
-.PHONY: help deps test-deps lab-deps apt apt-test doctor lab-doctor venv venv-test venv-lab collection promtool nginx lab-image lab-network lab-up lab-down demo test test-quick units lint sanity docs units-newest sanity-newest newest molecule build changelog clean
+.PHONY: help deps test-deps lab-deps apt apt-test doctor lab-doctor venv venv-test venv-lab collection promtool nginx lab-image lab-network lab-engines lab-up lab-down demo test test-quick units lint sanity docs units-newest sanity-newest newest molecule build changelog clean
 
 help:
 	@echo "make demo        build the lab, deploy the split topology, switch to replicas, print the report"
 	@echo "make test        units, ansible-lint, ansible-test sanity, the docs' and changelog's lint, the molecule scenarios"
 	@echo "make test-quick  the same without the molecule scenarios (no lab)"
-	@echo "make lab-up / lab-down   start / remove the lab hosts (spark-a, spark-b, gateway)"
+	@echo "make lab-up / lab-down   start / remove the lab hosts (spark-a, spark-b, gateway; LAB_ENGINES=3 adds spark-c)"
 	@echo "make doctor      check this machine has what the lab and the tests need (installs nothing)"
 	@echo "make venv        a virtualenv with the controller's requirements only (requirements.txt; no apt, no lab)"
 	@echo "make build       the collection's tarball under build/ (needs only make venv)"
@@ -84,7 +84,7 @@ deps: test-deps lab-deps
 # installs anything; `lab-doctor` runs it once `make apt` has, so building or
 # booting the lab (lab-image, and lab-up, demo, molecule through it) stops there
 # (serial make runs it before lab-deps' virtualenv).
-DOCTOR := APT_PACKAGES="$(APT_PACKAGES)" bash lab/doctor.sh
+DOCTOR := APT_PACKAGES="$(APT_PACKAGES)" LAB_ENGINES=$(LAB_ENGINES) bash lab/doctor.sh
 doctor:
 	@$(DOCTOR)
 
@@ -103,17 +103,37 @@ lab-image: lab-doctor lab-deps
 lab-network: lab-doctor
 	bash lab/network.sh
 
-# molecule remembers it created the lab hosts even when they are gone (removed by another
-# checkout's run, or by hand): then it is told to forget them first.
-LAB_HOSTS := spark-a spark-b gateway
-lab-up: lab-image lab-network
-	@if [ "$$(podman ps --format '{{.Names}}' | grep -cxE '$(subst $(eval) ,|,$(LAB_HOSTS))')" != 3 ]; then \
-	  molecule destroy -s default >/dev/null && bash lab/network.sh; fi
-	molecule create -s default
-	bash lab/link.sh
+# The lab's engine hosts: 2 (spark-a, spark-b: what make test and make demo run) or 3, spark-c too
+# (make lab-up LAB_ENGINES=3: inventory/lab-groups and the groups scenario). spark-c is spark-b's
+# platform renamed, at the next address, on a core of its own where the machine has one
+# (lab/engines.py writes it into a second molecule base config, read after config.yml).
+LAB_ENGINES ?= 2
+$(if $(filter-out 2 3,$(LAB_ENGINES)),$(error LAB_ENGINES is 2 (spark-a, spark-b) or 3 (spark-c too), not '$(LAB_ENGINES)'))
+LAB_ENGINES_CONFIG := build/lab/molecule-engines-3.yml
+# molecule over the lab of LAB_ENGINES engine hosts (with 2, molecule as it always ran: config.yml
+# only); MOLECULE_ANY_LAB over every lab host there may be, for a destroy, which removes the
+# platforms it is given: spark-c too, whatever LAB_ENGINES says.
+MOLECULE_LAB := molecule$(if $(filter 3,$(LAB_ENGINES)), -c extensions/molecule/config.yml -c $(LAB_ENGINES_CONFIG))
+MOLECULE_ANY_LAB := molecule -c extensions/molecule/config.yml -c $(LAB_ENGINES_CONFIG)
+LAB_ALL_HOSTS := spark-a spark-b spark-c gateway
+LAB_HOSTS := spark-a spark-b $(if $(filter 3,$(LAB_ENGINES)),spark-c) gateway
 
-lab-down: lab-deps
-	molecule destroy -s default
+# Written on every run: spark-c's core follows this machine's CPUs.
+lab-engines: lab-deps
+	@mkdir -p $(dir $(LAB_ENGINES_CONFIG))
+	$(PY) lab/engines.py 3 > $(LAB_ENGINES_CONFIG).new && mv $(LAB_ENGINES_CONFIG).new $(LAB_ENGINES_CONFIG)
+
+# molecule remembers it created the lab hosts even when they are gone (removed by another
+# checkout's run, or by hand), and creates nothing while it does: unless the lab hosts that run
+# are exactly LAB_HOSTS (spark-c added or left over too), it is told to forget them first.
+lab-up: lab-image lab-network lab-engines
+	@if [ "$$(podman ps --format '{{.Names}}' | grep -xE '$(subst $(eval) ,|,$(LAB_ALL_HOSTS))' | LC_ALL=C sort | xargs)" != "$(sort $(LAB_HOSTS))" ]; then \
+	  $(MOLECULE_ANY_LAB) destroy -s default >/dev/null && bash lab/network.sh; fi
+	$(MOLECULE_LAB) create -s default
+	LAB_ENGINES=$(LAB_ENGINES) bash lab/link.sh
+
+lab-down: lab-deps lab-engines
+	$(MOLECULE_ANY_LAB) destroy -s default
 
 demo: lab-up
 	ansible-playbook -i inventory/lab lab/demo.yml
@@ -221,17 +241,23 @@ docs: test-deps
 
 # `make test` runs the scenarios proven green on this machine (MOLECULE_SCENARIOS);
 # every other scenario directory is excluded. `make molecule MOLECULE_SCENARIOS=all`
-# runs them all.
+# runs them all, but those that need three engine hosts (MOLECULE_NEEDS_3) only with
+# LAB_ENGINES=3: `make molecule MOLECULE_SCENARIOS=groups LAB_ENGINES=3`.
 MOLECULE_ALL := $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard extensions/molecule/*/molecule.yml))))
 MOLECULE_SCENARIOS ?= default metrics proxy replica switch
-MOLECULE_EXCLUDE = $(if $(filter all,$(MOLECULE_SCENARIOS)),,$(filter-out $(MOLECULE_SCENARIOS),$(MOLECULE_ALL)))
+MOLECULE_NEEDS_3 := groups
+MOLECULE_RUN = $(if $(filter all,$(MOLECULE_SCENARIOS)),$(if $(filter 3,$(LAB_ENGINES)),$(MOLECULE_ALL),$(filter-out $(MOLECULE_NEEDS_3),$(MOLECULE_ALL))),$(MOLECULE_SCENARIOS))
+MOLECULE_EXCLUDE = $(filter-out $(MOLECULE_RUN),$(MOLECULE_ALL))
+ifneq ($(filter molecule test,$(MAKECMDGOALS)),)
+$(if $(and $(filter 2,$(LAB_ENGINES)),$(filter $(MOLECULE_NEEDS_3),$(MOLECULE_SCENARIOS))),$(error scenario $(filter $(MOLECULE_NEEDS_3),$(MOLECULE_SCENARIOS)) needs three engine hosts: add LAB_ENGINES=3))
+endif
 # A run starts from new lab hosts: ones left running by an interrupted run (or another
 # checkout) may be mid-deploy, and molecule would reuse them. Its destroy also removes
 # the lab network, so that is made again after it.
-molecule: lab-image lab-network
-	molecule destroy -s default >/dev/null
+molecule: lab-image lab-network lab-engines
+	$(MOLECULE_ANY_LAB) destroy -s default >/dev/null
 	bash lab/network.sh
-	molecule test --all $(foreach s,$(MOLECULE_EXCLUDE),--exclude $(s))
+	$(MOLECULE_LAB) test --all $(foreach s,$(MOLECULE_EXCLUDE),--exclude $(s))
 
 test-quick: units lint sanity docs newest
 

@@ -7,6 +7,9 @@
 #   lab/doctor.sh             everything: root, OS, cgroups, CPUs, memory, disk, commands
 #   lab/doctor.sh --commands  only the commands (what the apt list and Debian's base provide)
 #
+# LAB_ENGINES (2, the default, or 3: make lab-up LAB_ENGINES=3) is how many engine hosts
+# the lab runs: the CPU, memory and disk checks count each one.
+#
 # APT_PACKAGES (the Makefile passes its list) is what `make apt` installs; without
 # it the list is read from the Makefile next to lab/. Every package in it must be
 # the fix of some check here, so the two cannot drift apart.
@@ -17,8 +20,14 @@ mode=all
 case "${1:-}" in
   "") ;;
   --commands) mode=commands ;;
-  -h|--help) sed -n '2,12s/^# \{0,1\}//p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,15s/^# \{0,1\}//p' "$0"; exit 0 ;;
   *) echo "usage: $0 [--commands]" >&2; exit 2 ;;
+esac
+
+engines=${LAB_ENGINES:-2}
+case $engines in
+  2|3) ;;
+  *) echo "$0: LAB_ENGINES is 2 or 3, not '$engines'" >&2; exit 2 ;;
 esac
 
 apt_list=${APT_PACKAGES-}
@@ -221,19 +230,25 @@ check_cgroup() {
 check_cpus() {
   local n
   n=$(nproc)
-  if [ "$n" -ge 2 ]; then
-    ok cpus "$n (2 needed)"
-  else
+  if [ "$n" -lt 2 ]; then
     bad req cpus "$n" \
       "the lab pins spark-a's vLLM worker to CPU 0 and spark-b's to CPU 1 (VLLM_CPU_OMP_THREADS_BIND, inventory/lab)" \
       "a machine (or VM) with at least 2 CPUs"
+  elif [ "$n" -lt "$engines" ]; then
+    bad opt cpus "$n for $engines engine hosts: spark-c shares CPU 0 with spark-a" \
+      "each lab engine host on a core of its own (spark-c on CPU 2: lab/engines.py, inventory/lab-groups/host_vars/spark-c.yml); sharing one, their start-ups and the tool gate take longer" \
+      "a machine (or VM) with $engines CPUs, or expect slower start-ups on spark-a and spark-c"
+  else
+    ok cpus "$n ($engines needed, one per engine host)"
   fi
 }
 
-# Up to 3 vLLM CPU servers at ~3.0 GiB RSS each (measured in the lab with 1 GiB KV
-# cache: API server ~0.6, EngineCore ~0.6, worker ~1.8) plus 2 GiB for the
-# controller's ansible/molecule and the lab hosts' systemd, nginx and clients.
-MEM_NEED_MIB=$((3 * 3072 + 2048))
+# Up to one vLLM CPU server per engine host and one more (a candidate beside the
+# incumbent) at ~3.0 GiB RSS each (measured in the lab with 1 GiB KV cache: API server
+# ~0.6, EngineCore ~0.6, worker ~1.8) - 3 servers with 2 engine hosts, 4 with 3 - plus
+# 2 GiB for the controller's ansible/molecule and the lab hosts' systemd, nginx and clients.
+MEM_SERVERS=$((engines + 1))
+MEM_NEED_MIB=$((MEM_SERVERS * 3072 + 2048))
 check_memory() {
   local avail held=0 f
   avail=$(sed -n 's/^MemAvailable: *\([0-9]*\) kB/\1/p' /proc/meminfo)
@@ -251,7 +266,7 @@ check_memory() {
     ok memory "$(gib $avail) GiB available + $(gib $held) GiB held by running containers ($(gib $MEM_NEED_MIB) GiB needed)"
   else
     bad req memory "$(gib $avail) GiB available + $(gib $held) GiB held by running containers, $(gib $MEM_NEED_MIB) GiB needed" \
-      "up to 3 vLLM CPU servers of ~3 GiB RSS each, plus 2 GiB for ansible/molecule and the lab hosts" \
+      "up to $MEM_SERVERS vLLM CPU servers of ~3 GiB RSS each ($engines engine hosts), plus 2 GiB for ansible/molecule and the lab hosts" \
       "free memory (stop what else runs here) or use a machine with more"
   fi
 }
@@ -270,7 +285,8 @@ gib() { printf '%d.%d' $(($1 / 1024)) $(($1 % 1024 * 10 / 1024)); }
 #                  a build with docker.io (14.7 before);
 #   podman volumes each GB10 host's /var/lib/docker (factory-floor-lab-docker-*):
 #                  3.9 GiB each once the vLLM image is loaded, 14.6 GiB for both at
-#                  the peak of their first boot (docker load unpacks the archive
+#                  the peak of their first boot (7.5 GiB counted per engine host:
+#                  LAB_ENGINES=3 adds spark-c's) (docker load unpacks the archive
 #                  into /var/lib/docker/tmp before it registers the layer; the
 #                  loader removes an old build first); they outlive make lab-down.
 #                  That peak comes after the build's: on one file system the sum
@@ -287,7 +303,7 @@ storage_root() {
 }
 DISK_NEEDS="${LAB_CACHE:-/var/cache/factory-floor}|5120|lab image cache: wheels, models, debs, the vLLM image tarball for docker
 $(storage_root)|8192|podman storage: lab image, build container
-$(storage_root)/volumes|15360|podman volumes: the docker storage of spark-a and spark-b (3.9 GiB each, twice that while the image loads)
+$(storage_root)/volumes|$((engines * 7680))|podman volumes: the docker storage of $engines engine hosts (3.9 GiB each, twice that while the image loads)
 ${TMPDIR:-/var/tmp}|8192|podman commit's copy of the image layer
 $(cd "$here/.." && pwd)|2048|the virtualenvs and build/ in the project"
 # Earlier lab images a rebuild left untagged (4.8 GiB each; make lab-image prunes them since

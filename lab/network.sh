@@ -1,7 +1,7 @@
 #!/bin/bash
 # The lab's own podman networks: factory-floor-lab, the LAN, with the subnet the lab
 # hosts' fixed addresses are in (extensions/molecule/config.yml, inventory/lab/host_vars);
-# and factory-floor-link, the two GB10 hosts' direct link (lab/link.sh connects them).
+# and factory-floor-link, the GB10 hosts' direct link (lab/link.sh connects them).
 # podman gives addresses of its own only from LAB_IP_RANGE, so the rest of the subnet
 # (a floating address, say) is never handed to a container. A network of that name
 # on another subnet (an older lab's) is removed first, with the lab hosts on it:
@@ -49,7 +49,7 @@ ensure_network "$NET" '{{ range .Subnets }}{{ .Subnet }} {{ end }}' "$SUBNET " r
   --subnet "$SUBNET" --ip-range "$LAB_IP_RANGE"
 
 # The GB10 hosts' direct link (their ConnectX on a real site): a network of its own that
-# only spark-a and spark-b join (lab/link.sh, fixed addresses), with its own MTU as the
+# only the engine hosts join (lab/link.sh, fixed addresses; spark-c too with LAB_ENGINES=3), with its own MTU as the
 # ConnectX link has (9000), internal (no way out, no default route through it) and
 # without DNS (names keep resolving to the LAN addresses). One that differs in subnet or
 # MTU is made again, its hosts disconnected first (lab/link.sh connects them again).

@@ -28,9 +28,11 @@ description:
     id outside 1-255, a priority outside 1-254, an interval outside 1-255 s, a preempt delay outside 0-1000 s, a weight
     outside 1-253 or one that takes a priority below 1; an C(keepalived_auth_pass) longer than 8 characters or with
     characters keepalived's parser reads as syntax; a C(keepalived_unicast_src_ip) that is not the host's own address on
-    the interface."
+    the interface; a C(keepalived_unicast_peer) list that names the host's own address, or leaves out another host of
+    the group (that host would not hear this one and would hold the address too)."
   - With no problem, returns each host's C(unicast_src_ip) (its own address on the interface in the address's
-    subnet, unless set) and C(unicast_peer) (the other hosts' C(unicast_src_ip), unless set).
+    subnet, unless set) and C(unicast_peer) (every other host's C(unicast_src_ip), unless set), one VRRP router over
+    any number of proxy hosts, two or more.
   - With fewer than two hosts there is no floating address and nothing is checked.
   - The module only reads its arguments; it never connects to a host.
   - "Its action plugin reads the group's input from C(hostvars) on the controller when the task leaves it out:
@@ -140,7 +142,7 @@ errors:
           V(advert_int_value), V(preempt_delay_value), V(engines_weight_value), V(priority_value), V(priority_differs),
           V(weight_too_large), V(auth_pass_value), V(no_interface), V(missing_interface), V(no_ipv4), V(outside_subnet),
           V(prefix_wider), V(subnet_differs), V(src_not_own), V(own_address), V(vrid_in_use), V(address_in_use),
-          V(peer_value).
+          V(peer_value), V(peer_self), V(peer_missing).
       type: str
       sample: outside_subnet
     hosts:

@@ -17,8 +17,10 @@ named by its kind and number.
   affinity_client.py steady  --url URL --model M --keys 8 --out FILE
       --concurrency clients, header keys in turn, one JSON line per request, until SIGTERM
   affinity_client.py moves   --url URL --model M --out FILE --asked T --since T --undrain T --until T
-                             --target ADDR
-      judges a steady log around a drain of the engine ADDR (host:port)
+                             --target ADDR [--target ADDR ...] [--gone ADDR ...] [--joins ADDR ...]
+      judges a steady log around a drain of the engine(s) ADDR (host:port); an engine also given
+      as --gone does not come back (a group move took it out): its keys may end on any other;
+      an engine given as --joins becomes a member: any key may move to it
 
 Every command takes --api-key-file FILE (the key vLLM wants, read from a file so that it
 is on no command line) and --mark-file FILE: a random word put into every key and first
@@ -225,13 +227,21 @@ def moves(args):
     """Judge a ``steady`` log around a drain: ``--asked`` (the drain asked for: each key's
     engine is the one it had before), ``--since`` (the drain applied), ``--undrain`` (the
     engine's return asked for), ``--until`` (the engine back in rotation), ``--target`` (the
-    drained engine's address). Requests started within ``--margin`` seconds after
-    ``--since`` and ``--until`` are left out (nginx's reload)."""
+    drained engines' addresses, one or more) and ``--gone`` (those of them that do not come back:
+    after ``--until`` their keys are anywhere but there; every other key is where it was before).
+    Requests started within ``--margin`` seconds after ``--since`` and ``--until`` are left out
+    (nginx's reload). For a group move, whose drain happens at a moment inside it the client does
+    not know, ``--since`` = ``--undrain`` = ``--until`` and the window judged is ``--asked`` to ``--until``
+    (``moved_in_window``, ``stayed_wrong``)."""
+    targets = set(args.target or [])
+    gone = set(args.gone or [])
+    joins = set(args.joins or [])
     with open(args.out, encoding="utf-8") as handle:
         records = [json.loads(line) for line in handle]
     before = [r for r in records if r["t"] < (args.asked or args.since)]
     during = [r for r in records if args.since + args.margin <= r["t"] < (args.undrain or args.until)]
     after = [r for r in records if r["t"] >= args.until + args.margin]
+    window = [r for r in records if (args.asked or args.since) <= r["t"] < args.until]
 
     def homes(rs):
         out = {}
@@ -240,17 +250,25 @@ def moves(args):
         return out
 
     home = {k: v.pop() for k, v in homes(before).items() if len(v) == 1}
-    moved = sorted(k for k, h in home.items() if h == args.target)
-    # While drained: the target's keys all elsewhere, every other key where it was.
-    during_wrong = [r for r in during if r["upstream"] == args.target
+    moved = sorted(k for k, h in home.items() if h in targets)
+    # While drained: the targets' keys all elsewhere, every other key where it was.
+    during_wrong = [r for r in during if r["upstream"] in targets
                     or (r["key"] not in moved and r["upstream"] != home.get(r["key"]))]
-    # Back: every key on the engine it had before the drain.
-    after_wrong = [r for r in after if r["upstream"] != home.get(r["key"])]
+    # Back: every key on the engine it had before the drain; a gone engine's keys anywhere but there.
+    # An engine that joins (--joins) takes its share of every engine's keys: a key found there is not misplaced.
+    after_wrong = [r for r in after if r["upstream"] not in joins
+                   and (r["upstream"] in gone if home.get(r["key"]) in gone else r["upstream"] != home.get(r["key"]))]
     return {"requests": len(records), "before": len(before), "during": len(during), "after": len(after),
             "failed": ["%s %s" % (r["status"], r.get("error")) for r in records
                        if r["status"] != 200 or r.get("done") is False],
             "conversations": len(home), "conversations_unstable_before": sorted(set(homes(before)) - set(home)),
             "conversations_of_target": moved,
+            "conversations_stayed": sorted(k for k, h in home.items() if h not in targets),
+            # From --asked to --until (a whole group move, the drain's moment inside it unknown): the targets'
+            # conversations answered elsewhere at least once, and the others' answered anywhere but at home.
+            "moved_in_window": sorted({r["key"] for r in window if r["key"] in moved and r["upstream"] not in targets}),
+            "stayed_wrong": sorted({r["key"] for r in window if home.get(r["key"]) not in targets | {None}
+                                    and r["upstream"] != home[r["key"]] and r["upstream"] not in joins}),
             "during_wrong": sorted({r["key"] for r in during_wrong}),
             "after_wrong": sorted({r["key"] for r in after_wrong}),
             # The first few misplaced requests: seconds after --since / --until, conversation, engine.
@@ -279,7 +297,9 @@ def main():
     parser.add_argument("--since", type=float, default=0.0)
     parser.add_argument("--undrain", type=float, default=0.0)
     parser.add_argument("--until", type=float, default=0.0)
-    parser.add_argument("--target", default=None)
+    parser.add_argument("--target", action="append", default=None, help="moves: a drained engine (repeat for more)")
+    parser.add_argument("--gone", action="append", default=None, help="moves: a drained engine that does not come back")
+    parser.add_argument("--joins", action="append", default=None, help="moves: an engine that becomes a member")
     parser.add_argument("--margin", type=float, default=1.0)
     parser.add_argument("--mark-file", default=None)
     parser.add_argument("--api-key-file", default=None)

@@ -522,6 +522,33 @@ def check(hosts, reserved=None, group="proxy", auth_pass=None):
                 report.add("peer_value", "%s on %s holds %r, not an IPv4 address." % (VAR_PEER, name, peer),
                            [name], [VAR_PEER])
 
+    # A peer list given by hand (keepalived_unicast_peer) must name every other proxy host and not this one: a host
+    # left out never hears this one's advertisements and takes the address too (two holders); a host's own
+    # address among its peers is an advertisement to itself. Any number of proxy hosts: one VRRP router over all.
+    if len(sources) == len(names):
+        for name in names:
+            peers = [str(p) for p in hosts[name].get("unicast_peer") or []]
+            if not peers or any(error["check"] == "peer_value" and name in error["hosts"] for error in report.errors):
+                continue
+            mine = sorted(set(own.get(name, [])) | {sources[name]})
+            itself = [p for p in peers if p in mine]
+            if itself:
+                report.add("peer_self",
+                           "%s on %s names its own address %s: a host does not advertise to itself. List the other "
+                           "proxy hosts' addresses only (%s), or leave %s empty for exactly that."
+                           % (VAR_PEER, name, _names(itself), _names([sources[o] for o in names if o != name]),
+                              VAR_PEER), [name], [VAR_PEER])
+            missing = [o for o in names if o != name and sources[o] not in peers
+                       and not set(own.get(o, [])) & set(peers)]
+            if missing:
+                report.add("peer_missing",
+                           "%s on %s (%s) leaves out %s of group '%s': %s would not hear %s's advertisements and "
+                           "would take the floating address as well (two holders). List every other proxy host "
+                           "(%s), or leave %s empty for exactly that."
+                           % (VAR_PEER, name, _names(peers), _names(["%s (%s)" % (o, sources[o]) for o in missing]),
+                              group, _names(missing), name, _names([sources[o] for o in names if o != name]),
+                              VAR_PEER), [name] + missing, [VAR_PEER])
+
     if report.errors:
         return result
     result["virtual_ipaddress"] = "%s/%d" % (vip, prefix)

@@ -83,6 +83,17 @@ def test_every_proxy_host_has_the_same_priority():
         assert "priority 250" in block(text, "vrrp_instance factory_floor")
 
 
+def test_three_proxy_hosts_each_advertise_to_the_other_two():
+    """keepalived_check's plan for three proxy hosts, rendered: one unicast_peer line per other host."""
+    text = render("keepalived", "keepalived.conf.j2", **inventory(
+        groups={"proxy": ["spark-a", "spark-b", "spark-c"]},
+        __keepalived_peers={"unicast_src_ip": "10.89.7.10", "unicast_peer": ["10.89.7.11", "10.89.7.12"]}))
+    instance = block(text, "vrrp_instance factory_floor")
+    assert "unicast_src_ip 10.89.7.10" in instance
+    peers = instance[instance.index("unicast_peer {") + 1:]
+    assert peers[:3] == ["10.89.7.11", "10.89.7.12", "}"]
+
+
 def test_nopreempt_follows_nginx_only():
     text = render("keepalived", "keepalived.conf.j2", **inventory(keepalived_nopreempt=True))
     instance = block(text, "vrrp_instance factory_floor")

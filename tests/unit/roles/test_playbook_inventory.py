@@ -130,7 +130,7 @@ NEEDS_PROXY = {"deploy.yml", "switch.yml", "move-groups.yml", "switch-model.yml"
 
 
 @pytest.mark.parametrize("name", ["deploy.yml", "metrics.yml", "model-sync.yml"])  # needs the proxy, or not
-@pytest.mark.parametrize("inventory", ["example", "example-single", "lab", "lab-single", "lab-vip", "engines-only"])
+@pytest.mark.parametrize("inventory", ["example", "example-single", "lab", "lab-single", "lab-vip", "lab-groups", "engines-only"])
 def test_a_site_inventory_passes_the_check(tmp_path, name, inventory):
     """The check alone (the playbook's first play), against the shipped inventories: a site's passes."""
     (tmp_path / "play.yml").write_text(yaml.safe_dump([_first_play(name)]))

@@ -113,7 +113,7 @@ needs_ansible_playbook = pytest.mark.skipif(not os.path.exists(ANSIBLE_PLAYBOOK)
 
 
 @needs_ansible_playbook
-@pytest.mark.parametrize("inventory", ["example-single", "example", "lab", "lab-single"])
+@pytest.mark.parametrize("inventory", ["example-single", "example", "lab", "lab-single", "lab-groups"])
 def test_shipped_inventories_pass(tmp_path, inventory):
     rc, output = playbook(tmp_path, os.path.join(ROOT, "inventory", inventory))
     assert rc == 0, output

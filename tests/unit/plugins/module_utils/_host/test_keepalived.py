@@ -156,6 +156,53 @@ def test_a_good_pair_plans_the_peers():
                                "spark-b": {"unicast_src_ip": "10.89.7.11", "unicast_peer": ["10.89.7.10"]}}
 
 
+def trio(**changes):
+    """Three proxy hosts on 10.89.7.0/24 (spark-a .10, spark-b .11, spark-c .12)."""
+    hosts = dict(pair(), **{"spark-c": host("10.89.7.12")})
+    hosts["spark-b"]["priority"] = 250
+    for name, values in changes.items():
+        hosts[name.replace("_", "-")].update(values)
+    return hosts
+
+
+def test_three_proxy_hosts_each_advertise_to_the_other_two():
+    result = ka.check(trio())
+    assert result["errors"] == []
+    assert result["hosts"] == {
+        "spark-a": {"unicast_src_ip": "10.89.7.10", "unicast_peer": ["10.89.7.11", "10.89.7.12"]},
+        "spark-b": {"unicast_src_ip": "10.89.7.11", "unicast_peer": ["10.89.7.10", "10.89.7.12"]},
+        "spark-c": {"unicast_src_ip": "10.89.7.12", "unicast_peer": ["10.89.7.10", "10.89.7.11"]}}
+
+
+def test_a_peer_list_naming_every_other_host_is_kept():
+    result = ka.check(trio(spark_a={"unicast_peer": ["10.89.7.12", "10.89.7.11"]}))
+    assert result["errors"] == []
+    assert result["hosts"]["spark-a"]["unicast_peer"] == ["10.89.7.12", "10.89.7.11"]
+
+
+@pytest.mark.parametrize("peers, check, named, words", [
+    (["10.89.7.11"], "peer_missing", ["spark-a", "spark-c"],
+     "keepalived_unicast_peer on spark-a (10.89.7.11) leaves out spark-c (10.89.7.12) of group 'proxy': spark-c "
+     "would not hear spark-a's advertisements and would take the floating address as well (two holders). List "
+     "every other proxy host (10.89.7.11, 10.89.7.12), or leave keepalived_unicast_peer empty for exactly that."),
+    (["10.89.7.10", "10.89.7.11", "10.89.7.12"], "peer_self", ["spark-a"],
+     "keepalived_unicast_peer on spark-a names its own address 10.89.7.10: a host does not advertise to itself. "
+     "List the other proxy hosts' addresses only (10.89.7.11, 10.89.7.12)"),
+])
+def test_a_peer_list_that_misses_a_host_or_names_itself_is_refused(peers, check, named, words):
+    result = ka.check(trio(spark_a={"unicast_peer": peers}))
+    assert checks(result) == [check]
+    assert result["errors"][0]["hosts"] == named
+    assert result["errors"][0]["variables"] == ["keepalived_unicast_peer"]
+    assert words in result["errors"][0]["message"]
+    assert result["hosts"] == {}
+
+
+def test_a_pair_whose_peer_is_its_own_address_is_refused_on_both_counts():
+    result = ka.check(pair(spark_b={"unicast_peer": ["10.89.7.11"]}))
+    assert checks(result) == ["peer_self", "peer_missing"]
+
+
 def test_one_host_is_not_checked():
     assert ka.check({"spark-a": host("10.89.7.10", vip="")}) == {
         "errors": [], "hosts": {}, "virtual_ipaddress": "", "virtual_router_id": None}
