@@ -145,7 +145,7 @@ class ActionModule(TaskVariablesAction):
                                    else None for h in hosts})
             at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             if state == "plan":
-                plan = st.plan(results, build, args["current"], len(hosts), args["remeasure"])
+                plan = st.plan(st.settle(results, read_json), build, args["current"], len(hosts), args["remeasure"])
                 # The window's run id, and where its switch to the other grouping saves its report.
                 run = args["run"] or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
                 plan.update(run=run, switch_report_file=os.path.join(store_dir, "switch-%s-%s.json" % (

@@ -87,20 +87,26 @@ def _stored(results, grouping, build):
 
 def plan(results, build, current, engine_hosts, remeasure=False):
     """What an advisor window does: the grouping it starts on, the other it switches to, and which of them it
-    measures (none that has a result for ``build``, unless ``remeasure``)."""
+    measures (none that has a result for ``build``, unless ``remeasure``). ``results`` as :func:`settle` leaves
+    them: a switch that reported its failure is not tried again, an interrupted one is."""
     names = [ta.grouping_name(c["sizes"]) for c in candidates(engine_hosts)]
     if current not in names:
         raise StoreError("the engines run %s, which is none of the groupings the advisor compares (%s): switch to "
                          "one of them first" % (current, ", ".join(names)))
     others = [n for n in names if n != current]
     found = {n: _stored(results, n, build) for n in names}
-    # A grouping whose switch failed (or never reported) for this build is not tried again unless asked: the next
-    # try would cost another outage for what the table already reports as failed.
-    failed = [n for n in names if found[n] is not None and (found[n].get("status") == "switching" or found[n].get("failed"))]
-    need = {n: remeasure or found[n] is None for n in names}
+    # A grouping whose switch failed for this build (its report says so) is not tried again unless asked: the next
+    # try would cost another outage for what the table already reports as failed. One whose run was interrupted
+    # before its switch reported (settle()'s ``interrupted``; a "switching" entry not settled yet counts as one)
+    # measured nothing and is tried again.
+    interrupted = {n for n in names if found[n] is not None and (found[n].get("interrupted")
+                                                                 or found[n].get("status") == "switching")}
+    failed = [n for n in names if found[n] is not None and found[n].get("failed") and n not in interrupted]
+    need = {n: remeasure or found[n] is None or n in interrupted for n in names}
     return {"build": str(build), "start": current, "other": others[0] if others else None, "candidates": names,
             "measure_start": need[current], "measure_other": bool(others) and need[others[0]],
-            "stored": [n for n in names if found[n] is not None and n not in failed], "failed": failed}
+            "stored": [n for n in names if found[n] is not None and n not in failed and n not in interrupted],
+            "failed": failed}
 
 
 def pending(results, grouping, build, run, report_file, at):
@@ -128,20 +134,23 @@ def measured(results, grouping, build, run, at, measured_load, busiest_hour=None
 
 def settle(results, read_report):
     """``results`` with every ``switching`` entry turned into a failed one: its switch's saved report
-    (``read_report(path)``, None when there is none) says why; with no report the run was interrupted."""
+    (``read_report(path)``, None when there is none) says why; with no report the run was interrupted
+    (``interrupted``: no measurement - the next window measures that grouping again,
+    ``_topology_advisor.to_measure``)."""
     settled = []
     for result in results:
         if result.get("status") != "switching":
             settled.append(result)
             continue
         report = read_report(result.get("switch_report_file") or "")
-        if report is None:
+        interrupted = report is None
+        if interrupted:
             why = ("run %s ended before its replay, with no switch report at %s (interrupted, or the switch "
                    "was refused before it started)" % (result.get("run"), result.get("switch_report_file")))
         else:
             said = report.get("reason") or report.get("message") or "see its report"
             why = "outcome %s (run %s): %s" % (report.get("outcome"), result.get("run"), said)
-        entry = dict(result, failed=why)
+        entry = dict(result, failed=why, interrupted=True) if interrupted else dict(result, failed=why)
         del entry["status"]
         settled.append(entry)
     return settled

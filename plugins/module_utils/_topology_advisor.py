@@ -118,8 +118,10 @@ def to_measure(kv_groupings, results, build):
     """Which groupings need a replay for ``build``: ``{run, skipped, stored}`` (names, in the KV plan's order).
 
     ``skipped`` are those the KV plan rules out (``{grouping, reason}``): measuring them cannot make them chosen.
+    A run that was interrupted before its switch reported (``interrupted``, ``_advisor_store.settle``) measured
+    nothing: its grouping is run again.
     """
-    have = {key_of(r) for r in results or ()}
+    have = {key_of(r) for r in results or () if not r.get("interrupted")}
     run, skipped, stored = [], [], []
     for option in kv_groupings:
         name = grouping_name(option["sizes"])

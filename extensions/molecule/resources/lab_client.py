@@ -58,7 +58,7 @@ def burst(args):
                 i = next(index, None)
             if i is None:
                 return
-            long_prompt = i % 3 == 0
+            long_prompt = bool(args.long_every) and i % args.long_every == 0
             # Each request its own conversation (numbered at the end, so vLLM's prefix cache
             # still shares the long thread): independent clients, which a proxy routing by
             # conversation (nginx_proxy's affinity) spreads like least_conn would.
@@ -258,6 +258,8 @@ def main():
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=16)
+    # burst: every Nth request the long e-mail thread (0: none; the split's tiny test model tokenizes it past 4096)
+    parser.add_argument("--long-every", type=int, default=3)
     parser.add_argument("--after-chunks", type=int, default=3)
     parser.add_argument("--prompt", default=None)
     parser.add_argument("--ignore-eos", action="store_true", help="stream: generate all --max-tokens")

@@ -134,6 +134,18 @@ def test_a_record_after_the_runs_own_switch_keeps_where_its_report_is():
 
 def test_a_grouping_whose_switch_failed_is_not_tried_again_unless_asked():
     results = st.pending(st.measured([], "split", "b1", "r0", "t", replay(1.0)), "replicas", "b1", "r1", "/s/f.json", "t")
-    plan = st.plan(results, "b1", "split", 2)
+    settled = st.settle(results, lambda path: {"outcome": "rolled_back", "reason": "gate failed"})
+    plan = st.plan(settled, "b1", "split", 2)
     assert (plan["measure_other"], plan["stored"], plan["failed"]) == (False, ["split"], ["replicas"])
-    assert st.plan(results, "b1", "split", 2, remeasure=True)["measure_other"] is True
+    assert st.plan(settled, "b1", "split", 2, remeasure=True)["measure_other"] is True
+
+
+def test_a_grouping_whose_run_was_interrupted_before_its_switch_reported_is_measured_again():
+    # The lab's first advisor window was refused before its switch started (molecule's --skip-tags): no report,
+    # nothing measured - the next window must try that grouping, not report it failed for this build.
+    results = st.pending(st.measured([], "split", "b1", "r0", "t", replay(1.0)), "replicas", "b1", "r1", "/s/f.json", "t")
+    settled = st.settle(results, lambda path: None)
+    assert settled[1]["interrupted"] is True and "interrupted" in settled[1]["failed"]
+    for given in (results, settled):
+        plan = st.plan(given, "b1", "split", 2)
+        assert (plan["measure_other"], plan["stored"], plan["failed"]) == (True, ["split"], []), given
