@@ -34,6 +34,7 @@ ARGUMENT_SPEC = dict(
     measured_load=dict(type="dict"),
     busiest_hour=dict(type="dict"),
     switch_report=dict(type="dict"),
+    kv_tokens=dict(type="list", elements="raw"),
     switch_report_file=dict(type="path"),
     remeasure=dict(type="bool", default=False),
     start=dict(type="str"),
@@ -62,6 +63,18 @@ def write(path, content, check_mode=False):
     os.chmod(temp, 0o644)
     os.replace(temp, path)
     return True
+
+
+def _kv_tokens(values):
+    """Each group's KV cache in tokens as its engine reported it (``vllm_metrics``' ``kv_cache_capacity_tokens``),
+    None when any engine did not report it (the row then shows no capacity rather than a wrong smallest group)."""
+    if not values:
+        return None
+    try:
+        tokens = [int(value) for value in values]
+    except (TypeError, ValueError):
+        return None
+    return tokens if all(token > 0 for token in tokens) else None
 
 
 def read_json(path):
@@ -157,7 +170,8 @@ class ActionModule(TaskVariablesAction):
                     new = st.pending(results, args["grouping"], build, args["run"], args["switch_report_file"], at)
                 else:
                     new = st.measured(results, args["grouping"], build, args["run"], at, plain(args["measured_load"]),
-                                      plain(args["busiest_hour"]), plain(args["switch_report"]))
+                                      plain(args["busiest_hour"]), plain(args["switch_report"]),
+                                      kv_tokens=_kv_tokens(plain(args["kv_tokens"])))
                     result["lines"] = st.replay_lines(args["grouping"] + " at the measured load",
                                                       args["measured_load"])
                     if args["busiest_hour"]:

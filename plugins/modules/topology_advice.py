@@ -92,6 +92,14 @@ options:
       - (record) The report of the switch that brought the hosts to O(grouping) in this run (C(maintenance_window_report));
         none when they were on it already.
     type: dict
+  kv_tokens:
+    description:
+      - (record) Each serving group's KV cache, in tokens, as its API engine reports it (C(num_gpu_blocks) x
+        C(block_size) of C(vllm:cache_config_info); M(factory_floor.llm.vllm_metrics)'s C(kv_cache_capacity_tokens)).
+        Stored with the grouping's figures; the table's C(KV smallest/need) column compares the smallest with the
+        profile's long-context need. A null or missing item (an engine that does not export it) stores none.
+    type: list
+    elements: raw
   switch_report_file:
     description: (pending) Where the switch saves its report on the controller (C(switch_report_file)).
     type: path

@@ -140,3 +140,23 @@ def test_read_gives_the_replay_its_profile_and_the_engines_model(tmp_path):
 def test_the_replay_goes_to_the_proxy_as_the_probe_client_reaches_it(tmp_path, variables, url):
     (tmp_path / "profile.json").write_text("{}")
     assert run({"state": "read", "store_dir": str(tmp_path)}, variables)["url"] == url
+
+
+@pytest.mark.parametrize("split_kv, replicas_kv, smallest, excluded", [
+    ([8192], [600, 700], {"split": 8192, "replicas": 600}, {"replicas"}),  # a replica holds less than the need
+    ([8192], [4000, None], {"split": 8192, "replicas": None}, set()),  # an engine that does not say: no figure
+    (None, None, {"split": None, "replicas": None}, set()),
+])
+def test_each_groups_kv_cache_is_stored_and_compared_with_the_long_context_need(tmp_path, split_kv, replicas_kv,
+                                                                                smallest, excluded):
+    store = str(tmp_path)
+    profile = {"total": {"window_seconds": 60.0, "arrival_rate_requests_per_s": 0.5,
+                         "prompt_length_tokens": {"max_at_most": 1000}, "output_length_tokens": {"max_at_most": 100}}}
+    run({"state": "profile", "store_dir": store, "profile": profile})
+    run({"state": "record", "store_dir": store, "grouping": "split", "measured_load": replay(100.0),
+         "kv_tokens": split_kv})
+    run({"state": "record", "store_dir": store, "grouping": "replicas", "measured_load": replay(150.0),
+         "kv_tokens": replicas_kv})
+    rows = {row["grouping"]: row for row in run({"state": "rank", "store_dir": store, "current": "split"})["advice"]["rows"]}
+    assert {name: row["kv_tokens_smallest_group"] for name, row in rows.items()} == smallest
+    assert {name for name, row in rows.items() if not row["holds_need"]} == excluded
