@@ -99,8 +99,8 @@ class ActionModule(ModuleArgsAction):
             return None
 
     def module_args(self, args, task_vars):
-        directory = args.get("sweep_dir") or self.variable("tune_output_dir") or os.path.join(os.getcwd(),
-                                                                                             DEFAULT_SWEEP_DIR)
+        directory = (args.get("sweep_dir") or self.variable("tune_output_dir")
+                     or os.path.join(os.getcwd(), DEFAULT_SWEEP_DIR))
         sweeps = read_sweeps(os.path.expanduser(str(directory))) if args.get("sweeps") is None else None
         filled = site_args(args, self.variable, sweeps)
         self._site_read = {key: value for key, value in filled.items() if key not in args and key != "sweeps"}

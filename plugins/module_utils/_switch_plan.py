@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_record as tr
 from ansible_collections.factory_floor.llm.plugins.module_utils import _group_move as gm
-from ansible_collections.factory_floor.llm.plugins.module_utils._engine_groups import (api_hosts, check_grouping, grouping_of,
-                                                                                        proxy_members, split_rank)
+from ansible_collections.factory_floor.llm.plugins.module_utils._engine_groups import (
+    api_hosts, check_grouping, grouping_of, proxy_members, split_rank)
 from ansible_collections.factory_floor.llm.plugins.module_utils._group_record import grouping_writes, kind_of
 from ansible_collections.factory_floor.llm.plugins.module_utils._playbook_name import playbook_name
 from ansible_collections.factory_floor.llm.plugins.module_utils._running_topology import BOTH, running_topology
@@ -129,7 +129,8 @@ def owed_gate(plan, engines, gated=False):
     the gate's verdict leaves them serving ungated, nothing drained, and the topology records it never wrote:
     ``records_behind`` - every engine host's record (``plan["records"]``, :func:`records_view`) names the other
     topology while its units run the target. A host with no record is not behind: a site deployed before records
-    existed would otherwise run a gate whose failure rolls back to a topology it may never have run. With ``gated`` (the target in tool_gate_topologies) the re-run
+    existed would otherwise run a gate whose failure rolls back to a topology it may never have run. With ``gated``
+    (the target in tool_gate_topologies) the re-run
     owes that gate (``owed_gate``): it gates the engines while they serve, against their build's own last passing
     score, without stopping anything; a failure rolls back as after admission, a pass writes the records. Returns
     ``records_behind``, ``owed_gate`` and ``gated`` (the plan's, or the owed gate's).

@@ -502,8 +502,8 @@ def move_report(records, hosts, plan):
         for group in (step.get(side) if side != "serving" else plan.get("serving")) or []:
             groups.append({"group": list(group), "role": words, "timeline": group_timeline(hosts, group, start)})
     cap = plan.get("capacity") or {}
-    capacity = [dict(cap.get("before") or {}, step="before"), dict({k: v for k, v in cap.items()
-                                                                     if k not in ("before", "after")}, step="during"),
+    during = {k: v for k, v in cap.items() if k not in ("before", "after")}
+    capacity = [dict(cap.get("before") or {}, step="before"), dict(during, step="during"),
                 dict(cap.get("after") or {}, step="after")]
     remaining = max(int(plan.get("remaining") or 0) - 1, 0) if plan.get("todo") else 0
     lines = ["group move %s: stopped %s, started %s; %s" % (
@@ -523,8 +523,9 @@ def move_report(records, hosts, plan):
     if remaining:
         lines.append("  %d more move%s to reach %s: run the same command again" % (
             remaining, "" if remaining == 1 else "s", " ".join(_group_words(g) for g in plan.get("target") or [])))
-    return {"moves": [{key: plan.get(key) for key in ("number", "move", "touched", "hosts", "serving", "drain", "admit",
-                                                       "capacity", "away", "gate_hosts", "move_rollback", "after")}],
+    keys = ("number", "move", "touched", "hosts", "serving", "drain", "admit", "capacity", "away", "gate_hosts",
+            "move_rollback", "after")
+    return {"moves": [{key: plan.get(key) for key in keys}],
             "groups": groups, "capacity": capacity, "failed_requests": len(failed),
             "failed_by_status": _by_status(failed), "served_throughout": served,
             "time_without_model": round(without, 3), "remaining": remaining, "lines": lines}

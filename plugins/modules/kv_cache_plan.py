@@ -54,7 +54,8 @@ description:
     where set (vLLM's CPU build sizes its pool by it, whatever the share), else O(gpu_memory_utilization)
     C(vllm_gpu_memory_utilization) where set; O(served_model_name) is
     C(vllm_served_model_name); O(kv_cache_dtype) C(vllm_kv_cache_dtype), O(max_num_batched_tokens)
-    C(vllm_max_num_batched_tokens), O(tensor_parallel_size) C(vllm_split_tensor_parallel_size), O(device_total_gib), O(activation_gib), O(cuda_graph_gib) and O(non_torch_gib)
+    C(vllm_max_num_batched_tokens), O(tensor_parallel_size) C(vllm_split_tensor_parallel_size), O(device_total_gib),
+    O(activation_gib), O(cuda_graph_gib) and O(non_torch_gib)
     the memory guard's C(memory_guard_*) of the same name, where set; and O(sweeps) are the concurrency sweeps saved on
     the controller in O(sweep_dir). RV(site_read) says what it read."
 author:

@@ -695,7 +695,7 @@ def main():
             move_to=dict(type="list", elements="list", default=[]),
             engine_groups=dict(type="list", elements="list", default=[]),
             members=dict(type="list", elements="str"),
-            kv_tokens=dict(type="dict", default={}),
+            kv_tokens=dict(type="dict", default={}, no_log=False),
             # Read by the action plugin (plugins/action/switch_plan.py), which passes what it reads instead.
             read_hosts=dict(type="bool", default=False),
             proxies=dict(type="list", elements="str", default=[]),
