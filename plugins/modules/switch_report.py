@@ -148,7 +148,8 @@ options:
         report is the switch's whose gate the run owed - its timeline names the gate's start C(owed gate)), C(site) (the
         engine hosts' topology records next to what they run once the switch recorded them -
         M(factory_floor.llm.topology_record)'s C(site)), C(inventory) (what the inventory must say for what the hosts
-        run, its C(inventory)), C(lost_locks) (per lost host - C(released), C(path), C(error)), C(run) (the run's id), C(record_errors) (per engine host, why its record could not be written),
+        run, its C(inventory)), C(lost_locks) (per lost host - C(released), C(path), C(error)), C(run) (the run's id),
+        C(record_errors) (per engine host, why its record could not be written),
         C(rotation_error) and C(inventory_sources).
       - V(upgrade) reads C(target) (in words), C(todo) (the replicas to upgrade), C(start) (epoch seconds), C(old)
         (C(model), C(image)), C(switch_model) and C(switch_image).
