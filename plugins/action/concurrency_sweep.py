@@ -8,10 +8,7 @@ variables, as the task sees them (``SWEEP_VARIABLES``), where they are defined."
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleUndefinedVariable
-
 from ansible_collections.factory_floor.llm.plugins.plugin_utils._progress import ProgressAction
-from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import plain
 
 # Each option and the variable it is read from when the task leaves it out; a variable that is not defined, or null
 # (or, for shares, empty), leaves the module's own default.
@@ -38,12 +35,5 @@ def sweep_args(args, variable):
 class ActionModule(ProgressAction):
     """Runs the module factory_floor.llm.concurrency_sweep; its documentation is the module's."""
 
-    def variable(self, name):
-        """``name`` as the task sees it; None when it is not defined."""
-        try:
-            return plain(self._templar.resolve_variable_expression(name))
-        except AnsibleUndefinedVariable:
-            return None
-
     def module_args(self, task_vars):
-        return sweep_args(super().module_args(task_vars), self.variable)
+        return sweep_args(super().module_args(task_vars), self.variable_or_none)

@@ -16,9 +16,7 @@ import glob
 import json
 import os
 
-from ansible.errors import AnsibleUndefinedVariable
-
-from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import ModuleArgsAction, plain
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import ModuleArgsAction
 
 # Read by this plugin only, never passed to the module.
 PLUGIN_OPTIONS = ("sweep_dir",)
@@ -91,18 +89,11 @@ class ActionModule(ModuleArgsAction):
 
     module = "factory_floor.llm.kv_cache_plan"
 
-    def variable(self, expression):
-        """``expression`` as the task sees it; None when it is not defined."""
-        try:
-            return plain(self._templar.resolve_variable_expression(expression))
-        except AnsibleUndefinedVariable:
-            return None
-
     def module_args(self, args, task_vars):
-        directory = (args.get("sweep_dir") or self.variable("tune_output_dir")
+        directory = (args.get("sweep_dir") or self.variable_or_none("tune_output_dir")
                      or os.path.join(os.getcwd(), DEFAULT_SWEEP_DIR))
         sweeps = read_sweeps(os.path.expanduser(str(directory))) if args.get("sweeps") is None else None
-        filled = site_args(args, self.variable, sweeps)
+        filled = site_args(args, self.variable_or_none, sweeps)
         self._site_read = {key: value for key, value in filled.items() if key not in args and key != "sweeps"}
         self._site_read["sweeps"] = [saved["source"] for saved in sweeps or []] if "sweeps" not in args else None
         return filled

@@ -16,7 +16,6 @@ documentation is ``plugins/modules/limit_check.py``.
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleUndefinedVariable
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _limit
@@ -77,12 +76,5 @@ class ActionModule(ModuleArgsAction):
 
     module = "factory_floor.llm.limit_check"
 
-    def variable(self, name):
-        """``name`` as the task sees it; None when it is not defined."""
-        try:
-            return plain(self._templar.resolve_variable_expression(name))
-        except AnsibleUndefinedVariable:
-            return None
-
     def module_args(self, args, task_vars):
-        return inventory_args(task_args(args, self.variable), task_vars)
+        return inventory_args(task_args(args, self.variable_or_none), task_vars)

@@ -41,6 +41,8 @@ import time
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.factory_floor.llm.plugins.plugin_utils._variables import VariableReader
+
 display = Display()
 
 # A module that keeps asking to go on without end is a bug, not a long task: stop there.
@@ -58,7 +60,7 @@ def progress_of(result):
     return lines, progress.get("resume"), more
 
 
-class ProgressAction(ActionBase):
+class ProgressAction(VariableReader, ActionBase):
     """Run the module of this action's name in runs; print each run's progress lines; return the last run's result."""
 
     _supports_check_mode = True

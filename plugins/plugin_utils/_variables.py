@@ -6,7 +6,10 @@
 
 from __future__ import annotations
 
+from ansible.errors import AnsibleUndefinedVariable
 from ansible.plugins.action import ActionBase
+
+_ABSENT = object()
 
 
 def plain(value):
@@ -19,7 +22,26 @@ def plain(value):
     return value
 
 
-class ModuleArgsAction(ActionBase):
+class VariableReader:
+    """An action plugin's reading of the task's variables (the inventory, the roles' defaults, an include's and a
+    block's ``vars``, extra vars), as the task sees them."""
+
+    def variable(self, expression, default=_ABSENT):
+        """``expression`` (a variable, or a dotted path into one) templated as the task sees it; ``default`` when it
+        is not defined (an undefined one without a default is an error, as it would be in a template)."""
+        try:
+            return plain(self._templar.resolve_variable_expression(expression))
+        except AnsibleUndefinedVariable:
+            if default is _ABSENT:
+                raise
+            return default
+
+    def variable_or_none(self, expression):
+        """``expression`` as the task sees it; None when it is not defined."""
+        return self.variable(expression, None)
+
+
+class ModuleArgsAction(VariableReader, ActionBase):
     """An action plugin that fills a module's arguments from the controller's variables, then runs the module on
     the host. A subclass names the module (``module``) and writes ``module_args(args, task_vars)``."""
 
