@@ -136,17 +136,20 @@ def settle(results, read_report):
     """``results`` with every ``switching`` entry turned into a failed one: its switch's saved report
     (``read_report(path)``, None when there is none) says why; with no report the run was interrupted
     (``interrupted``: no measurement - the next window measures that grouping again,
-    ``_topology_advisor.to_measure``)."""
+    ``_topology_advisor.to_measure``), as when the switch went through and no replay was recorded after it."""
     settled = []
     for result in results:
         if result.get("status") != "switching":
             settled.append(result)
             continue
         report = read_report(result.get("switch_report_file") or "")
-        interrupted = report is None
-        if interrupted:
+        interrupted = report is None or report.get("outcome") == "ok"
+        if report is None:
             why = ("run %s ended before its replay, with no switch report at %s (interrupted, or the switch "
                    "was refused before it started)" % (result.get("run"), result.get("switch_report_file")))
+        elif interrupted:
+            why = ("run %s switched (outcome ok) but recorded no replay there (the replay failed, or the run ended)"
+                   % result.get("run"))
         else:
             said = report.get("reason") or report.get("message") or "see its report"
             why = "outcome %s (run %s): %s" % (report.get("outcome"), result.get("run"), said)

@@ -24,9 +24,11 @@ _MTP_LAYER_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp
 
 
 def summary(config):
-    """``{model_type, architectures, layers, recurrent_layers, hybrid, attention_heads, mtp_layers}`` of a config.
+    """``{model_type, architectures, layers, recurrent_layers, hybrid, attention_heads, mtp_layers, vocab_size}`` of a
+    config.
 
-    ``hybrid`` is None when the layers cannot be read (an unknown layer type).
+    ``hybrid`` is None when the layers cannot be read (an unknown layer type); ``vocab_size`` None when the config
+    names none.
     """
     config = config if isinstance(config, dict) else {}
     text = kv.text_config(config)
@@ -36,6 +38,8 @@ def summary(config):
         "layers": None, "recurrent_layers": None, "hybrid": None,
         "attention_heads": text.get("num_attention_heads"),
         "mtp_layers": next((int(text[k]) for k in _MTP_LAYER_KEYS if isinstance(text.get(k), int)), 0),
+        "vocab_size": next((v for v in (text.get("vocab_size"), config.get("vocab_size"))
+                            if isinstance(v, int) and not isinstance(v, bool) and v > 0), None),
     }
     try:
         kinds, _source = kv.layer_kinds(text)

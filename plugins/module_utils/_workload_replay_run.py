@@ -72,6 +72,30 @@ class ReplayError(ValueError):
 # ------------------------------------------------------------------ prompts
 
 
+def id_range(requested=None, vocab_size=None):
+    """The token ids prompts are drawn from, ``(lowest, one past the highest)``: ``requested``, else the default range
+    within ``vocab_size`` (the served model's ``config.json``; vLLM answers 400 "out of vocabulary" past it). Raises
+    ReplayError for a range that is no range, or reaches past ``vocab_size``."""
+    if vocab_size is not None and (isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2):
+        raise ReplayError("vocab_size must be the model's vocabulary, a count of at least 2 tokens, got %r" % (vocab_size,))
+    if requested is None:
+        low, high = DEFAULT_TOKEN_ID_RANGE
+        if vocab_size is not None and vocab_size < high:
+            # A small vocabulary (a test model): its ids past the first tenth, which hold the special tokens.
+            high = vocab_size
+            low = min(low, high // 10)
+        return low, high
+    ids = list(requested)
+    if len(ids) != 2 or not 0 <= ids[0] < ids[1]:
+        raise ReplayError("token_id_range must be [lowest, one past the highest] with 0 <= lowest < highest, got %s"
+                          % (ids,))
+    if vocab_size is not None and ids[1] > vocab_size:
+        raise ReplayError("token_id_range %s reaches past the model's vocabulary of %d tokens (vocab_size of its "
+                          "config.json): give one with highest <= %d, or leave it out to draw within the vocabulary"
+                          % (ids, vocab_size, vocab_size))
+    return ids[0], ids[1]
+
+
 def _stream(key, count, token_ids, id_range):
     rng = random.Random(key)
     if token_ids:

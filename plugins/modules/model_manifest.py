@@ -84,10 +84,12 @@ checksum:
 model:
   description:
     - From C(config.json) - C(model_type), C(architectures), C(layers), C(recurrent_layers) (Gated DeltaNet, Mamba...),
-      C(hybrid) (some layers keep a recurrent state; null when the layers cannot be read), C(attention_heads), C(mtp_layers).
+      C(hybrid) (some layers keep a recurrent state; null when the layers cannot be read), C(attention_heads), C(mtp_layers),
+      C(vocab_size) (token ids the model knows, a count of tokens; null when the config names none).
   returned: always
   type: dict
-  sample: {model_type: qwen3_next, layers: 48, recurrent_layers: 36, hybrid: true, attention_heads: 16, mtp_layers: 1}
+  sample: {model_type: qwen3_next, layers: 48, recurrent_layers: 36, hybrid: true, attention_heads: 16, mtp_layers: 1,
+           vocab_size: 151936}
 summary:
   description: One line - files, weights in GiB, how many were hashed.
   returned: always

@@ -77,10 +77,21 @@ options:
     choices: [token_ids, text]
     default: token_ids
   token_id_range:
-    description: (O(prompt=token_ids)) The lowest and one past the highest token id drawn; within the model's vocabulary.
+    description:
+      - (O(prompt=token_ids)) The lowest and one past the highest token id drawn, token ids.
+      - Default - V([1000, 20000]), within O(vocab_size) where that is smaller (V([vocab_size // 10, vocab_size])).
+      - A range past O(vocab_size) is refused before anything is sent (vLLM answers every such request 400, "out of
+        vocabulary").
     type: list
     elements: int
-    default: [1000, 20000]
+  vocab_size:
+    description:
+      - The served model's vocabulary, a count of tokens (C(vocab_size) of its C(config.json), as
+        M(factory_floor.llm.model_manifest) returns it in RV(factory_floor.llm.model_manifest#module:model)).
+        C(workload_replay.yml) reads it on the first engine host, the smallest of the models the site's topologies serve,
+        so every grouping is replayed with the same prompts.
+      - Unset, the ids are not checked against the model.
+    type: int
   profile:
     description: A workload profile (RV(factory_floor.llm.workload_profile#module:profile)) to plan from. One of O(profile), O(plan).
     type: dict
@@ -218,8 +229,8 @@ def main():
             "endpoint": {"type": "str", "choices": list(rr.ENDPOINTS), "default": "completions"},
             "prompt": {"type": "str", "choices": list(rr.PROMPTS), "default": "token_ids"},
             # Token ids, not credentials.
-            "token_id_range": {"type": "list", "elements": "int", "default": list(rr.DEFAULT_TOKEN_ID_RANGE),
-                               "no_log": False},
+            "token_id_range": {"type": "list", "elements": "int", "no_log": False},
+            "vocab_size": {"type": "int"},
             "profile": {"type": "dict"},
             "plan": {"type": "dict"},
             "seconds": {"type": "float", "default": 300},
@@ -238,12 +249,9 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    ids = params["token_id_range"]
     try:
         rr.check_target(params["url"], params["api_key"], params["endpoint"], params["prompt"])
-        if len(ids) != 2 or not 0 <= ids[0] < ids[1]:
-            raise rr.ReplayError("token_id_range must be [lowest, one past the highest] with 0 <= lowest < highest, "
-                                 "got %s" % ids)
+        ids = rr.id_range(params["token_id_range"], params["vocab_size"])
         if params["max_in_flight"] < 1 or params["timeout"] <= 0:
             raise rr.ReplayError("max_in_flight must be at least 1 and timeout positive, got %s and %s"
                                  % (params["max_in_flight"], params["timeout"]))

@@ -149,3 +149,13 @@ def test_a_grouping_whose_run_was_interrupted_before_its_switch_reported_is_meas
     for given in (results, settled):
         plan = st.plan(given, "b1", "split", 2)
         assert (plan["measure_other"], plan["stored"], plan["failed"]) == (True, ["split"], []), given
+
+
+def test_a_grouping_switched_to_whose_replay_was_not_recorded_is_measured_again():
+    # advise_topology.yml switches back when the replay after its switch fails: the switch's report says ok, the
+    # grouping has no figures - the next window measures it, and never reports it as a failed switch.
+    results = st.pending(st.measured([], "split", "b1", "r0", "t", replay(1.0)), "replicas", "b1", "r1", "/s/f.json", "t")
+    settled = st.settle(results, lambda path: {"outcome": "ok", "downtime": 30.0})
+    assert settled[1]["interrupted"] is True and "recorded no replay there" in settled[1]["failed"]
+    plan = st.plan(settled, "b1", "split", 2)
+    assert (plan["measure_other"], plan["stored"], plan["failed"]) == (True, ["split"], [])

@@ -43,6 +43,15 @@ def test_hybrid_models_are_told_from_plain_ones():
     assert mc.summary({"layer_types": ["warp_drive"], "num_hidden_layers": 1})["hybrid"] is None
 
 
+def test_the_vocabulary_is_read_where_the_config_keeps_it():
+    # The workload replay draws its prompts' token ids below it.
+    assert LLAMA["vocab_size"] == 367
+    assert mc.summary({"text_config": {"vocab_size": 262208}, "vocab_size": 5})["vocab_size"] == 262208
+    assert mc.summary({"vocab_size": 151936})["vocab_size"] == 151936
+    assert mc.summary({})["vocab_size"] is None
+    assert mc.summary({"vocab_size": "many"})["vocab_size"] is None
+
+
 @pytest.mark.parametrize("model, speculative, prefix, allow, refused", [
     pytest.param(QWEN3_NEXT, MTP, True, False, True, id="hybrid, MTP, prefix caching on: refused"),
     pytest.param(QWEN3_NEXT, MTP, None, False, True, id="hybrid, MTP, vLLM's default (on): refused"),

@@ -15,6 +15,7 @@ the timing test: TTFT 0.2 s read as 0.2007-0.2018 s, TPOT 0.05 s as 0.05012-0.05
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -112,6 +113,32 @@ def test_prompt_prefix_repeats_within_a_conversation():
     text_a, text_b = rr.prompt_of(first, 9, 0, token_ids=False), rr.prompt_of(later, 9, 1, token_ids=False)
     assert len(text_a.split()) == 100 and len(text_b.split()) == 120
     assert text_b.split()[:96] == text_a.split()[:96]
+
+
+@pytest.mark.parametrize("requested, vocab_size, expected", [
+    pytest.param(None, None, (1000, 20000), id="default"),
+    pytest.param(None, 151936, (1000, 20000), id="default within a large vocabulary"),
+    pytest.param(None, 367, (36, 367), id="a small vocabulary: past its first tenth"),
+    pytest.param(None, 5000, (500, 5000), id="smaller than the default's top"),
+    pytest.param([3, 360], 367, (3, 360), id="asked for, within"),
+    pytest.param([3, 367], 367, (3, 367), id="asked for, up to its end"),
+    pytest.param([3, 360], None, (3, 360), id="asked for, vocabulary unknown"),
+])
+def test_id_range(requested, vocab_size, expected):
+    assert rr.id_range(requested, vocab_size) == expected
+
+
+@pytest.mark.parametrize("requested, vocab_size, message", [
+    pytest.param([3, 368], 367, "reaches past the model's vocabulary of 367 tokens", id="past the vocabulary"),
+    pytest.param([5, 5], None, "must be [lowest, one past the highest]", id="empty"),
+    pytest.param([-1, 5], None, "must be [lowest, one past the highest]", id="negative"),
+    pytest.param([1, 2, 3], None, "must be [lowest, one past the highest]", id="three"),
+    pytest.param(None, 0, "vocab_size must be", id="no vocabulary"),
+    pytest.param(None, True, "vocab_size must be", id="a bool"),
+])
+def test_id_range_refusals(requested, vocab_size, message):
+    with pytest.raises(rr.ReplayError, match=re.escape(message)):
+        rr.id_range(requested, vocab_size)
 
 
 def test_body_asks_for_the_planned_output():

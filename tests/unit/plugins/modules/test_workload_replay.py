@@ -69,6 +69,8 @@ def test_in_flight_bound_warns(run_module, stub):
     ({"api_key": "sekrit key"}, "the api_key holds whitespace"),
     ({"endpoint": "chat"}, "prompt token_ids needs endpoint completions"),
     ({"token_id_range": [5, 5]}, "token_id_range must be"),
+    ({"token_id_range": [3, 500], "vocab_size": 367}, "reaches past the model's vocabulary of 367 tokens"),
+    ({"vocab_size": 1}, "vocab_size must be the model's vocabulary"),
     ({"max_in_flight": 0}, "max_in_flight must be at least 1"),
     ({"plan": {"seed": 1}, "profile": None}, "plan has no requests list"),
     ({"hour": "2026-01-01T05"}, "the profile has no hour"),
@@ -79,3 +81,12 @@ def test_refused_before_sending(run_module, stub, extra, message):
     code, result = run_module(workload_replay, args)
     assert code == 1 and message in result["msg"] and stub.bodies == []
     assert "sekrit" not in result["msg"]
+
+
+def test_prompts_stay_within_the_vocabulary_the_module_is_given(run_module, stub):
+    # The lab's split model has 367 tokens: the default ids (1000-20000) would be answered 400 "out of vocabulary".
+    code, result = run_module(workload_replay, {"url": stub.url, "model": "m", "vocab_size": 367,
+                                                "plan": plan_of([(0.0, 2), (0.0, 2)])})
+    assert code == 0 and len(stub.bodies) == 2
+    ids = [t for _path, _headers, body in stub.bodies for t in body["prompt"]]
+    assert ids and all(36 <= t < 367 for t in ids)
