@@ -157,8 +157,12 @@ class ActionModule(TaskVariablesAction):
             build = st.site_build({h: (plain(hostvars[h].get("tool_gate_build")) or {}).get("id") if h in hostvars
                                    else None for h in hosts})
             at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            # The group sizes the model's heads allow (the layout check's; unknown, every size).
+            heads = (self.variable("site_engine_groups_num_attention_heads", None),
+                     self.variable("site_engine_groups_num_key_value_heads", None))
             if state == "plan":
-                plan = st.plan(st.settle(results, read_json), build, args["current"], len(hosts), args["remeasure"])
+                plan = st.plan(st.settle(results, read_json), build, args["current"], len(hosts), args["remeasure"],
+                               heads)
                 # The window's run id, and where its switch to the other grouping saves its report.
                 run = args["run"] or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
                 plan.update(run=run, switch_report_file=os.path.join(store_dir, "switch-%s-%s.json" % (
@@ -183,7 +187,7 @@ class ActionModule(TaskVariablesAction):
             profile = read_json(os.path.join(store_dir, PROFILE))
             max_model_len = plain(first.get("vllm_max_model_len"))
             advice = st.advise(settled, profile, build, args["current"], len(hosts),
-                               int(max_model_len) if max_model_len else None, args["margin"])
+                               int(max_model_len) if max_model_len else None, args["margin"], heads)
             # Where a window ends: the grouping it started on, or with apply the one recommended.
             recommended = advice["recommendation"]["grouping"]
             return_to = recommended if args["apply"] and recommended else (args["start"] or args["current"])

@@ -23,6 +23,7 @@ import hashlib
 import json
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_advisor as ta
+from ansible_collections.factory_floor.llm.plugins.module_utils._engine_groups import partitions, split_sizes
 
 SCHEMA = ta.RESULTS_SCHEMA
 # Switch outcomes (_switch_report) after which the hosts run the grouping asked for.
@@ -68,14 +69,15 @@ def site_build(builds):
     return "mixed-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def candidates(engine_hosts):
-    """The groupings two (or more) engine hosts allow as the collection runs them: every host its own replica, and
-    one tensor-parallel group of them all; one host has only its replica."""
+def candidates(engine_hosts, num_attention_heads=None, num_key_value_heads=None):
+    """The groupings ``engine_hosts`` hosts allow as the collection runs them (engine groups): every host its own
+    replica first, then fewer and larger groups, one tensor-parallel group of them all last; only the group sizes the
+    model's heads allow (``_engine_groups.split_sizes``; unknown heads allow every size)."""
     if engine_hosts < 1:
         raise StoreError("no engine host in the inventory's engine group")
-    if engine_hosts == 1:
-        return [{"sizes": [1]}]
-    return [{"sizes": [1] * engine_hosts}, {"sizes": [engine_hosts]}]
+    sizes = split_sizes(num_attention_heads, num_key_value_heads, most=engine_hosts)
+    found = sorted(partitions(engine_hosts, sizes), key=lambda p: (-len(p), p))
+    return [{"sizes": option} for option in found]
 
 
 def _stored(results, grouping, build):
@@ -85,15 +87,20 @@ def _stored(results, grouping, build):
     return None
 
 
-def plan(results, build, current, engine_hosts, remeasure=False):
+def plan(results, build, current, engine_hosts, remeasure=False, heads=(None, None)):
     """What an advisor window does: the grouping it starts on, the other it switches to, and which of them it
     measures (none that has a result for ``build``, unless ``remeasure``). ``results`` as :func:`settle` leaves
-    them: a switch that reported its failure is not tried again, an interrupted one is."""
-    names = [ta.grouping_name(c["sizes"]) for c in candidates(engine_hosts)]
+    them: a switch that reported its failure is not tried again, an interrupted one is. ``heads``: the model's
+    attention and key/value heads (:func:`candidates`).
+
+    The window switches with switch.yml, between the two groupings two hosts allow; with more hosts it replays the
+    grouping in place only (``other`` None): move_groups.yml moves between the others, and workload_replay.yml after
+    each move records it."""
+    names = [ta.grouping_name(c["sizes"]) for c in candidates(engine_hosts, *heads)]
     if current not in names:
         raise StoreError("the engines run %s, which is none of the groupings the advisor compares (%s): switch to "
                          "one of them first" % (current, ", ".join(names)))
-    others = [n for n in names if n != current]
+    others = [n for n in names if n != current] if engine_hosts == 2 else []
     found = {n: _stored(results, n, build) for n in names}
     # A grouping whose switch failed for this build (its report says so) is not tried again unless asked: the next
     # try would cost another outage for what the table already reports as failed. One whose run was interrupted
@@ -159,10 +166,12 @@ def settle(results, read_report):
     return settled
 
 
-def advise(results, profile, build, current, engine_hosts, max_model_len=None, margin=ta.DEFAULT_MARGIN):
-    """``_topology_advisor.rank()`` over the candidates, with the KV tokens the runs measured where they did."""
+def advise(results, profile, build, current, engine_hosts, max_model_len=None, margin=ta.DEFAULT_MARGIN,
+           heads=(None, None)):
+    """``_topology_advisor.rank()`` over the candidates (``heads`` as :func:`plan`'s), with the KV tokens the runs
+    measured where they did."""
     options = []
-    for option in candidates(engine_hosts):
+    for option in candidates(engine_hosts, *heads):
         stored = _stored(results, ta.grouping_name(option["sizes"]), build) or {}
         options.append(dict(option, kv_tokens=stored.get("kv_tokens")))
     site = ta.site_of(profile, max_model_len) if profile else {}

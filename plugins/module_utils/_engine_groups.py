@@ -125,6 +125,17 @@ def split_sizes(num_attention_heads=None, num_key_value_heads=None, most=8):
     return sizes
 
 
+def partitions(total, sizes, largest=None):
+    """Every multiset of group ``sizes`` adding up to ``total`` hosts, largest group first."""
+    if total == 0:
+        yield []
+        return
+    for size in sorted(sizes, reverse=True):
+        if size <= total and (largest is None or size <= largest):
+            for rest in partitions(total - size, sizes, size):
+                yield [size] + rest
+
+
 def _words(hosts):
     return ", ".join(hosts)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ansible_collections.factory_floor.llm.plugins.module_utils._engine_groups import split_sizes
+from ansible_collections.factory_floor.llm.plugins.module_utils._engine_groups import partitions, split_sizes
 from ansible_collections.factory_floor.llm.plugins.module_utils._kv_cache import (
     DEFAULT_ACTIVATION_GIB,
     DEFAULT_CUDA_GRAPH_GIB,
@@ -160,17 +160,6 @@ def plan_kv_cache(config=None, kv_cache_dtype="auto", gpu_memory_utilization=Non
     return result
 
 
-def _partitions(total, sizes, largest=None):
-    """Every multiset of ``sizes`` adding up to ``total``, largest part first."""
-    if total == 0:
-        yield []
-        return
-    for size in sorted(sizes, reverse=True):
-        if size <= total and (largest is None or size <= largest):
-            for rest in _partitions(total - size, sizes, size):
-                yield [size] + rest
-
-
 def plan_groupings(engine_hosts, side, max_model_len, need_tokens, num_attention_heads=None,
                    num_key_value_heads=None, measured=None):
     """The KV cache of each grouping of ``engine_hosts`` hosts, most groups first.
@@ -186,7 +175,7 @@ def plan_groupings(engine_hosts, side, max_model_len, need_tokens, num_attention
     sides = {size: side(size) for size in allowed}
     measured = measured or {}
     found = []
-    for sizes in sorted(_partitions(engine_hosts, allowed), key=lambda p: (-len(p), p)):
+    for sizes in sorted(partitions(engine_hosts, allowed), key=lambda p: (-len(p), p)):
         tokens = [sides[size]["kv_tokens"] for size in sizes]
         requests = [sides[size]["full_context_requests"] for size in sizes]
         rates = [(measured.get(size) or {}).get("tokens_per_s") for size in sizes]

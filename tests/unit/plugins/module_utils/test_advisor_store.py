@@ -12,6 +12,7 @@ import json
 import pytest
 
 from ansible_collections.factory_floor.llm.plugins.module_utils import _advisor_store as st
+from ansible_collections.factory_floor.llm.plugins.module_utils import _topology_advisor as ta
 
 
 def replay(tokens_per_s, errors=None):
@@ -62,6 +63,14 @@ def test_candidates_are_replicas_and_split_or_one_replica():
         st.candidates(0)
 
 
+def test_more_hosts_give_every_grouping_the_models_heads_allow():
+    names = [ta.grouping_name(c["sizes"]) for c in st.candidates(4)]
+    assert names == ["replicas", "2+1+1", "2+2", "3+1", "split"]
+    # 32 attention heads, 8 key/value heads: no group of three.
+    assert [c["sizes"] for c in st.candidates(4, 32, 8)] == [[1, 1, 1, 1], [2, 1, 1], [2, 2], [4]]
+    assert [c["sizes"] for c in st.candidates(3, 32, 8)] == [[1, 1, 1], [2, 1]]
+
+
 def test_a_window_measures_only_what_has_no_result_for_the_build():
     stored = st.measured([], "split", "b1", "r0", "t", replay(100.0))
     plan = st.plan(stored, "b1", "split", 2)
@@ -74,8 +83,18 @@ def test_a_window_measures_only_what_has_no_result_for_the_build():
 
 
 def test_a_current_grouping_the_advisor_does_not_compare_is_refused():
-    with pytest.raises(st.StoreError, match="run 2\\+1, which is none of the groupings.*switch to one of them first"):
-        st.plan([], "b1", "2+1", 3)
+    # Three hosts, a model whose heads no group of three splits: split (3) is none of the groupings.
+    with pytest.raises(st.StoreError, match="run split, which is none of the groupings.*switch to one of them first"):
+        st.plan([], "b1", "split", 3, heads=(32, 8))
+
+
+def test_with_more_hosts_a_window_replays_the_grouping_in_place_and_ranks_the_others_from_the_store():
+    stored = st.measured([], "replicas", "b1", "r0", "t", replay(100.0))
+    plan = st.plan([], "b1", "2+1", 3, heads=(32, 8))
+    assert (plan["candidates"], plan["other"], plan["measure_start"], plan["measure_other"]) == (
+        ["replicas", "2+1"], None, True, False)
+    advice = st.advise(stored, None, "b1", "2+1", 3, heads=(32, 8))
+    assert advice["not_measured"] == ["2+1"] and [r["grouping"] for r in advice["rows"]] == ["replicas", "2+1"]
 
 
 def test_a_record_replaces_the_groupings_result_for_the_build_and_keeps_the_switchs_seconds():
