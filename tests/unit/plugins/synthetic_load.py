@@ -83,12 +83,13 @@ def output_length(rng):
     return min(int(rng.lognormvariate(math.log(300), 0.8)) + 1, 8000)
 
 
-def make_load(seed, start, segments, engines=("spark-a", "spark-b"), follow_up=0.5):
+def make_load(seed, start, segments, engines=("spark-a", "spark-b"), follow_up=0.5, queued=2.0):
     """Poisson arrivals from ``start``: ``segments`` is ``[(seconds, requests_per_s), ...]``.
 
     Requests go to the engines in turn. A share ``follow_up`` are later turns of a
     conversation: their prompt re-sends the previous turn's prompt and output (the part
-    vLLM finds in its prefix cache, in whole 16-token blocks) plus a new message.
+    vLLM finds in its prefix cache, in whole 16-token blocks) plus a new message. Each request
+    waits up to ``queued`` seconds in the engine's queue before it is scheduled.
     """
     rng = random.Random(seed)
     requests, t, last = [], start, {}
@@ -107,7 +108,7 @@ def make_load(seed, start, segments, engines=("spark-a", "spark-b"), follow_up=0
                 prompt = context + int(rng.lognormvariate(math.log(200), 0.5)) + 1
                 cached = context // 16 * 16
             output = output_length(rng)
-            begin = t + rng.uniform(0.0, 2.0)  # queued (num_requests_waiting)
+            begin = t + rng.uniform(0.0, queued)  # queued (num_requests_waiting)
             request = Request(t, begin, begin + 1.0 + output / 40.0, prompt, output, cached, engine)
             requests.append(request)
             last[engine] = request

@@ -147,6 +147,20 @@ def test_concurrency_is_running_plus_waiting_at_each_sample(two_hours):
     assert got["p50"] == sorted(expected)[60]
 
 
+def test_a_backlog_in_the_queue_counts_as_arrived():
+    # Traffic rises past what the engines schedule: requests wait minutes before they start. They arrived, and have
+    # neither finished nor been counted in the prompt-token counters yet: only num_requests_waiting shows them.
+    load = sl.make_load(11, T0 - 300, [(300, 0.1), (900, 1.0)], queued=240.0)
+    result, _site = run(load, 900, 30)
+    truth = sl.truth(load, T0, T0 + 900)
+    backlog = sl.inflight_at(load, T0 + 900) - sl.inflight_at(load, T0)
+    assert backlog > 100  # the term this test is about is large: the backlog grew by that many
+    total = result["total"]
+    assert total["requests_arrived"] == pytest.approx(truth["arrived"], rel=1e-9)
+    assert total["requests_arrived"] == pytest.approx(truth["finished"] + backlog, rel=1e-9)
+    assert total["requests_finished"] == truth["finished"]
+
+
 def test_profile_is_json_and_keeps_what_the_replay_needs(two_hours):
     _load, result = two_hours
     text = json.dumps(result, allow_nan=False)
