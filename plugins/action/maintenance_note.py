@@ -18,6 +18,7 @@ FACT = mw.NOTES
 ARGUMENT_SPEC = dict(
     events=dict(type="list", elements="str", default=[]),
     at=dict(type="float"),
+    after=dict(type="dict"),
     note=dict(type="dict", default={}),
     failure=dict(type="str", choices=list(mw.FAILURES)),
     message=dict(type="str", default="step failed"),
@@ -39,7 +40,8 @@ class ActionModule(ActionBase):
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         # An unknown failure is refused by the argument spec above (its choices), naming the kinds to use.
         notes = mw.host_note(mw.notes_of(task_vars) or {}, str(task_vars.get("inventory_hostname", "")),
-                             note=args["note"], events=args["events"], at=args["at"], failure=args["failure"],
+                             note=args["note"], events=args["events"], at=args["at"], after=args["after"],
+                             failure=args["failure"],
                              failed=task_vars.get("ansible_failed_result") or {}, message=args["message"],
                              restored=args["restored"])
         return dict(result, changed=False, ansible_facts={FACT: notes})

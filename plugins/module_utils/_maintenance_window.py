@@ -123,14 +123,48 @@ def failure_note(kind, host, so_far, failed, note=None, message="step failed", n
     raise ValueError("maintenance_note: failure must be one of %s, got %r" % (", ".join(FAILURES), kind))
 
 
+def seconds_of(delta):
+    """Seconds in a step's duration: a number, or a command result's ``delta`` (``H:MM:SS.ffffff``); None when it is
+    neither."""
+    if isinstance(delta, bool):
+        return None
+    if isinstance(delta, (int, float)):
+        return float(delta)
+    text = str(delta or "").strip()
+    if text.startswith("-"):
+        return None
+    parts = text.split(":")
+    try:
+        values = [float(part) for part in parts]
+    except ValueError:
+        return None
+    if not 1 <= len(values) <= 3 or any(v < 0 for v in values):
+        return None
+    seconds = 0.0
+    for value in values:
+        seconds = seconds * 60 + value
+    return seconds
+
+
+def after_event(so_far, after):
+    """Epoch seconds of ``after`` (``{event, delta}``): the host's noted ``event`` plus ``delta`` (:func:`seconds_of`);
+    None when the event was not noted or the delta is no duration."""
+    if not isinstance(after, Mapping):
+        return None
+    begun = ((so_far.get("events") or {}) if isinstance(so_far, Mapping) else {}).get(after.get("event"))
+    took = seconds_of(after.get("delta"))
+    return float(begun) + took if begun is not None and took is not None else None
+
+
 def host_note(so_far, host, note=None, events=(), at=None, failure=None, failed=None, message="step failed",
-              restored=None):
+              restored=None, after=None):
     """What ``host`` noted so far (``so_far``, maintenance_window_host) with one step's note added - the maintenance_note
     action's whole decision: ``note`` as given, a failure's note (``failure_note``), a restore's outcome
-    (``restored``: ok, at, msg - ``_model_upgrade.restore_note``) and each of ``events`` noted at ``at`` (epoch
-    seconds; the controller's clock now when not given)."""
+    (``restored``: ok, at, msg - ``_model_upgrade.restore_note``) and each of ``events`` noted at ``after``
+    (:func:`after_event`), else ``at`` (epoch seconds), else the controller's clock now."""
     so_far = so_far if isinstance(so_far, Mapping) else {}
     now = time.time()
+    at = after_event(so_far, after) if after_event(so_far, after) is not None else at
     merged = noted(so_far, note, events, at if at is not None else (now if events else None))
     merged = _merged(merged, failure_note(failure, host, so_far, failed, note, message, now))
     if restored is not None:

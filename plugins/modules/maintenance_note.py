@@ -45,6 +45,14 @@ options:
   at:
     description: When the O(events) happened, epoch seconds (unit seconds); unset, the controller's clock now.
     type: float
+  after:
+    description:
+      - When the O(events) happened, as a time this host noted before (C(event)) plus how long a step took on the host
+        (C(delta), seconds, or a command's registered C(delta) such as C(0:00:17.712345)) - the step's own end on the
+        controller's clock, free of the host's clock and of the other hosts' pace (a task ends on every host once the
+        slowest is done). Unset, or C(event) not noted on this host, O(at) (or now).
+      - For example the cut-over's C(old_stopped) after C(drained) by the C(systemctl enable --now) command's C(delta).
+    type: dict
   note:
     description:
       - What else to note, merged in recursively - C(health), C(gate) (the C(tool_gate) role's C(tool_gate_result)),

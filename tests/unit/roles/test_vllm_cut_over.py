@@ -13,7 +13,8 @@ for the switch's report (the fact ``maintenance_window_host``) is written out at
   line and fingerprint), the way deploy checks a (re)started engine: a process that runs something
   else is a failed start, noted for the rollback;
 * ``old_stopped`` is a time on the controller's clock, whatever time zone the engine host is in
-  (the modules run with another ``TZ`` than the controller here).
+  (the modules run with another ``TZ`` than the controller here), and each host's own: its stop's
+  time after ``drained``, not the slowest host's (the stand-in ``systemctl enable`` sleeps per host).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ PLAYBOOK = """
   gather_facts: false
   environment:
     TZ: %(host_tz)s
+    STOP_SECONDS: "{{ stop_seconds | default(0) }}"
   module_defaults:
     factory_floor.llm.vllm_engine_info:
       systemctl: %(systemctl)s
@@ -54,14 +56,14 @@ PLAYBOOK = """
     - name: Keep what it noted for the test
       ansible.builtin.copy:
         content: "{{ ansible_facts.maintenance_window_host | default({}) | to_json }}"
-        dest: %(noted)s
+        dest: "%(noted)s{{ '' if inventory_hostname == 'spark-t' else '.' ~ inventory_hostname }}"
         mode: "0644"
 """
 
 needs_tools = pytest.mark.skipif(not os.path.exists(ANSIBLE_PLAYBOOK), reason="needs ansible-playbook next to this Python")
 
 
-def cut_over(tmp_path, runs, host_tz="UTC"):
+def cut_over(tmp_path, runs, host_tz="UTC", stop_seconds=None):
     """Run the cut-over with the engine process running ``runs`` (argv, fingerprint); what the host noted."""
     for sub in ("bin", "units", "proc/4242"):
         (tmp_path / sub).mkdir(parents=True, exist_ok=True)
@@ -70,11 +72,12 @@ def cut_over(tmp_path, runs, host_tz="UTC"):
     (tmp_path / "proc" / "4242" / "environ").write_bytes(("FACTORY_FLOOR_CONFIG=%s\0" % fingerprint).encode())
     systemctl = tmp_path / "bin" / "systemctl"
     systemctl.write_text("#!/bin/sh\ncase \"$1\" in show) echo ActiveState=active; echo MainPID=4242; "
-                         "echo NeedDaemonReload=no;; esac\nexit 0\n")
+                         "echo NeedDaemonReload=no;; enable) sleep \"${STOP_SECONDS:-0}\";; esac\nexit 0\n")
     systemctl.chmod(0o755)
-    (tmp_path / "inventory.yml").write_text(
-        "gb10:\n  hosts:\n    spark-t: {ansible_connection: local, ansible_python_interpreter: %s}\nproxy:\n  hosts: {}\n"
-        % sys.executable)
+    hosts = stop_seconds or {"spark-t": 0}
+    (tmp_path / "inventory.yml").write_text("gb10:\n  hosts:\n%sproxy:\n  hosts: {}\n" % "".join(
+        "    %s: {ansible_connection: local, ansible_python_interpreter: %s, stop_seconds: %s}\n"
+        % (host, sys.executable, seconds) for host, seconds in hosts.items()))
     (tmp_path / "play.yml").write_text(PLAYBOOK % {"host_tz": host_tz, "systemctl": systemctl, "proc": tmp_path / "proc",
                                                    "noted": tmp_path / "noted.json"})
     # No watchdog unit to disable, no textfile directory: the old topology's watchdog is not there.
@@ -122,3 +125,15 @@ def test_old_stopped_is_on_the_controllers_clock_whatever_the_hosts_time_zone(tm
     noted, before, after, output = cut_over(tmp_path, (RENDERED, DIGEST), host_tz=host_tz)
     old_stopped = float(noted["events"]["old_stopped"])
     assert before <= old_stopped <= after, (host_tz, old_stopped - before, output)
+
+
+@needs_tools
+def test_each_host_notes_its_own_stop_not_the_slowest_hosts(tmp_path):
+    # A split's headless rank stops seconds after its head: the task ends on both once the slower is done.
+    _noted, _before, _after, output = cut_over(tmp_path, (RENDERED, DIGEST), stop_seconds={"spark-t": 0, "spark-u": 3})
+    quick = json.loads((tmp_path / "noted.json").read_text())["events"]
+    slow = json.loads((tmp_path / "noted.json.spark-u").read_text())["events"]
+    assert slow["old_stopped"] - slow["drained"] >= 3.0, output
+    # Measured here: 0.05-0.2 s for the quick host's no-op command (spawn, module wrapper); 2 s leaves room for a busy
+    # machine and stays under the 3 s the slow host's stop takes.
+    assert quick["old_stopped"] - quick["drained"] < 2.0, (quick, slow)

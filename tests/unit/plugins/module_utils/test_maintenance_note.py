@@ -109,3 +109,22 @@ def test_an_unknown_failure_is_refused_with_the_kinds_to_use():
     with pytest.raises(ValueError, match="failure must be one of step, switch_gate, switch_rollback, upgrade, "
                                          "upgrade_rollback, got 'gate'"):
         mw.failure_note("gate", HOST, {}, {})
+
+
+@pytest.mark.parametrize("delta, seconds", [
+    ("0:00:17.712345", 17.712345), ("1:02:03.5", 3723.5), (4, 4.0), (2.5, 2.5), ("7.25", 7.25),
+    ("", None), ("soon", None), (True, None), ("-0:00:01", None), ("1:2:3:4", None),
+])
+def test_a_steps_duration_is_read_from_a_command_delta_or_seconds(delta, seconds):
+    assert mw.seconds_of(delta) == (pytest.approx(seconds) if seconds is not None else None)
+
+
+def test_an_event_after_another_is_noted_at_that_one_plus_the_steps_own_time():
+    so_far = {"events": {"drained": 1000.0}}
+    noted = mw.host_note(so_far, HOST, events=["old_stopped"], after={"event": "drained", "delta": "0:00:06.5"})
+    assert noted["events"] == {"drained": 1000.0, "old_stopped": 1006.5}
+    # Without the event before it (or a duration), the time given, else now.
+    assert mw.host_note({}, HOST, events=["old_stopped"], at=5.0,
+                        after={"event": "drained", "delta": "0:00:06.5"})["events"]["old_stopped"] == 5.0
+    assert mw.host_note(so_far, HOST, events=["old_stopped"], at=5.0,
+                        after={"event": "drained", "delta": "later"})["events"]["old_stopped"] == 5.0
