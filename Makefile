@@ -10,7 +10,8 @@ PY          := $(VENV)/bin/python
 BIN         := $(abspath $(VENV))/bin
 COLL_ROOT   := build/collections
 COLL_LINK   := $(COLL_ROOT)/ansible_collections/factory_floor/llm
-SANITY_ROOT := build/sanity/ansible_collections/factory_floor/llm
+# ansible-test's copy of the collection, one per Python (3.11 and the newest run side by side in make test).
+SANITY_ROOT = build/sanity-$(1)/ansible_collections/factory_floor/llm
 export PATH := $(BIN):$(PATH)
 export CONTAINERS_CONF := $(abspath lab/containers.conf)
 export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLL_ROOT))
@@ -24,7 +25,7 @@ APT_PACKAGES := podman runc debootstrap netavark aardvark-dns iptables nftables 
 TEST_APT_PACKAGES := git python3-venv
 $(if $(filter-out $(APT_PACKAGES),$(TEST_APT_PACKAGES)),$(error TEST_APT_PACKAGES must be part of APT_PACKAGES))
 
-.PHONY: help deps test-deps lab-deps apt apt-test doctor lab-doctor venv venv-test venv-lab collection promtool nginx lab-image lab-network lab-engines lab-up lab-down demo test test-quick units lint sanity docs units-newest sanity-newest newest units-both molecule build changelog clean
+.PHONY: help deps test-deps lab-deps apt apt-test doctor lab-doctor venv venv-test venv-lab collection promtool nginx lab-image lab-network lab-engines lab-up lab-down demo test test-quick units lint sanity docs units-newest sanity-newest newest molecule build changelog clean
 
 help:
 	@echo "make demo        build the lab, deploy the split topology, switch to replicas, print the report"
@@ -183,13 +184,14 @@ lint: test-deps
 # It tests what ships: the collection without the build_ignore'd lab/CI files.
 # $(call sanity_run,VENV,PYTHON VERSION)
 SANITY_VENV := .venv-sanity
-SANITY_HOME := $(abspath build/ansible-test-home)
+# ansible-test's HOME (its virtualenvs and cache), one per Python as the copy.
+SANITY_HOME = $(abspath build/ansible-test-home-$(1))
 define sanity_run
-rm -rf build/sanity && mkdir -p $(SANITY_ROOT) $(SANITY_HOME)/.ansible/test/cache
+rm -rf build/sanity-$(2) && mkdir -p $(call SANITY_ROOT,$(2)) $(call SANITY_HOME,$(2))/.ansible/test/cache
 pip=$$(sed -n "s/^ *pip='\([0-9.]*\)',.*/\1/p" $(1)/lib/python3*/site-packages/ansible_test/_internal/python_requirements.py | head -n 1); \
-  cp tests/sanity/get-pip.py $(SANITY_HOME)/.ansible/test/cache/get_pip_$${pip//./_}.py
-git ls-files -co --exclude-standard | grep -vE '^(build|lab|\.ci|benchmarks|extensions)/' | tar -cf - -T - | tar -xf - -C $(SANITY_ROOT)
-cd $(SANITY_ROOT) && git init -q && git add -A && HOME=$(SANITY_HOME) PATH=$(abspath $(1))/bin:$$PATH ansible-test sanity --local --python $(2) --color no
+  cp tests/sanity/get-pip.py $(call SANITY_HOME,$(2))/.ansible/test/cache/get_pip_$${pip//./_}.py
+git ls-files -co --exclude-standard | grep -vE '^(build|lab|\.ci|benchmarks|extensions)/' | tar -cf - -T - | tar -xf - -C $(call SANITY_ROOT,$(2))
+cd $(call SANITY_ROOT,$(2)) && git init -q && git add -A && HOME=$(call SANITY_HOME,$(2)) PATH=$(abspath $(1))/bin:$$PATH ansible-test sanity --local --python $(2) --color no
 endef
 $(SANITY_VENV)/.done: requirements.txt | $(TEST_APT_STAMP)
 	python3 -m venv $(SANITY_VENV)
@@ -239,12 +241,15 @@ docs: test-deps
 	antsibull-docs lint-collection-docs --plugin-docs .
 	antsibull-changelog lint
 
-# `make test` runs the scenarios proven green on this machine (MOLECULE_SCENARIOS);
-# every other scenario directory is excluded. `make molecule MOLECULE_SCENARIOS=all`
-# runs them all, but those that need three engine hosts (MOLECULE_NEEDS_3) only with
-# LAB_ENGINES=3: `make molecule MOLECULE_SCENARIOS=groups LAB_ENGINES=3`.
+# `make test` runs the scenarios that fit CI's 70 minutes beside the units, lint and sanity
+# (MOLECULE_SCENARIOS: the switch, the main job - measured on CI's machine, 2 cores: the units
+# 2 x 19.5 min, default 11, metrics 10, proxy 14, replica 11 and switch 27 min); every other
+# scenario directory is excluded. `make molecule MOLECULE_SCENARIOS="default metrics proxy replica"`
+# runs the others of the former make test (docs/testing.md); `MOLECULE_SCENARIOS=all` runs them all,
+# but those that need three engine hosts (MOLECULE_NEEDS_3) only with LAB_ENGINES=3:
+# `make molecule MOLECULE_SCENARIOS=groups LAB_ENGINES=3`.
 MOLECULE_ALL := $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard extensions/molecule/*/molecule.yml))))
-MOLECULE_SCENARIOS ?= default metrics proxy replica switch
+MOLECULE_SCENARIOS ?= switch
 MOLECULE_NEEDS_3 := groups
 MOLECULE_RUN = $(if $(filter all,$(MOLECULE_SCENARIOS)),$(if $(filter 3,$(LAB_ENGINES)),$(MOLECULE_ALL),$(filter-out $(MOLECULE_NEEDS_3),$(MOLECULE_ALL))),$(MOLECULE_SCENARIOS))
 MOLECULE_EXCLUDE = $(filter-out $(MOLECULE_RUN),$(MOLECULE_ALL))
@@ -253,20 +258,23 @@ $(if $(and $(filter 2,$(LAB_ENGINES)),$(filter $(MOLECULE_NEEDS_3),$(MOLECULE_SC
 endif
 # A run starts from new lab hosts: ones left running by an interrupted run (or another
 # checkout) may be mid-deploy, and molecule would reuse them. Its destroy also removes
-# the lab network, so that is made again after it.
+# the lab network, so that is made again after it. The lab hosts are the default scenario's
+# (shared state); without it in the run, its create first (each scenario imports its prepare).
 molecule: lab-image lab-network lab-engines
 	$(MOLECULE_ANY_LAB) destroy -s default >/dev/null
 	bash lab/network.sh
+	$(if $(filter default,$(MOLECULE_RUN)),,$(MOLECULE_LAB) create -s default)
 	$(MOLECULE_LAB) test --all $(foreach s,$(MOLECULE_EXCLUDE),--exclude $(s))
 
-# The units under both ansible-cores at once. Each run is one pytest process that spends most of its time waiting
-# for the ansible-playbook it started, so the two share two cores: on CI's machine (2 cores) 19.5 min each alone.
-# Their dependencies first, serially, in this make (apt's python3-venv before any virtualenv); then a make -j2 of
-# the two runs only, each one's output printed whole when it ends (-O). Neither writes in the tree (no cache).
-units-both: test-deps $(PROMTOOL) $(NGINX_ROOT)/usr/sbin/nginx $(if $(strip $(NEWEST_PYTHON)),$(NEWEST_VENV)/.done)
-	$(MAKE) --no-print-directory -j2 -O units units-newest
+# The tests that need no lab, two at a time: each is one process that mostly runs on one core (the units spend most
+# of their time waiting for the ansible-playbook they started), and the CI machine has two: measured there, the units
+# 19.5 min on each ansible-core alone. Their dependencies first, serially, in this make (apt's python3-venv before any
+# virtualenv); then a make -j2 of the runs only, each one's output printed whole when it ends (-O). None writes where
+# another reads: the units keep no cache, each sanity run its own copy (SANITY_ROOT), lint its own HOME.
+NEWEST_DEPS = $(if $(strip $(NEWEST_PYTHON)),$(NEWEST_VENV)/.done $(SANITY_NEWEST_VENV)/.done)
+test-quick: test-deps $(PROMTOOL) $(NGINX_ROOT)/usr/sbin/nginx $(SANITY_VENV)/.done $(NEWEST_DEPS)
+	$(MAKE) --no-print-directory -j2 -O units units-newest sanity sanity-newest lint docs
 
-test-quick: units-both lint sanity docs sanity-newest
 
 test: test-quick molecule
 

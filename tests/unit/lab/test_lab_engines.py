@@ -151,14 +151,19 @@ def test_lab_down_removes_spark_c_whatever_the_count(engines):
 
 
 @needs_make
-def test_make_test_s_scenarios_are_unchanged_and_leave_groups_out():
+def test_make_test_runs_the_switch_scenario_on_lab_hosts_the_default_scenario_makes():
     rc, out = _make("molecule")
     assert rc == 0, out
-    run = [line for line in out.splitlines() if " test --all" in line]
+    lines = out.splitlines()
+    run = [line for line in lines if " test --all" in line]
     assert len(run) == 1 and run[0].startswith("molecule test --all "), out
-    assert "--exclude groups" in run[0]
-    for scenario in ("default", "metrics", "proxy", "replica", "switch"):
-        assert "--exclude %s " % scenario not in run[0] + " "
+    for scenario in ("groups", "default", "metrics", "proxy", "replica"):
+        assert "--exclude %s " % scenario in run[0] + " "
+    assert "--exclude switch " not in run[0] + " "
+    # Without the default scenario in the run, its create makes the lab hosts first.
+    assert lines.index("molecule create -s default") < lines.index(run[0])
+    rc, out = _make("molecule", "MOLECULE_SCENARIOS=default switch")
+    assert rc == 0 and "create -s default" not in out, out
 
 
 @needs_make
