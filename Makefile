@@ -243,7 +243,7 @@ docs: test-deps
 
 # `make test` runs the scenarios that fit CI's 70 minutes beside the units, lint and sanity
 # (MOLECULE_SCENARIOS: the switch, the main job - measured on CI's machine, 2 cores: the units
-# 2 x 19.5 min, default 11, metrics 10, proxy 14, replica 11 and switch 27 min); every other
+# 2 x 19.5 min, default 11, metrics 10, proxy 14, replica 11 and switch 26.5 min); every other
 # scenario directory is excluded. `make molecule MOLECULE_SCENARIOS="default metrics proxy replica"`
 # runs the others of the former make test (docs/testing.md); `MOLECULE_SCENARIOS=all` runs them all,
 # but those that need three engine hosts (MOLECULE_NEEDS_3) only with LAB_ENGINES=3:
