@@ -164,7 +164,8 @@ def host_note(so_far, host, note=None, events=(), at=None, failure=None, failed=
     (:func:`after_event`), else ``at`` (epoch seconds), else the controller's clock now."""
     so_far = so_far if isinstance(so_far, Mapping) else {}
     now = time.time()
-    at = after_event(so_far, after) if after_event(so_far, after) is not None else at
+    when = after_event(so_far, after)
+    at = when if when is not None else at
     merged = noted(so_far, note, events, at if at is not None else (now if events else None))
     merged = _merged(merged, failure_note(failure, host, so_far, failed, note, message, now))
     if restored is not None:
